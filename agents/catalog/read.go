@@ -1,0 +1,134 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+var blastRadiusTool = mcpserver.Tool{
+	Name:  "blast_radius_analysis",
+	Title: "Blast radius of a change",
+	Description: "Lists everything downstream of an asset in the context graph (optionally only what reads given columns, where column lineage is known), " +
+		"with distance, the path that reaches it, owners and domains; outbound, money, regulator and customer-facing assets and scheduled jobs with their next run come first, with counts by kind. " +
+		"Depth, size and time budgets apply; an answer cut short says partial and which budget.",
+	ReadOnly: true, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) blastRadius(ctx context.Context, in lineage.BlastParams) (*lineage.BlastResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.BlastRadius(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.CountsByKind == nil {
+		res.CountsByKind = map[string]int{}
+	}
+	if res.Assets == nil {
+		res.Assets = []lineage.ImpactedAsset{}
+	}
+	return res, res.Summary, nil
+}
+
+var traceTool = mcpserver.Tool{
+	Name:  "trace_cross_platform_lineage",
+	Title: "Trace lineage across platforms",
+	Description: "Follows the paths from an asset across platforms, upstream (where its data comes from), downstream (where it goes) or both, " +
+		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses.",
+	ReadOnly: true, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) trace(ctx context.Context, in lineage.TraceParams) (*lineage.TraceResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.Trace(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	return res, res.Summary, nil
+}
+
+var getLineageTool = mcpserver.Tool{
+	Name:        "get_lineage",
+	Title:       "An asset and its neighbours",
+	Description: "Returns one asset of the context graph with everything recorded about it (kind, owner, domain, tags, schedule and next run, columns, SQL, aliases) and its direct upstream and downstream neighbours with the edges' column lineage.",
+	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) getLineage(ctx context.Context, in lineage.LineageParams) (*lineage.LineageResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.GetLineage(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	return res, res.Summary, nil
+}
+
+var searchAssetsTool = mcpserver.Tool{
+	Name:        "search_assets",
+	Title:       "Search the context graph",
+	Description: "Finds assets by words in their names, titles, descriptions, columns, tags, owners and domains, optionally only of some kinds or carrying some tags (e.g. outbound, money), ranked by relevance.",
+	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) searchAssets(ctx context.Context, in lineage.SearchParams) (*lineage.SearchResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.SearchAssets(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d assets found", len(res.Assets))
+	for _, hit := range res.Assets {
+		fmt.Fprintf(&b, "\n- %s (%s) owner %s", hit.ID, hit.Kind, orNone(hit.Owner))
+	}
+	return res, b.String(), nil
+}
+
+var getOwnersTool = mcpserver.Tool{
+	Name:        "get_owners",
+	Title:       "Who owns these assets",
+	Description: "Names the owner and domain of each asset; for an asset with no recorded owner, names the owner of the nearest owned asset upstream, who can usually answer for the data.",
+	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) getOwners(ctx context.Context, in lineage.OwnersParams) (*lineage.OwnersResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.Owners(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	for _, o := range res.Assets {
+		owner := o.Owner
+		if owner == "" && o.UpstreamOwner != "" {
+			owner = "none recorded; upstream owner " + o.UpstreamOwner
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", o.Asset, orNone(owner))
+	}
+	return res, strings.TrimSpace(b.String()), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
+}

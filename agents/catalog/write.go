@@ -1,0 +1,136 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+var recordLineageTool = mcpserver.Tool{
+	Name:  "record_lineage",
+	Title: "Record what a team knows about lineage",
+	Description: "Records the lineage a team knows and no tool reports, once: a hop (topic -> stream job -> table), the fields a job reads and the SQL it runs " +
+		"(e.g. a Flink statement that sums response_bytes), a schedule, an owner, a domain, tags (outbound, money, regulator, customer-facing). Recording the same note again changes nothing.",
+	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*lineage.NoteResult, string, error) {
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.RecordLineage(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	return res, statsLine("note", res.ImportStats), nil
+}
+
+// ImportDBTIn is a manifest by path or inline.
+type ImportDBTIn struct {
+	Path     string `json:"path,omitempty" jsonschema:"path of a dbt target/manifest.json on this machine; give this or manifest"`
+	Manifest string `json:"manifest,omitempty" jsonschema:"the manifest.json content itself; give this or path"`
+	Domain   string `json:"domain,omitempty" jsonschema:"domain for nodes whose meta names none"`
+	Owner    string `json:"owner,omitempty" jsonschema:"owner for nodes whose meta, group or exposure names none"`
+}
+
+var importDBTTool = mcpserver.Tool{
+	Name:  "import_dbt_manifest",
+	Title: "Import a dbt manifest",
+	Description: "Imports a dbt manifest.json (schema versions v9 to v12) into the context graph: models, seeds, snapshots, sources, exposures (as dashboards and other consumers, with owners), " +
+		"the dependencies, columns, and owners and tags from meta. Importing the same manifest twice changes nothing.",
+	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+}
+
+// maxImportBytes bounds what an import reads: the largest public
+// manifests are tens of megabytes.
+const maxImportBytes = 256 << 20
+
+func readInput(path, inline, what string) ([]byte, error) {
+	switch {
+	case path != "" && inline != "":
+		return nil, fmt.Errorf("give path or the %s content, not both", what)
+	case path != "":
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", what, err)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory; give the %s file (for dbt: target/manifest.json)", path, what)
+		}
+		if st.Size() > maxImportBytes {
+			return nil, fmt.Errorf("%s is %d bytes; at most %d are read", path, st.Size(), maxImportBytes)
+		}
+		return os.ReadFile(path)
+	case strings.TrimSpace(inline) != "":
+		return []byte(inline), nil
+	}
+	return nil, fmt.Errorf("give path (a file on this machine) or the %s content", what)
+}
+
+func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTImportResult, string, error) {
+	data, err := readInput(in.Path, in.Manifest, "manifest")
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(data)), lineage.DBTOptions{Domain: in.Domain, Owner: in.Owner})
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Counts == nil {
+		res.Counts = map[string]int{}
+	}
+	return res, fmt.Sprintf("dbt project %s (manifest %s, %s): %s", res.Project, res.SchemaVersion, res.Adapter, statsLine("import", res.ImportStats)), nil
+}
+
+// ImportOLIn is OpenLineage run events by path or inline.
+type ImportOLIn struct {
+	Path   string `json:"path,omitempty" jsonschema:"path of a file with one RunEvent or a JSON array of them; give this or events"`
+	Events string `json:"events,omitempty" jsonschema:"one RunEvent or a JSON array of them; give this or path"`
+	lineage.OpenLineageOptions
+}
+
+var importOpenLineageTool = mcpserver.Tool{
+	Name:  "import_openlineage_events",
+	Title: "Import OpenLineage run events",
+	Description: "Imports OpenLineage RunEvents (one or a JSON array) into the context graph: jobs, input and output datasets, columns from the schema facet, " +
+		"and column edges from the columnLineage facet. Streams and batch land in the same lineage.",
+	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+}
+
+func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*lineage.OpenLineageImportResult, string, error) {
+	data, err := readInput(in.Path, in.Events, "events")
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := h.graph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.ImportRunEvents(ctx, data, in.OpenLineageOptions)
+	if err != nil {
+		return nil, "", err
+	}
+	return res, fmt.Sprintf("%d events read, %d recorded (%d jobs, %d datasets, %d column edges): %s",
+		res.Events, res.Imported, res.Jobs, res.Datasets, res.ColumnEdges, statsLine("import", res.ImportStats)), nil
+}
+
+func statsLine(what string, s lineage.ImportStats) string {
+	if s.Unchanged {
+		return fmt.Sprintf("the graph already held everything in this %s (version %d)", what, s.GraphVersion)
+	}
+	line := fmt.Sprintf("%d assets created, %d updated, %d edges created, %d updated (graph version %d)",
+		s.AssetsCreated, s.AssetsUpdated, s.EdgesCreated, s.EdgesUpdated, s.GraphVersion)
+	if len(s.Warnings) > 0 {
+		line += fmt.Sprintf("; %d warnings: %s", len(s.Warnings), strings.Join(s.Warnings, "; "))
+	}
+	return line
+}

@@ -1,0 +1,147 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/connect"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// ConnectorStatusIn selects a connector.
+type ConnectorStatusIn struct {
+	Name string `json:"name,omitempty" jsonschema:"connector name; default every connector on the Connect cluster"`
+}
+
+// SkippedFlow is a topic-table hop that could not be recorded in the
+// context graph.
+type SkippedFlow struct {
+	Connector string `json:"connector" jsonschema:"connector name"`
+	Topic     string `json:"topic,omitempty" jsonschema:"topic, or the topics.regex pattern"`
+	Reason    string `json:"reason" jsonschema:"why the hop was not recorded"`
+}
+
+// ConnectorLineage says what was written to the context graph.
+type ConnectorLineage struct {
+	Recorded      []string      `json:"recorded" jsonschema:"connectors whose topic/table edges are now in the context graph"`
+	AssetsCreated int           `json:"assets_created" jsonschema:"assets new to the graph"`
+	EdgesCreated  int           `json:"edges_created" jsonschema:"edges new to the graph"`
+	Skipped       []SkippedFlow `json:"skipped,omitempty" jsonschema:"hops not recorded, with the reason"`
+}
+
+// ConnectorStatusOut is the connectors' states and what was recorded.
+type ConnectorStatusOut struct {
+	Worker     string                    `json:"worker" jsonschema:"the Connect worker that answered"`
+	Cluster    string                    `json:"cluster" jsonschema:"Kafka cluster name used in the recorded topic ids"`
+	Connectors []connect.ConnectorReport `json:"connectors" jsonschema:"per connector: health, its own state, every task's state with the failing task's trace, and the topics and tables it moves"`
+	Lineage    ConnectorLineage          `json:"lineage" jsonschema:"the connectors' topic <-> table hops recorded in the context graph"`
+}
+
+var connectorStatusTool = mcpserver.Tool{
+	Name:  "get_connector_status",
+	Title: "Kafka Connect status",
+	Description: "Reads Kafka Connect connectors in one call: each connector's state and every task's state, with the failing task's stack trace, folded into a health (ok, degraded, failed, paused, pending), and the topics and tables each connector moves (read from its config). " +
+		"Records those topic -> connector -> table hops in the context graph so blast radius and diagnosis see them. Never changes a connector.",
+	ReadOnly:   false,
+	Idempotent: true,
+	OpenWorld:  true,
+}
+
+func (h *handlers) connectorStatus(ctx context.Context, in ConnectorStatusIn) (*ConnectorStatusOut, string, error) {
+	c, err := h.connectClient()
+	if err != nil {
+		return nil, "", err
+	}
+	var p connect.StatusParams
+	if n := strings.TrimSpace(in.Name); n != "" {
+		p.Connectors = []string{n}
+	}
+	rep, err := c.Report(ctx, p, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	out := &ConnectorStatusOut{Worker: rep.Worker, Cluster: h.clusterName(), Connectors: rep.Connectors,
+		Lineage: ConnectorLineage{Recorded: []string{}}}
+	if out.Connectors == nil {
+		out.Connectors = []connect.ConnectorReport{}
+	}
+	if err := h.recordConnectors(ctx, out); err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	b.WriteString(rep.Summary())
+	fmt.Fprintf(&b, "\nContext graph: %d connectors' hops recorded", len(out.Lineage.Recorded))
+	if n := len(out.Lineage.Skipped); n > 0 {
+		fmt.Fprintf(&b, ", %d hops skipped (see lineage.skipped)", n)
+	}
+	return out, b.String(), nil
+}
+
+// recordConnectors writes each connector's hops to the context graph. Each
+// connector is imported on its own, so one whose table platform cannot be
+// told from its class does not keep the others out.
+func (h *handlers) recordConnectors(ctx context.Context, out *ConnectorStatusOut) error {
+	g, err := h.lineageGraph(ctx)
+	if err != nil {
+		return err
+	}
+	for _, cr := range out.Connectors {
+		var specs []lineage.ConnectorSpec
+		for _, f := range cr.Flows {
+			switch {
+			case f.TopicPattern:
+				out.Lineage.Skipped = append(out.Lineage.Skipped, SkippedFlow{Connector: cr.Name, Topic: f.Topic,
+					Reason: "topics.regex matched no topic this tool knows of; the hop is recorded once the connector's topics are listed in topics"})
+				continue
+			case f.Table == "":
+				out.Lineage.Skipped = append(out.Lineage.Skipped, SkippedFlow{Connector: cr.Name, Topic: f.Topic,
+					Reason: "the connector's config names no table this tool can read (class " + cr.Class + ")"})
+				continue
+			}
+			specs = append(specs, lineage.ConnectorSpec{Name: cr.Name, Class: cr.Class, Direction: cr.Type, Topic: f.Topic, Table: f.Table})
+		}
+		if len(specs) == 0 {
+			if len(cr.Flows) == 0 {
+				out.Lineage.Skipped = append(out.Lineage.Skipped, SkippedFlow{Connector: cr.Name,
+					Reason: "no topic or table could be read from the connector's config"})
+			}
+			continue
+		}
+		stats, err := g.ImportConnectors(ctx, specs, lineage.ConnectorOptions{Cluster: h.clusterName()})
+		if err != nil {
+			out.Lineage.Skipped = append(out.Lineage.Skipped, SkippedFlow{Connector: cr.Name, Reason: err.Error()})
+			continue
+		}
+		out.Lineage.Recorded = append(out.Lineage.Recorded, cr.Name)
+		out.Lineage.AssetsCreated += stats.AssetsCreated
+		out.Lineage.EdgesCreated += stats.EdgesCreated
+	}
+	return nil
+}
+
+var validateConnectorTool = mcpserver.Tool{
+	Name:  "validate_connector_config",
+	Title: "Validate a connector config",
+	Description: "Asks the Kafka Connect cluster to validate a proposed connector config against the installed plugin (PUT /connector-plugins/{plugin}/config/validate) and returns the cluster's own errors per field, with the field's documentation and recommended values. " +
+		"It creates and changes nothing: a person applies the config once it validates.",
+	ReadOnly:   true,
+	Idempotent: true,
+	OpenWorld:  true,
+}
+
+func (h *handlers) validateConnector(ctx context.Context, in connect.ValidateParams) (*connect.Validation, string, error) {
+	if strings.TrimSpace(in.Plugin) == "" {
+		return nil, "", fmt.Errorf("plugin is empty: give the connector class (e.g. com.wepay.kafka.connect.bigquery.BigQuerySinkConnector) or its alias")
+	}
+	c, err := h.connectClient()
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := c.Validate(ctx, strings.TrimSpace(in.Plugin), in.Config)
+	if err != nil {
+		return nil, "", err
+	}
+	return v, v.Summary() + "\nNothing was created or changed; a person applies the config.", nil
+}

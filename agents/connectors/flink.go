@@ -1,0 +1,122 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/flink"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// FlinkRestoresIn names a job.
+type FlinkRestoresIn struct {
+	Job string `json:"job" jsonschema:"Flink job name (every job id under that name is read, so redeploys from savepoints are included) or a 32-hex-character job id"`
+}
+
+// RecordedRestore is one restore and its change-log entry.
+type RecordedRestore struct {
+	flink.Restore
+	ChangeID    int64  `json:"change_id,omitempty" jsonschema:"id of the restore change in the change log"`
+	ChangeKey   string `json:"change_key" jsonschema:"external key the restore is recorded under"`
+	Created     bool   `json:"created" jsonschema:"true when this call recorded the restore for the first time"`
+	RecordError string `json:"record_error,omitempty" jsonschema:"why the restore was not recorded"`
+}
+
+// FlinkRestoresOut is a job's restore history.
+type FlinkRestoresOut struct {
+	JobManager string            `json:"job_manager" jsonschema:"the JobManager that answered"`
+	Restores   []RecordedRestore `json:"restores" jsonschema:"restores from a checkpoint or savepoint, oldest first, each recorded as a restore change"`
+	Note       string            `json:"note" jsonschema:"what the REST API cannot tell about a restore"`
+}
+
+var flinkRestoresTool = mcpserver.Tool{
+	Name:  "read_flink_restores",
+	Title: "Flink restores",
+	Description: "Reads a Flink job's checkpoint and restore history from the JobManager REST API: for each job id under the name, the checkpoint or savepoint it was restored from (path, id, savepoint or not) and when. " +
+		"Records each restore in the change log as a restore change (once per restore) so diagnose_incident can rank it. Whether a restore skipped state (allowNonRestoredState) cannot be read from REST: record that from the deployment's config with record_change.",
+	ReadOnly:   false,
+	Idempotent: true,
+	OpenWorld:  true,
+}
+
+var flinkJobID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*FlinkRestoresOut, string, error) {
+	job := strings.TrimSpace(in.Job)
+	if job == "" {
+		return nil, "", errors.New("job is empty: give a Flink job name (e.g. points-balance) or a 32-hex-character job id")
+	}
+	fc, err := h.flinkClient()
+	if err != nil {
+		return nil, "", err
+	}
+	p := flink.RestoreParams{JobName: job}
+	if flinkJobID.MatchString(job) {
+		p = flink.RestoreParams{JobID: job}
+	}
+	rep, err := fc.ReadRestores(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	log, err := h.changeLog(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: []RecordedRestore{}, Note: rep.Note}
+	for _, r := range rep.Restores {
+		rr := RecordedRestore{Restore: r, ChangeKey: restoreKey(r)}
+		res, err := log.RecordChange(ctx, restoreChange(r, fc.URL()))
+		if err != nil {
+			rr.RecordError = err.Error()
+		} else {
+			rr.ChangeID, rr.Created = res.Change.ID, res.Created
+		}
+		out.Restores = append(out.Restores, rr)
+	}
+	var b strings.Builder
+	b.WriteString(rep.Summary())
+	for _, r := range out.Restores {
+		switch {
+		case r.RecordError != "":
+			fmt.Fprintf(&b, "\nnot recorded (%s): %s", r.ChangeKey, r.RecordError)
+		case r.Created:
+			fmt.Fprintf(&b, "\nrecorded as change %d", r.ChangeID)
+		default:
+			fmt.Fprintf(&b, "\nalready recorded as change %d", r.ChangeID)
+		}
+	}
+	return out, b.String(), nil
+}
+
+// restoreKey names one restore: a job id restores at most once per
+// checkpoint and time, and the JobManager keeps only its latest restore, so
+// reading it again maps to the same key.
+func restoreKey(r flink.Restore) string {
+	return fmt.Sprintf("flink:%s:restore:%d:%d", r.JobID, r.CheckpointID, r.At.UnixMilli())
+}
+
+// flinkAsset is the job's asset id in the context graph.
+func flinkAsset(name string) string { return "flink://" + name }
+
+func restoreChange(r flink.Restore, jobManager string) incidents.RecordChangeParams {
+	from := "checkpoint"
+	if r.IsSavepoint {
+		from = "savepoint"
+	}
+	return incidents.RecordChangeParams{
+		Key: restoreKey(r), At: r.At, Kind: string(incidents.ChangeRestore), System: "flink",
+		Assets: []string{flinkAsset(r.JobName)}, Source: Name,
+		Summary: fmt.Sprintf("%s (job %s) restored from %s %d at %s: %s", r.JobName, r.JobID, from, r.CheckpointID, r.At.UTC().Format(time.RFC3339), r.ExternalPath),
+		Details: map[string]string{
+			"job_id": r.JobID, "job_name": r.JobName, "job_state": r.JobState, "checkpoint_id": strconv.FormatInt(r.CheckpointID, 10),
+			"from": from, "path": r.ExternalPath, "restore_count": strconv.FormatInt(r.RestoreCount, 10),
+			"job_manager": jobManager, "state_skipped": "unknown: " + flink.SkippedStateNote,
+		},
+	}
+}

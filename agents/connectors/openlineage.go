@@ -1,0 +1,156 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// EmitLineageIn is one OpenLineage run event.
+type EmitLineageIn struct {
+	Event map[string]any `json:"event" jsonschema:"an OpenLineage RunEvent: eventType, eventTime (ISO-8601 with offset), run.runId (UUID), job.namespace and job.name, inputs and outputs (namespace and name each, e.g. kafka://broker:9092 + topic), producer and schemaURL (URIs)"`
+}
+
+// Forwarding says what happened to the event at the configured
+// OpenLineage endpoint.
+type Forwarding struct {
+	URL    string `json:"url" jsonschema:"where the event was posted"`
+	Status int    `json:"status,omitempty" jsonschema:"HTTP status the endpoint answered"`
+	OK     bool   `json:"ok" jsonschema:"true when the endpoint accepted the event (2xx)"`
+	Error  string `json:"error,omitempty" jsonschema:"why forwarding failed; the event is stored in the context graph regardless"`
+}
+
+// EmitLineageOut says what was stored and forwarded.
+type EmitLineageOut struct {
+	Stored    lineage.OpenLineageImportResult `json:"stored" jsonschema:"what the event added to the context graph"`
+	Forwarded *Forwarding                     `json:"forwarded,omitempty" jsonschema:"the post to openlineage.url; absent when none is configured"`
+}
+
+var emitLineageTool = mcpserver.Tool{
+	Name:  "emit_lineage_event",
+	Title: "Emit an OpenLineage event",
+	Description: "Validates an OpenLineage RunEvent against the fields the spec requires (each problem named by its field), stores its job, inputs and outputs (with schema and column-lineage facets) in the context graph, so streams and batch share one lineage, " +
+		"and, when openlineage.url is configured, forwards it to {url}/api/v1/lineage with the bearer token named by openlineage.token_env. An invalid event changes nothing.",
+	ReadOnly:   false,
+	Idempotent: true,
+	OpenWorld:  true,
+}
+
+func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLineageOut, string, error) {
+	if len(in.Event) == 0 {
+		return nil, "", errors.New("event is empty: give an OpenLineage RunEvent object (eventType, eventTime, run, job, inputs, outputs, producer, schemaURL)")
+	}
+	raw, err := json.Marshal(in.Event)
+	if err != nil {
+		return nil, "", fmt.Errorf("event cannot be encoded as JSON: %w", err)
+	}
+	if err := lineage.ValidateRunEvent(raw); err != nil {
+		return nil, "", fmt.Errorf("%w; nothing was stored or forwarded", err)
+	}
+	ol := h.d.Config.OpenLineage
+	var token string
+	if ol != nil && strings.TrimSpace(ol.URL) != "" && ol.TokenEnv != "" {
+		// A missing token is found before anything is stored, so a
+		// misconfiguration never leaves the graph and the endpoint apart.
+		if token, err = config.Secret(ol.TokenEnv, "openlineage.token_env"); err != nil {
+			return nil, "", err
+		}
+	}
+	g, err := h.lineageGraph(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := g.ImportRunEvents(ctx, raw, lineage.OpenLineageOptions{KafkaClusters: h.kafkaNamespaces(), Validate: true})
+	if err != nil {
+		return nil, "", err
+	}
+	out := &EmitLineageOut{Stored: *res}
+	var b strings.Builder
+	fmt.Fprintf(&b, "stored in the context graph: %d jobs, %d datasets (%d assets new, %d edges new)", res.Jobs, res.Datasets, res.AssetsCreated, res.EdgesCreated)
+	if res.WithoutDatasets > 0 {
+		b.WriteString("; the event names no inputs or outputs, so it links nothing")
+	}
+	if ol != nil && strings.TrimSpace(ol.URL) != "" {
+		out.Forwarded = forward(ctx, ol, token, raw)
+		if out.Forwarded.OK {
+			fmt.Fprintf(&b, "\nforwarded to %s (%d)", out.Forwarded.URL, out.Forwarded.Status)
+		} else {
+			fmt.Fprintf(&b, "\nNOT forwarded to %s: %s (the event is stored here; emit it again to retry)", out.Forwarded.URL, out.Forwarded.Error)
+		}
+	}
+	return out, b.String(), nil
+}
+
+// kafkaNamespaces maps the configured brokers, as they appear in
+// kafka://host:port namespaces, to the cluster's name, so topics in events
+// get the same ids as topics read from Kafka.
+func (h *handlers) kafkaNamespaces() map[string]string {
+	k := h.d.Config.Kafka
+	if k == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, b := range k.Brokers {
+		m[strings.TrimSpace(b)] = h.clusterName()
+	}
+	return m
+}
+
+// defaultForwardTimeout bounds the post when openlineage.timeout is unset.
+const defaultForwardTimeout = 10 * time.Second
+
+// forward posts the event to the configured endpoint. Failures are
+// reported, not returned: the event is already in the context graph.
+func forward(ctx context.Context, ol *config.Service, token string, raw []byte) *Forwarding {
+	target := strings.TrimRight(strings.TrimSpace(ol.URL), "/") + "/api/v1/lineage"
+	f := &Forwarding{URL: target}
+	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		f.Error = fmt.Sprintf("openlineage.url %q in dw.yaml is not an http(s) URL such as http://marquez:5000", ol.URL)
+		return f
+	}
+	timeout := ol.Timeout
+	if timeout <= 0 {
+		timeout = defaultForwardTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(raw))
+	if err != nil {
+		f.Error = err.Error()
+		return f
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+			f.Error = fmt.Sprintf("no answer from %s within %s", target, timeout)
+		} else {
+			f.Error = fmt.Sprintf("cannot reach %s (timeout %s): %v", target, timeout, err)
+		}
+		return f
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	f.Status = resp.StatusCode
+	f.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
+	if !f.OK {
+		f.Error = fmt.Sprintf("%s answered %d: %s", target, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return f
+}

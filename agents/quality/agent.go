@@ -1,0 +1,51 @@
+// Package quality is the dw-quality agent: checks on landed tables
+// (volume, nulls, uniqueness, freshness, load lag) judged against each
+// table's own recorded history.
+package quality
+
+import (
+	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/packload"
+	"github.com/dataworkers/dw/internal/warehouses"
+)
+
+// Name is the binary's and the server's name.
+const Name = "dw-quality"
+
+const instructions = `dw-quality checks tables that pipelines have landed in the warehouse, and judges each metric against that table's own history.
+
+Start with list_tables to see what the warehouse holds. run_quality_check computes every requested metric of a table in one scan (row count, null rate per column, key uniqueness, freshness, load lag; optionally per hour or day bucket over a window) and says, per check, pass, fail (an explicit expectation broken) or anomalous (outside the range its history predicts), and names the kind of problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric (dw-incidents monitor_metrics) to see.
+set_quality_expectations records a table's key, time columns and thresholds; without them run_quality_check profiles the table and says what it inferred. get_quality_history shows a metric's recent points and baseline.
+
+All tools here only read: they never change a table.`
+
+// Agent is the dw-quality server.
+func Agent() mcpserver.Agent {
+	return mcpserver.Agent{
+		Name:         Name,
+		Title:        "Data Workers: quality checks",
+		Instructions: instructions,
+		Register: func(s *mcpserver.Server) error {
+			d, err := deps.Load(Name)
+			if err != nil {
+				return err
+			}
+			d.OpenWarehouse = warehouses.Open
+			d.SeedStore = packload.SeedDefault
+			Register(s, d)
+			return nil
+		},
+	}
+}
+
+// Register adds the tools with the given dependencies.
+func Register(s *mcpserver.Server, d *deps.Deps) {
+	h := &handlers{d: d}
+	mcpserver.Add(s, listTablesTool, h.listTables)
+	mcpserver.Add(s, runQualityCheckTool, h.runQualityCheck)
+	mcpserver.Add(s, setExpectationsTool, h.setExpectations)
+	mcpserver.Add(s, getHistoryTool, h.getHistory)
+}
+
+type handlers struct{ d *deps.Deps }

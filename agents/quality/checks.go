@@ -1,0 +1,211 @@
+package quality
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/checks"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// RunIn is run_quality_check's input.
+type RunIn struct {
+	checks.CheckRequest
+	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name from dw.yaml; default: the first configured"`
+	// NoIncident keeps a check from opening an incident (a backfill of
+	// history, a dry look).
+	NoIncident bool `json:"no_incident,omitempty" jsonschema:"do not open or join an incident for what this check finds"`
+}
+
+// RunOut is the check's report and the incident its findings went to.
+type RunOut struct {
+	checks.Report
+	Incidents []incidents.IncidentRef `json:"incidents" jsonschema:"incidents the failed or anomalous checks opened or joined"`
+}
+
+var runQualityCheckTool = mcpserver.Tool{
+	Name:  "run_quality_check",
+	Title: "Run a quality check on a landed table",
+	Description: "Checks a warehouse table in one scan: row count, null rate per column, key uniqueness, freshness, load lag, accepted values, ranges and row assertions, " +
+		"optionally per hour or day over a window (e.g. period today, bucket hour). Each metric is judged against the table's own history (median and MAD, seasonal by hour of week, " +
+		"a rule for rates that were always zero); the judged period never trains its own baseline. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
+		"and names the problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric. Failed or anomalous checks open or join an incident.",
+	ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true,
+}
+
+func (h *handlers) env(ctx context.Context, whName, tool string) (checks.Env, error) {
+	w, err := h.d.Warehouse(ctx, whName)
+	if err != nil {
+		return checks.Env{}, err
+	}
+	db, err := h.d.Store(ctx)
+	if err != nil {
+		return checks.Env{}, err
+	}
+	return checks.Env{DB: db, Warehouse: w, Clock: h.d.Clock, Agent: Name, Tool: tool}, nil
+}
+
+func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, string, error) {
+	env, err := h.env(ctx, in.Warehouse, "run_quality_check")
+	if err != nil {
+		return nil, "", err
+	}
+	rep, err := checks.RunCheck(ctx, env, in.CheckRequest)
+	if err != nil {
+		return nil, "", err
+	}
+	out := &RunOut{Report: *rep, Incidents: []incidents.IncidentRef{}}
+	if !in.NoIncident {
+		symptoms := symptomsOf(rep, canonicalAsset(ctx, env.DB, h, rep.Asset))
+		if len(symptoms) > 0 {
+			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(lineage.New(env.DB, h.d.Clock))}
+			res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: symptoms, Actor: Name})
+			if err != nil {
+				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
+			}
+			out.Incidents = res.Incidents
+		}
+	}
+	var b strings.Builder
+	b.WriteString(rep.Summary)
+	for _, ref := range out.Incidents {
+		verb := "joined"
+		if ref.Opened {
+			verb = "opened"
+		}
+		fmt.Fprintf(&b, "\nIncident %s %s (%s).", ref.ID, verb, ref.Status)
+	}
+	return out, b.String(), nil
+}
+
+// canonicalAsset names the table as the context graph does, so an
+// incident on it meets its lineage (a dbt source of the same table is the
+// same asset).
+func canonicalAsset(ctx context.Context, db *store.DB, h *handlers, id string) string {
+	if got, err := lineage.New(db, h.d.Clock).Resolve(ctx, id); err == nil && got != "" {
+		return got
+	}
+	return id
+}
+
+// symptomsOf turns failed and anomalous checks into incident symptoms.
+func symptomsOf(rep *checks.Report, asset string) []incidents.Symptom {
+	var out []incidents.Symptom
+	for _, r := range rep.Results {
+		if r.Status != checks.Fail && r.Status != checks.Anomalous {
+			continue
+		}
+		s := incidents.Symptom{Kind: symptomKind(r), Asset: asset, Metric: r.Metric, Column: columnOf(r),
+			At: rep.ObservedAt, Source: "run_quality_check", Detail: r.Message}
+		if r.Observed != nil {
+			s.Observed = *r.Observed
+		}
+		if r.Expected != nil {
+			s.ExpectedLow, s.ExpectedHigh = r.Expected.Low, r.Expected.High
+			s.Expected = (r.Expected.Low + r.Expected.High) / 2
+		}
+		// The symptom starts at the first bucket that is not a pass.
+		for _, b := range r.Buckets {
+			if b.Status == checks.Fail || b.Status == checks.Anomalous {
+				s.At = b.Start
+				break
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func symptomKind(r checks.MetricResult) incidents.SymptomKind {
+	switch r.Problem {
+	case checks.ProblemVolume:
+		return incidents.SymptomVolume
+	case checks.ProblemNulls:
+		return incidents.SymptomNulls
+	case checks.ProblemUniqueness:
+		return incidents.SymptomUniqueness
+	case checks.ProblemFreshness:
+		if r.Metric == checks.MetricLagAvg {
+			return incidents.SymptomLoadLag
+		}
+		return incidents.SymptomFreshness
+	}
+	return incidents.SymptomValue
+}
+
+func columnOf(r checks.MetricResult) string {
+	if r.Problem == checks.ProblemNulls || r.Problem == checks.ProblemValues {
+		return r.Dimension
+	}
+	return ""
+}
+
+var setExpectationsTool = mcpserver.Tool{
+	Name:  "set_quality_expectations",
+	Title: "Record a table's quality expectations",
+	Description: "Records what a table must satisfy: its key, event and ingest time columns, and explicit thresholds (max null rate per column, rows per bucket, accepted values, ranges, row assertions). " +
+		"run_quality_check then runs these instead of profiling the table. Names are validated against the warehouse's catalog.",
+	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: true,
+}
+
+// ExpectIn is set_quality_expectations' input.
+type ExpectIn struct {
+	checks.ExpectationsRequest
+	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name from dw.yaml; default: the first configured"`
+}
+
+func (h *handlers) setExpectations(ctx context.Context, in ExpectIn) (*checks.ExpectationsResult, string, error) {
+	env, err := h.env(ctx, in.Warehouse, "set_quality_expectations")
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := checks.SetExpectations(ctx, env, in.ExpectationsRequest)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Checks == nil {
+		res.Checks = []string{}
+	}
+	return res, fmt.Sprintf("expectations for %s stored; run_quality_check will run: %s", res.Table, strings.Join(res.Checks, ", ")), nil
+}
+
+var getHistoryTool = mcpserver.Tool{
+	Name:        "get_quality_history",
+	Title:       "A quality metric's history and baseline",
+	Description: "Returns a table metric's recent points (e.g. null_rate of a column per hour) and the baseline its latest point was judged against, with the table's other recorded series.",
+	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+}
+
+// HistoryIn is get_quality_history's input.
+type HistoryIn struct {
+	checks.HistoryRequest
+	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name from dw.yaml; default: the first configured"`
+}
+
+func (h *handlers) getHistory(ctx context.Context, in HistoryIn) (*checks.HistoryResult, string, error) {
+	env, err := h.env(ctx, in.Warehouse, "get_quality_history")
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := checks.History(ctx, env, in.HistoryRequest)
+	if err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d points of %s", len(res.Points), in.Metric)
+	if in.Dimension != "" {
+		fmt.Fprintf(&b, "(%s)", in.Dimension)
+	}
+	if n := len(res.Points); n > 0 {
+		fmt.Fprintf(&b, " from %s to %s", res.Points[0].At.Format(time.RFC3339), res.Points[n-1].At.Format(time.RFC3339))
+	}
+	if res.Latest != nil {
+		fmt.Fprintf(&b, "; latest judged %s", res.Latest.Verdict)
+	}
+	return res, b.String(), nil
+}

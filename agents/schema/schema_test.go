@@ -1,0 +1,137 @@
+package schema
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/compat"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/registry/registrytest"
+)
+
+const v11 = `{"type":"record","name":"ApiUsage","namespace":"com.example.usage","fields":[
+ {"name":"usage_id","type":"string"},{"name":"account_id","type":"string"},
+ {"name":"response_bytes","type":["null","long"],"default":null}]}`
+const v12 = `{"type":"record","name":"ApiUsage","namespace":"com.example.usage","fields":[
+ {"name":"usage_id","type":"string"},{"name":"account_id","type":"string"},
+ {"name":"response_kib","type":["null","long"],"default":null}]}`
+const v13 = `{"type":"record","name":"ApiUsage","namespace":"com.example.usage","fields":[
+ {"name":"usage_id","type":"string"},{"name":"account_id","type":"string"},
+ {"name":"response_kib","type":["null","long"],"default":null},
+ {"name":"response_bytes","type":["null","long"],"default":null}]}`
+
+func testDeps(t *testing.T, registryURL string) *deps.Deps {
+	t.Helper()
+	yaml := "home: " + t.TempDir() + "\n"
+	if registryURL != "" {
+		yaml += "schema_registry:\n  url: " + registryURL + "\n  timeout: 2s\n"
+	}
+	cfg, err := config.Parse("dw.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps.New(Name, cfg, clock.NewFake(time.Date(2026, 3, 10, 15, 10, 0, 0, time.UTC)), nil)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func recordBillingLineage(t *testing.T, d *deps.Deps) {
+	t.Helper()
+	db, err := d.Store(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lineage.New(db, d.Clock)
+	_, err = g.RecordLineage(context.Background(), lineage.Note{
+		Path: []string{"schema://api-usage-value", "kafka://prod/api-usage"},
+		Assets: []lineage.NoteAsset{
+			{ID: "schema://api-usage-value", Owner: "sam"},
+			{ID: "flink://usage-hourly-rollup", Kind: "stream_job", Owner: "sam",
+				SQL: "INSERT INTO usage_hourly SELECT account_id, SUM(response_bytes) AS egress_bytes FROM api_usage GROUP BY account_id"},
+		},
+		Edges: []lineage.NoteEdge{{From: "kafka://prod/api-usage", To: "flink://usage-hourly-rollup", ReadsFields: []string{"response_bytes", "account_id"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompatibleButUnsafe(t *testing.T) {
+	sr := registrytest.New(t)
+	sr.SeedVersions("api-usage-value", compat.Backward,
+		registrytest.Seeded{Kind: compat.Avro, Schema: v11, Version: 11})
+	d := testDeps(t, sr.URL())
+	recordBillingLineage(t, d)
+	h := &handlers{d: d}
+	out, summary, err := h.checkCompatibility(context.Background(), CheckIn{Subject: "api-usage-value", Schema: v12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Compatible || !out.Registry.Reached || !out.Registry.Compatible {
+		t.Errorf("v12 should pass BACKWARD locally and at the registry: %+v", out.Registry)
+	}
+	if out.Safe || len(out.Readers) != 1 || out.Readers[0].Asset != "flink://usage-hourly-rollup" || out.Readers[0].Owner != "sam" {
+		t.Fatalf("readers = %+v", out.Readers)
+	}
+	if !strings.Contains(out.Verdict, "compatible under BACKWARD, but unsafe: flink://usage-hourly-rollup SUM(response_bytes)") {
+		t.Errorf("verdict = %q", out.Verdict)
+	}
+	if !strings.Contains(summary, "unsafe") {
+		t.Errorf("summary = %q", summary)
+	}
+
+	// Version 13 restores the field: compatible and nothing reads a removed field.
+	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v12, Version: 12})
+	out, _, err = h.checkCompatibility(context.Background(), CheckIn{Subject: "api-usage-value", Schema: v13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Compatible || !out.Safe || out.Against != 12 || !out.Local.At(compat.BackwardTransitive).Compatible {
+		t.Errorf("v13: compatible=%v safe=%v against=%d verdict=%q", out.Compatible, out.Safe, out.Against, out.Verdict)
+	}
+	if out.SHA256 == "" {
+		t.Error("no canonical hash to bind an approval to")
+	}
+}
+
+func TestRegistryDownUsesStoredVersionsAndSaysSo(t *testing.T) {
+	sr := registrytest.New(t)
+	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v11, Version: 11})
+	d := testDeps(t, sr.URL())
+	h := &handlers{d: d}
+	if _, _, err := h.checkCompatibility(context.Background(), CheckIn{Subject: "api-usage-value", Schema: v12}); err != nil {
+		t.Fatal(err)
+	}
+	sr.Close()
+	out, _, err := h.checkCompatibility(context.Background(), CheckIn{Subject: "api-usage-value", Schema: v12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Registry.Reached || !strings.Contains(out.Registry.Note, "not reached") || !out.Compatible {
+		t.Errorf("registry down: %+v compatible=%v", out.Registry, out.Compatible)
+	}
+	if out.Safe {
+		t.Error("unknown lineage must never read as safe")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	sr := registrytest.New(t)
+	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v11, Version: 11})
+	h := &handlers{d: testDeps(t, sr.URL())}
+	ctx := context.Background()
+	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-valeu", Schema: v12}); err == nil || !strings.Contains(err.Error(), "api-usage-value") {
+		t.Errorf("unknown subject: %v", err)
+	}
+	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: `{"type":"record",`}); err == nil {
+		t.Error("unparseable schema accepted")
+	}
+	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: v12, Level: "BACKWARDS"}); err == nil || !strings.Contains(err.Error(), "BACKWARD") {
+		t.Errorf("bad level: %v", err)
+	}
+}

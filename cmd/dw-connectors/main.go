@@ -1,0 +1,14 @@
+// Command dw-connectors is a Data Workers agent, an MCP server on stdio.
+package main
+
+import (
+	"os"
+
+	"github.com/dataworkers/dw/agents/connectors"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// version is set by the build (-ldflags "-X main.version=…").
+var version = "dev"
+
+func main() { os.Exit(mcpserver.Main(connectors.Agent(), version)) }

@@ -1,0 +1,14 @@
+// Command dw-schema is a Data Workers agent, an MCP server on stdio.
+package main
+
+import (
+	"os"
+
+	"github.com/dataworkers/dw/agents/schema"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// version is set by the build (-ldflags "-X main.version=…").
+var version = "dev"
+
+func main() { os.Exit(mcpserver.Main(schema.Agent(), version)) }

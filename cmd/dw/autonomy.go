@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dataworkers/dw/internal/approvals"
+)
+
+func init() {
+	register("autonomy show", "[--json]", "show each domain's autonomy level", autonomyShow)
+	register("autonomy set", "DOMAIN LEVEL --reason …", "set a domain's level (L0-L4); domain owners only, recorded", autonomySet)
+	register("autonomy reset", "DOMAIN --reason …", "return a domain to its configured level, recorded", autonomyReset)
+}
+
+func autonomyShow(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("autonomy show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return errUsage
+	}
+	svc, err := e.service(ctx)
+	if err != nil {
+		return err
+	}
+	levels, err := svc.Levels(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, levels)
+	}
+	if len(levels) == 0 {
+		fmt.Fprintln(e.stdout, "No domains are configured.")
+		return nil
+	}
+	return printLevels(e, levels)
+}
+
+func autonomySet(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("autonomy set")
+	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return errUsage
+	}
+	svc, err := e.service(ctx)
+	if err != nil {
+		return err
+	}
+	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	if err != nil {
+		return err
+	}
+	li, err := svc.SetAutonomy(ctx, pos[0], pos[1], by, *reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Domain %s is now %s (%s), set by %s; its config says %s. Recorded in receipt %s.\n",
+		li.Domain, li.Level, li.Name, li.SetBy, li.ConfigLevel, approvals.OrgReceiptID)
+	return nil
+}
+
+func autonomyReset(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("autonomy reset")
+	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errUsage
+	}
+	svc, err := e.service(ctx)
+	if err != nil {
+		return err
+	}
+	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	if err != nil {
+		return err
+	}
+	li, err := svc.ResetAutonomy(ctx, pos[0], by, *reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Domain %s is back at its configured level %s (%s). Recorded in receipt %s.\n", li.Domain, li.Level, li.Name, approvals.OrgReceiptID)
+	return nil
+}

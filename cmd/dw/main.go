@@ -1,0 +1,206 @@
+// Command dw is the human side of Data Workers: decide proposals, stop and
+// resume all dispatch, set autonomy levels, read and verify receipts, and
+// run the Slack approvals listener.
+//
+// Each subcommand family lives in its own file and registers itself in an
+// init function with one call to register.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/storeconfig"
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// command is one subcommand. Its name may have several words
+// ("receipt show"); the longest registered name matching the arguments wins.
+type command struct {
+	name    string
+	usage   string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand. usage is the argument synopsis shown in help.
+func register(name, usage, summary string, run func(ctx context.Context, e *env, args []string) error) {
+	if _, dup := commands[name]; dup {
+		panic("dw: subcommand registered twice: " + name)
+	}
+	commands[name] = command{name: name, usage: usage, summary: summary, run: run}
+}
+
+func init() {
+	register("help", "", "list the subcommands", func(_ context.Context, e *env, _ []string) error {
+		printHelp(e.stdout)
+		return nil
+	})
+}
+
+// env is what a subcommand works with. Tests build one with their own
+// writers, OS user and configuration loader.
+type env struct {
+	stdout, stderr io.Writer
+	// osUser is the login running dw: the evidence for terminal decisions.
+	osUser     string
+	clock      clock.Clock
+	loadConfig func() (*config.Config, error)
+	log        *slog.Logger
+
+	cfg *config.Config
+	db  *store.DB
+	svc *approvals.Service
+}
+
+func (e *env) config() (*config.Config, error) {
+	if e.cfg == nil {
+		cfg, err := e.loadConfig()
+		if err != nil {
+			return nil, err
+		}
+		e.cfg = cfg
+	}
+	return e.cfg, nil
+}
+
+func (e *env) service(ctx context.Context) (*approvals.Service, error) {
+	if e.svc != nil {
+		return e.svc, nil
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return nil, err
+	}
+	db, err := storeconfig.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.db = db
+	e.svc = approvals.New(db, cfg, e.clock, nil)
+	return e.svc, nil
+}
+
+func (e *env) close() {
+	if e.db != nil {
+		e.db.Close()
+		e.db, e.svc = nil, nil
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	slog.SetDefault(log)
+	clk, err := clock.FromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dw:", err)
+		os.Exit(2)
+	}
+	e := &env{stdout: os.Stdout, stderr: os.Stderr, osUser: config.CurrentOSUser(), clock: clk, loadConfig: config.Load, log: log}
+	os.Exit(run(ctx, e, os.Args[1:]))
+}
+
+// run dispatches and returns the exit code: 0 success, 1 failure, 2 usage.
+func run(ctx context.Context, e *env, args []string) int {
+	defer e.close()
+	if len(args) == 0 {
+		printHelp(e.stderr)
+		return 2
+	}
+	cmd, rest, ok := lookup(args)
+	if !ok {
+		var names []string
+		for n := range commands {
+			names = append(names, n)
+		}
+		fmt.Fprintf(e.stderr, "dw: unknown command %q; closest: %s (dw help lists them)\n",
+			strings.Join(args[:min(2, len(args))], " "), strings.Join(suggest.Closest(strings.Join(args[:min(2, len(args))], " "), names, 3), ", "))
+		return 2
+	}
+	err := cmd.run(ctx, e, rest)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(e.stderr, "usage: dw %s %s\n", cmd.name, cmd.usage)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "dw %s: %v\n", cmd.name, err)
+		return 1
+	}
+}
+
+// lookup finds the longest registered name the leading arguments spell.
+func lookup(args []string) (command, []string, bool) {
+	for n := min(3, len(args)); n > 0; n-- {
+		if c, ok := commands[strings.Join(args[:n], " ")]; ok {
+			return c, args[n:], true
+		}
+	}
+	return command{}, nil, false
+}
+
+func printHelp(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "dw: the human side of Data Workers (approvals, stop, autonomy, receipts)")
+	fmt.Fprintln(w, "\nUsage:")
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  dw %-46s %s\n", strings.TrimSpace(c.name+" "+c.usage), c.summary)
+	}
+	fmt.Fprintln(w, "\nThe config is $DW_CONFIG, else ./dw.yaml, else the embedded default.")
+}
+
+// errUsage makes run print the command's usage line.
+var errUsage = errors.New("usage")
+
+// parseFlags parses flags anywhere among the arguments (dw reject ID
+// --reason x) and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			// The flag package has already said what was wrong.
+			return nil, errUsage
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flags builds a flag set that reports to the env's stderr.
+func (e *env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("dw "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}

@@ -1,0 +1,281 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// LevelNames says what each autonomy level lets agents do.
+var LevelNames = map[string]string{
+	"L0": "manual",
+	"L1": "observe",
+	"L2": "propose",
+	"L3": "act reversibly",
+	"L4": "autonomous",
+}
+
+// LevelInfo is a domain's effective autonomy level and where it came from.
+type LevelInfo struct {
+	Domain string `json:"domain"`
+	Level  string `json:"level" jsonschema:"L0 manual, L1 observe, L2 propose, L3 act reversibly, L4 autonomous"`
+	Name   string `json:"name"`
+	// Source is "config", or "set" when a person set it with dw autonomy.
+	Source      string    `json:"source"`
+	ConfigLevel string    `json:"config_level"`
+	SetBy       string    `json:"set_by,omitempty"`
+	SetAt       time.Time `json:"set_at,omitzero"`
+	Reason      string    `json:"reason,omitempty"`
+	OpenClasses []string  `json:"open_classes,omitempty" jsonschema:"action kinds an L3 domain runs without a per-action approval"`
+}
+
+type levelOverride struct {
+	Level  string    `json:"level"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+func autonomyKey(domain string) string { return "autonomy." + domain }
+
+// Level is a domain's effective autonomy: the level a person set with
+// `dw autonomy set`, else the config's.
+func (s *Service) Level(ctx context.Context, domain string) (LevelInfo, error) {
+	d, err := Domain(s.cfg, domain)
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	return levelOf(ctx, s.db, d)
+}
+
+func levelOf(ctx context.Context, q store.Querier, d *config.Domain) (LevelInfo, error) {
+	li := LevelInfo{Domain: d.Name, Level: d.Autonomy, Source: "config", ConfigLevel: d.Autonomy, OpenClasses: d.OpenClasses}
+	raw, _, ok, err := store.GetSetting(ctx, q, autonomyKey(d.Name))
+	if err != nil {
+		return li, err
+	}
+	if ok {
+		var o levelOverride
+		if err := json.Unmarshal([]byte(raw), &o); err != nil {
+			return li, fmt.Errorf("autonomy of %s: stored setting is unreadable: %w", d.Name, err)
+		}
+		li.Level, li.Source, li.SetBy, li.SetAt, li.Reason = o.Level, "set", o.By, o.At, o.Reason
+	}
+	li.Name = LevelNames[li.Level]
+	return li, nil
+}
+
+// Levels lists every domain's effective level.
+func (s *Service) Levels(ctx context.Context) ([]LevelInfo, error) {
+	out := make([]LevelInfo, 0, len(s.cfg.Domains))
+	for i := range s.cfg.Domains {
+		li, err := levelOf(ctx, s.db, &s.cfg.Domains[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, li)
+	}
+	return out, nil
+}
+
+// SetAutonomy changes a domain's level. Only a person at the terminal who
+// owns the domain may, and the change is recorded in the org receipt: no
+// agent can raise its own level.
+func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Decider, reason string) (LevelInfo, error) {
+	d, err := Domain(s.cfg, domain)
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	level = strings.ToUpper(strings.TrimSpace(level))
+	if _, ok := LevelNames[level]; !ok {
+		return LevelInfo{}, invalid("unknown level %q; valid: L0 (manual), L1 (observe), L2 (propose), L3 (act reversibly), L4 (autonomous)", level)
+	}
+	person, err := s.ownerAtTerminal(d, by, reason)
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	now := s.clk.Now()
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		before, err := levelOf(ctx, tx, d)
+		if err != nil {
+			return err
+		}
+		val, _ := json.Marshal(levelOverride{Level: level, By: person.ID, Reason: reason, At: now})
+		if err := store.PutSetting(ctx, tx, autonomyKey(d.Name), string(val), now); err != nil {
+			return err
+		}
+		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+			"domain": d.Name, "from": before.Level, "to": level, "reason": reason, "channel": by.Channel, "evidence": evidenceOf(by),
+		})
+		return err
+	})
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	return s.Level(ctx, d.Name)
+}
+
+// ResetAutonomy returns a domain to the level its config names, recorded
+// like SetAutonomy.
+func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, reason string) (LevelInfo, error) {
+	d, err := Domain(s.cfg, domain)
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	person, err := s.ownerAtTerminal(d, by, reason)
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	now := s.clk.Now()
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		before, err := levelOf(ctx, tx, d)
+		if err != nil {
+			return err
+		}
+		if before.Source == "config" {
+			return invalid("domain %s already runs at its configured level %s", d.Name, d.Autonomy)
+		}
+		if err := store.DeleteSetting(ctx, tx, autonomyKey(d.Name)); err != nil {
+			return err
+		}
+		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+			"domain": d.Name, "from": before.Level, "to": d.Autonomy, "reason": reason, "reset": true,
+			"channel": by.Channel, "evidence": evidenceOf(by),
+		})
+		return err
+	})
+	if err != nil {
+		return LevelInfo{}, err
+	}
+	return s.Level(ctx, d.Name)
+}
+
+func (s *Service) ownerAtTerminal(d *config.Domain, by Decider, reason string) (*config.Person, error) {
+	if by.Channel != ChannelTerminal {
+		return nil, invalid("autonomy levels change only in the config or by a person at the terminal (dw autonomy set), not via %s", by.Channel)
+	}
+	person, err := verify(s.cfg, by)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(d.Owners, person.ID) {
+		return nil, invalid("%s does not own domain %s; its owners are %s", person.ID, d.Name, orNone(d.Owners))
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, invalid("a reason is required: the change is recorded for auditors")
+	}
+	return person, nil
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "(none configured)"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// StopState is the org-wide stop.
+type StopState struct {
+	Active bool      `json:"active"`
+	By     string    `json:"by,omitempty" jsonschema:"person id, or os:<login> for an unmapped login"`
+	OSUser string    `json:"os_user,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+}
+
+const stopKey = "org.stop"
+
+// StopStatus reads the org-wide stop.
+func (s *Service) StopStatus(ctx context.Context) (StopState, error) {
+	return stopStatus(ctx, s.db)
+}
+
+func stopStatus(ctx context.Context, q store.Querier) (StopState, error) {
+	raw, _, ok, err := store.GetSetting(ctx, q, stopKey)
+	if err != nil || !ok {
+		return StopState{}, err
+	}
+	var st StopState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return StopState{}, fmt.Errorf("org stop: stored setting is unreadable: %w", err)
+	}
+	st.Active = true
+	return st, nil
+}
+
+// Stop halts all dispatch org-wide until Resume. Anyone at a terminal may
+// pull the cord, mapped to a person or not (the login is recorded): a stop
+// only ever makes the system do less.
+func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return StopState{}, invalid("a reason is required: every refused dispatch quotes it")
+	}
+	if strings.TrimSpace(osUser) == "" {
+		return StopState{}, invalid("the OS user is unknown; the stop must record who pulled it")
+	}
+	by := "os:" + osUser
+	if p, ok := s.cfg.PersonForOSUser(osUser); ok {
+		by = p.ID
+	}
+	now := s.clk.Now()
+	st := StopState{Active: true, By: by, OSUser: osUser, Reason: reason, Since: now}
+	err := s.db.InTx(ctx, func(tx *store.Tx) error {
+		cur, err := stopStatus(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cur.Active {
+			return invalid("an org-wide stop is already in force since %s by %s: %q", stamp(cur.Since), cur.By, cur.Reason)
+		}
+		val, _ := json.Marshal(st)
+		if err := store.PutSetting(ctx, tx, stopKey, string(val), now); err != nil {
+			return err
+		}
+		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryStop, by, map[string]any{"reason": reason, "os_user": osUser})
+		return err
+	})
+	if err != nil {
+		return StopState{}, err
+	}
+	return st, nil
+}
+
+// Resume lifts the org-wide stop. Unlike Stop it needs a configured person
+// at the terminal, because it lets agents act again.
+func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopState, error) {
+	if by.Channel != ChannelTerminal {
+		return StopState{}, invalid("the stop is lifted only by a person at the terminal (dw resume)")
+	}
+	person, err := verify(s.cfg, by)
+	if err != nil {
+		return StopState{}, err
+	}
+	now := s.clk.Now()
+	var was StopState
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		cur, err := stopStatus(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !cur.Active {
+			return invalid("no org-wide stop is in force")
+		}
+		was = cur
+		if err := store.DeleteSetting(ctx, tx, stopKey); err != nil {
+			return err
+		}
+		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryResume, person.ID, map[string]any{
+			"reason": strings.TrimSpace(reason), "stopped_by": cur.By, "stopped_at": cur.Since, "stop_reason": cur.Reason,
+			"evidence": evidenceOf(by),
+		})
+		return err
+	})
+	return was, err
+}

@@ -1,0 +1,164 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Action is something an agent is about to dispatch: a rerun, a schema
+// registration, a hold. Every dispatching tool asks MayDispatch first.
+type Action struct {
+	// Domain is the domain the action falls in; default: the domain of
+	// Asset, else of the proposal.
+	Domain string `json:"domain,omitempty"`
+	// Asset is the asset acted on; with a proposal it must be one of the
+	// proposal's targets.
+	Asset string `json:"asset,omitempty"`
+	// Kind is the action kind (see Kinds); it is matched against the
+	// domain's open classes at L3 and against the proposal's kind.
+	Kind string `json:"kind"`
+	// ProposalID is the approved proposal this action carries out, if any.
+	ProposalID string `json:"proposal_id,omitempty"`
+	// Reversible says the action can be undone by the system itself (a
+	// rerun, a pause); only reversible actions run without an approval.
+	Reversible bool `json:"reversible"`
+}
+
+// Permit says an action may dispatch and on what grounds.
+type Permit struct {
+	Domain string `json:"domain"`
+	Level  string `json:"level"`
+	// Basis is the human-readable ground: the approval or the open class.
+	Basis    string    `json:"basis"`
+	Proposal *Proposal `json:"proposal,omitempty"`
+}
+
+// Refusal is a dispatch the rules do not allow. Its message says exactly
+// why and what would allow it.
+type Refusal struct {
+	Reason string
+}
+
+// Error starts with "dispatch refused:" so every tool's refusal reads alike.
+func (r *Refusal) Error() string { return "dispatch refused: " + r.Reason }
+
+// IsRefusal reports whether err is a dispatch refusal (as opposed to a
+// store failure).
+func IsRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
+}
+
+func refuse(format string, args ...any) error {
+	return &Refusal{Reason: fmt.Sprintf(format, args...)}
+}
+
+// MayDispatch decides whether an action may run now. In order: an
+// org-wide stop refuses everything; L0 and L1 domains dispatch nothing; an
+// approved proposal of the same kind and domain permits the action at L2
+// and above; without one, L3 permits reversible actions whose kind the
+// domain opened and L4 permits any reversible action, except changes to
+// the live data stack, which always need the owner's approval.
+func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
+	stop, err := s.StopStatus(ctx)
+	if err != nil {
+		return Permit{}, err
+	}
+	if stop.Active {
+		return Permit{}, refuse("org-wide stop in force since %s by %s: %q (a person lifts it with dw resume)",
+			stop.Since.UTC().Format("15:04 UTC on 2006-01-02"), stop.By, stop.Reason)
+	}
+	if strings.TrimSpace(a.Kind) == "" {
+		return Permit{}, invalid("action kind is empty; valid: %s", strings.Join(Kinds, ", "))
+	}
+	var p *Proposal
+	if a.ProposalID != "" {
+		p, err = s.Get(ctx, a.ProposalID)
+		if err != nil {
+			return Permit{}, err
+		}
+	}
+	domain := a.Domain
+	if domain == "" && a.Asset != "" {
+		d, ok := DomainForAsset(s.cfg, a.Asset)
+		if !ok {
+			return Permit{}, refuse("asset %s is in no configured domain, so no rules allow acting on it; add it to a domain's assets in the config", a.Asset)
+		}
+		domain = d.Name
+	}
+	if domain == "" && p != nil {
+		domain = p.Domain
+	}
+	if domain == "" {
+		return Permit{}, invalid("the action names no domain, asset or proposal; name one so the domain's rules can apply")
+	}
+	d, err := Domain(s.cfg, domain)
+	if err != nil {
+		return Permit{}, err
+	}
+	li, err := levelOf(ctx, s.db, d)
+	if err != nil {
+		return Permit{}, err
+	}
+	lvl := fmt.Sprintf("%s (%s)", li.Level, li.Name)
+	switch li.Level {
+	case "L0":
+		return Permit{}, refuse("domain %s is at %s: agents dispatch nothing there; a person makes the change", d.Name, lvl)
+	case "L1":
+		return Permit{}, refuse("domain %s is at %s: agents only read there; a person carries out approved changes", d.Name, lvl)
+	}
+	if p != nil {
+		return s.permitByProposal(a, p, d.Name, li)
+	}
+	opened := slices.Contains(d.OpenClasses, a.Kind)
+	switch li.Level {
+	case "L2":
+		return Permit{}, refuse("domain %s is at %s; a %s needs an approved proposal (or L3 with class %q opened)", d.Name, lvl, a.Kind, a.Kind)
+	case "L3":
+		if !a.Reversible {
+			return Permit{}, refuse("domain %s is at %s, which runs only reversible actions without approval; this %s is not reversible, so it needs an approved proposal", d.Name, lvl, a.Kind)
+		}
+		if !opened {
+			return Permit{}, refuse("domain %s is at %s but class %q is not opened there (opened: %s); it needs an approved proposal", d.Name, lvl, a.Kind, orNone(d.OpenClasses))
+		}
+		return Permit{Domain: d.Name, Level: li.Level, Basis: fmt.Sprintf("domain %s at %s with class %q opened", d.Name, lvl, a.Kind)}, nil
+	case "L4":
+		if liveKinds[a.Kind] {
+			return Permit{}, refuse("a %s changes the live data stack and always needs its owner's approval, even at %s", a.Kind, lvl)
+		}
+		if !a.Reversible {
+			return Permit{}, refuse("domain %s is at %s, but this %s is not reversible, so it needs an approved proposal", d.Name, lvl, a.Kind)
+		}
+		return Permit{Domain: d.Name, Level: li.Level, Basis: fmt.Sprintf("domain %s at %s: reversible %s", d.Name, lvl, a.Kind)}, nil
+	}
+	return Permit{}, refuse("domain %s has unknown level %q; valid: L0-L4", d.Name, li.Level)
+}
+
+func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li LevelInfo) (Permit, error) {
+	switch p.State {
+	case StateApproved:
+	case StatePending, StateEscalated:
+		return Permit{}, refuse("proposal %s is %s, awaiting %s until %s; it runs only once approved", p.ID, p.State, p.Approver, stamp(p.ExpiresAt))
+	case StateExecuted:
+		return Permit{}, refuse("proposal %s was already executed; an approval runs once (propose again to repeat it)", p.ID)
+	default:
+		return Permit{}, refuse("proposal %s is %s; only an approved proposal can run", p.ID, p.State)
+	}
+	if p.Domain != domain {
+		return Permit{}, refuse("proposal %s was approved for domain %s, not %s", p.ID, p.Domain, domain)
+	}
+	if p.Kind != a.Kind {
+		return Permit{}, refuse("proposal %s approved a %s, not a %s", p.ID, p.Kind, a.Kind)
+	}
+	if a.Asset != "" && !slices.Contains(p.Targets, a.Asset) {
+		return Permit{}, refuse("proposal %s approved changes to %s, not to %s", p.ID, strings.Join(p.Targets, ", "), a.Asset)
+	}
+	basis := fmt.Sprintf("proposal %s approved", p.ID)
+	if d := p.Decision; d != nil {
+		basis = fmt.Sprintf("proposal %s approved by %s via %s at %s", p.ID, d.PersonID, d.Channel, stamp(d.At))
+	}
+	return Permit{Domain: domain, Level: li.Level, Basis: basis, Proposal: p}, nil
+}

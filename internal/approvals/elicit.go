@@ -1,0 +1,277 @@
+package approvals
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// ElicitationInputKey is the key a tool uses for the approval question in
+// CallToolResult.InputRequests, and under which the client's answer comes
+// back in the retry's InputResponses.
+const ElicitationInputKey = "dw_approval"
+
+// stateTTL bounds how long a sealed request state is honoured: an answer
+// arriving later must be asked again, so it reflects current facts.
+const stateTTL = 30 * time.Minute
+
+// ElicitationRequest is the form shown in the MCP client: the same facts
+// as the Slack request, and a choice of approve or reject with a reason.
+func ElicitationRequest(p Proposal) *mcp.ElicitParams {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approve %s? %s\n\n", p.ID, p.What)
+	fmt.Fprintf(&b, "Why: %s\n", p.Why)
+	fmt.Fprintf(&b, "Action: %s on %s (domain %s)\n", p.Kind, strings.Join(p.Targets, ", "), p.Domain)
+	if len(p.Scope) > 0 {
+		fmt.Fprintf(&b, "Blast radius: %s\n", strings.Join(p.Scope, ", "))
+	} else {
+		b.WriteString("Blast radius: the targets only\n")
+	}
+	fmt.Fprintf(&b, "Undo: %s\n", p.Undo)
+	fmt.Fprintf(&b, "Expires: %s (then it escalates; it is never granted by default)\n", stamp(p.ExpiresAt))
+	if p.Class == ClassLive {
+		b.WriteString("Class: live data stack change; only the asset owner may approve.\n")
+	}
+	fmt.Fprintf(&b, "Proposed by %s; approver %s.", p.Proposer, p.Approver)
+	if len(p.Copied) > 0 {
+		fmt.Fprintf(&b, " Copied: %s.", strings.Join(p.Copied, ", "))
+	}
+	b.WriteString(" Declining or closing this form leaves the proposal undecided.")
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: b.String(),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{
+					"type":        "string",
+					"title":       "Decision",
+					"description": "approve lets the agent carry out " + p.ID + "; reject stops it",
+					"enum":        []string{string(VerdictApprove), string(VerdictReject)},
+				},
+				"reason": map[string]any{
+					"type":        "string",
+					"title":       "Reason",
+					"description": "why; recorded in the receipt",
+				},
+			},
+			"required": []string{"decision"},
+		},
+	}
+}
+
+// RequestState is what a sealed state names: the proposal and the person
+// asked, so a client cannot turn an answer about one proposal into a
+// decision on another, nor answer for someone else.
+type RequestState struct {
+	ProposalID string    `json:"p"`
+	PersonID   string    `json:"u"`
+	Round      int       `json:"r"`
+	Nonce      string    `json:"n"`
+	IssuedAt   time.Time `json:"i"`
+}
+
+const stateKeySetting = "approvals.request_state_key"
+
+// stateKey is the per-store HMAC key, created on first use. Every agent
+// process sharing the store shares it, so any of them can open a state
+// another sealed.
+func (s *Service) stateKey(ctx context.Context) ([]byte, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO kv (key, value, updated_ms) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		stateKeySetting, hex.EncodeToString(raw[:]), store.Millis(s.clk.Now())); err != nil {
+		return nil, fmt.Errorf("request state key: %w", err)
+	}
+	v, _, ok, err := store.GetSetting(ctx, s.db, stateKeySetting)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("request state key: not stored")
+	}
+	return hex.DecodeString(v)
+}
+
+// SealRequestState signs the proposal and person being asked.
+func (s *Service) SealRequestState(ctx context.Context, p Proposal, personID string) (string, error) {
+	key, err := s.stateKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	var n [12]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		return "", err
+	}
+	body, err := json.Marshal(RequestState{ProposalID: p.ID, PersonID: personID, Round: p.Round,
+		Nonce: base64.RawURLEncoding.EncodeToString(n[:]), IssuedAt: s.clk.Now()})
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding.EncodeToString(body)
+	return enc + "." + base64.RawURLEncoding.EncodeToString(sign(key, enc)), nil
+}
+
+func sign(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+// OpenRequestState checks a state's signature and age and returns what it
+// names. A state not sealed by this store, or too old, is an error.
+func (s *Service) OpenRequestState(ctx context.Context, state string) (RequestState, error) {
+	var rs RequestState
+	enc, sig, ok := strings.Cut(state, ".")
+	if !ok {
+		return rs, invalid("the request state is malformed; ask the person again")
+	}
+	key, err := s.stateKey(ctx)
+	if err != nil {
+		return rs, err
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, sign(key, enc)) {
+		return rs, invalid("the request state was not issued by this store (signature mismatch); nothing was decided")
+	}
+	body, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return rs, invalid("the request state is malformed; ask the person again")
+	}
+	if err := json.Unmarshal(body, &rs); err != nil {
+		return rs, invalid("the request state is malformed; ask the person again")
+	}
+	if age := s.clk.Now().Sub(rs.IssuedAt); age > stateTTL || age < -time.Minute {
+		return rs, invalid("the confirmation for %s was asked %s ago; answers older than %s are not accepted, ask again", rs.ProposalID, age.Round(time.Second), stateTTL)
+	}
+	return rs, nil
+}
+
+// StartElicitation prepares the question for the person running the MCP
+// client. It succeeds only when the OS user is mapped to a person who may
+// decide the proposal now; otherwise the error says to use Slack or the
+// terminal. The tool returns the params under ElicitationInputKey together
+// with the sealed state, and on the retry passes both back to
+// DecideFromElicitation.
+func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID string) (*mcp.ElicitParams, string, error) {
+	by, err := OSUserDecider(s.cfg, ChannelElicitation, osUser)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w; the named approver decides in Slack or with `dw approve %s`", err, normID(proposalID))
+	}
+	p, err := s.Get(ctx, proposalID)
+	if err != nil {
+		return nil, "", err
+	}
+	if !p.State.Open() {
+		return nil, "", &DecidedError{Proposal: *p}
+	}
+	if allowed := mayDecide(*p); !slices.Contains(allowed, by.PersonID) {
+		return nil, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
+	}
+	state, err := s.SealRequestState(ctx, *p, by.PersonID)
+	if err != nil {
+		return nil, "", err
+	}
+	return ElicitationRequest(*p), state, nil
+}
+
+// ElicitResultFrom finds the answer to the approval question in a retry's
+// input responses; nil when the client sent none.
+func ElicitResultFrom(responses mcp.InputResponseMap) *mcp.ElicitResult {
+	if r, ok := responses[ElicitationInputKey].(*mcp.ElicitResult); ok {
+		return r
+	}
+	return nil
+}
+
+// ElicitationOutcome is what came of asking the person in the client.
+type ElicitationOutcome struct {
+	ProposalID string `json:"proposal_id"`
+	// Approved is true only for an accepted form whose decision is approve
+	// and which Decide recorded.
+	Approved bool `json:"approved"`
+	// Recorded is true when a decision (approve or reject) was recorded.
+	Recorded bool      `json:"recorded"`
+	Verdict  Verdict   `json:"verdict,omitempty"`
+	Message  string    `json:"message"`
+	Proposal *Proposal `json:"proposal,omitempty"`
+}
+
+// DecideFromElicitation turns the client's answer into a decision, and
+// fails closed: an error while asking, no answer, a decline or cancel, or
+// an accepted form without decision "approve" never approves. Only an
+// accepted "reject" records a rejection; the other cases record nothing,
+// so the person can still decide in Slack or at the terminal. The error is
+// non-nil for a forged or stale state, a person mismatch, a refused
+// decision, or a store failure; the outcome is never Approved then.
+func (s *Service) DecideFromElicitation(ctx context.Context, osUser, requestState string, result *mcp.ElicitResult, elicitErr error) (ElicitationOutcome, error) {
+	rs, err := s.OpenRequestState(ctx, requestState)
+	out := ElicitationOutcome{ProposalID: rs.ProposalID}
+	if err != nil {
+		out.Message = "not approved: " + err.Error()
+		return out, err
+	}
+	by, err := OSUserDecider(s.cfg, ChannelElicitation, osUser)
+	if err != nil {
+		out.Message = "not approved: " + err.Error()
+		return out, err
+	}
+	if by.PersonID != rs.PersonID {
+		err := invalid("the question about %s was put to %s, but this client runs as %s (%s)", rs.ProposalID, rs.PersonID, by.PersonID, osUser)
+		out.Message = "not approved: " + err.Error()
+		return out, err
+	}
+	switch {
+	case elicitErr != nil:
+		out.Message = fmt.Sprintf("not approved: asking %s in the client failed (%v); nothing was recorded, decide in Slack or with `dw approve %s`", by.PersonID, elicitErr, rs.ProposalID)
+		return out, nil
+	case result == nil:
+		out.Message = fmt.Sprintf("not approved: no answer came back for %s; nothing was recorded", rs.ProposalID)
+		return out, nil
+	case result.Action != "accept":
+		out.Message = fmt.Sprintf("not approved: %s chose %q on the form for %s; nothing was recorded, it stays open", by.PersonID, result.Action, rs.ProposalID)
+		return out, nil
+	}
+	decision, _ := result.Content["decision"].(string)
+	reason, _ := result.Content["reason"].(string)
+	var verdict Verdict
+	switch decision {
+	case string(VerdictApprove):
+		verdict = VerdictApprove
+	case string(VerdictReject):
+		verdict = VerdictReject
+	default:
+		out.Message = fmt.Sprintf("not approved: the form for %s came back with decision %q (valid: approve, reject); nothing was recorded", rs.ProposalID, decision)
+		return out, nil
+	}
+	by.Evidence = map[string]string{"os_user": osUser, "elicitation": result.Action, "decision": decision, "nonce": rs.Nonce,
+		"asked_at": rs.IssuedAt.UTC().Format(time.RFC3339), "asked_round": fmt.Sprint(rs.Round)}
+	p, err := s.Decide(ctx, rs.ProposalID, by, verdict, reason)
+	if err != nil {
+		out.Message = "not approved: " + err.Error()
+		return out, err
+	}
+	out.Proposal, out.Recorded, out.Verdict = p, true, verdict
+	out.Approved = p.State == StateApproved
+	if out.Approved {
+		out.Message = fmt.Sprintf("%s approved by %s in the client", p.ID, by.PersonID)
+	} else {
+		out.Message = fmt.Sprintf("%s rejected by %s in the client", p.ID, by.PersonID)
+	}
+	return out, nil
+}

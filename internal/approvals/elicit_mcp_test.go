@@ -1,0 +1,162 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+// confirmServer is an MCP server with one tool that asks the person in the
+// client to decide a proposal, the way an agent's dispatching tool would:
+// the first pass returns the question as an input request with a sealed
+// state, the retry hands the answer to DecideFromElicitation.
+func confirmServer(s *Service, osUser string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "confirm-test", Version: "0"}, nil)
+	type in struct {
+		ProposalID string `json:"proposal_id"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_proposal"}, func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, *ElicitationOutcome, error) {
+		if req.Params.RequestState == "" {
+			params, state, err := s.StartElicitation(ctx, osUser, args.ProposalID)
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{ElicitationInputKey: params}, RequestState: state}, nil, nil
+		}
+		out, err := s.DecideFromElicitation(ctx, osUser, req.Params.RequestState, ElicitResultFrom(req.Params.InputResponses), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &out, nil
+	})
+	return srv
+}
+
+func connect(t *testing.T, srv *mcp.Server, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "0"}, opts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func outcome(t *testing.T, res *mcp.CallToolResult) ElicitationOutcome {
+	t.Helper()
+	raw, _ := json.Marshal(res.StructuredContent)
+	var out ElicitationOutcome
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("structured content %s: %v", raw, err)
+	}
+	return out
+}
+
+// TestElicitationOverMCP drives the real SDK in both multi-round-trip
+// forms: the client middleware of a 2026-07-28 client, and the server shim
+// for an older client.
+func TestElicitationOverMCP(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				s, _ := fixture(t, db)
+				srv := confirmServer(s, "bob")
+
+				// A client that cannot elicit never approves.
+				p := mustPropose(t, s, holdDAG())
+				bare := connect(t, srv, version, nil)
+				res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
+				if err == nil && !res.IsError {
+					t.Errorf("a client without elicitation got %+v", res)
+				}
+				if got, _ := s.Get(ctx, p.ID); got.State != StatePending {
+					t.Fatalf("state %s after a client that cannot ask; want pending", got.State)
+				}
+
+				// The person declines: nothing is recorded.
+				var asked string
+				declining := connect(t, srv, version, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = req.Params.Message
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}})
+				res, err = declining.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
+				if err != nil || res.IsError {
+					t.Fatalf("decline: %+v, %v", res, err)
+				}
+				if out := outcome(t, res); out.Approved || out.Recorded {
+					t.Errorf("decline came out as %+v", out)
+				}
+				if asked == "" {
+					t.Error("the person was never asked")
+				}
+
+				// The person approves.
+				approving := connect(t, srv, version, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve", "reason": "confirmed in the client"}}, nil
+				}})
+				res, err = approving.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
+				if err != nil || res.IsError {
+					t.Fatalf("approve: %+v, %v", res, err)
+				}
+				if out := outcome(t, res); !out.Approved || out.Proposal.Decision.Channel != ChannelElicitation {
+					t.Errorf("approve came out as %+v", out)
+				}
+
+				// An answer outside the schema is refused by the client SDK.
+				q := mustPropose(t, s, holdDAG())
+				odd := connect(t, srv, version, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "sure"}}, nil
+				}})
+				res, err = odd.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": q.ID}})
+				if err == nil && !res.IsError && outcome(t, res).Approved {
+					t.Errorf("an out-of-schema answer approved: %+v", res)
+				}
+				if got, _ := s.Get(ctx, q.ID); got.State != StatePending {
+					t.Errorf("state %s after an out-of-schema answer", got.State)
+				}
+			})
+		})
+	}
+}
+
+// TestElicitationForgedStateOverMCP answers by hand with a state the
+// server never issued: the tool refuses and nothing is recorded.
+func TestElicitationForgedStateOverMCP(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := fixture(t, db)
+		p := mustPropose(t, s, holdDAG())
+		cs := connect(t, confirmServer(s, "bob"), "2026-07-28", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("first pass: %+v, %v", res, err)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID},
+			InputResponses: mcp.InputResponseMap{ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}},
+			RequestState:   "eyJwIjoiUC1YIn0.c2lnbmF0dXJl"})
+		if err == nil && !res.IsError {
+			t.Errorf("forged state accepted: %+v", res)
+		}
+		// The genuine state with no answer attached is no approval either.
+		first, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}, RequestState: first.RequestState})
+		if err != nil || res.IsError || outcome(t, res).Approved {
+			t.Errorf("missing answer: %+v, %v", res, err)
+		}
+		if got, _ := s.Get(ctx, p.ID); got.State != StatePending {
+			t.Errorf("state %s, want pending", got.State)
+		}
+	})
+}

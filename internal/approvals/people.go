@@ -1,0 +1,196 @@
+package approvals
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// Decider is the person behind a decision and the channel that vouches
+// for them. The channel's own identity (a Slack user id, an OS login) is
+// checked against the person's entry in the config, so a caller cannot
+// decide in someone else's name by naming them.
+type Decider struct {
+	// PersonID is a person id from the config's people.
+	PersonID string `json:"person"`
+	// Channel is slack, elicitation or terminal.
+	Channel Channel `json:"channel"`
+	// SlackUserID is the clicking Slack user (slack channel).
+	SlackUserID string `json:"slack_user,omitempty"`
+	// OSUser is the login running dw or the MCP client (terminal and
+	// elicitation channels).
+	OSUser string `json:"os_user,omitempty"`
+	// Evidence is what the channel recorded (message, team, host, …).
+	Evidence map[string]string `json:"evidence,omitempty"`
+}
+
+// OSUserDecider resolves the person an OS login is mapped to, for the
+// terminal and elicitation channels.
+func OSUserDecider(cfg *config.Config, channel Channel, osUser string) (Decider, error) {
+	if channel != ChannelTerminal && channel != ChannelElicitation {
+		return Decider{}, invalid("channel %q is not an OS-user channel; valid: terminal, elicitation", channel)
+	}
+	p, ok := cfg.PersonForOSUser(osUser)
+	if !ok {
+		return Decider{}, invalid("OS user %q is not mapped to a person in the config; add it to that person's os_users under people:", osUser)
+	}
+	return Decider{PersonID: p.ID, Channel: channel, OSUser: osUser, Evidence: map[string]string{"os_user": osUser}}, nil
+}
+
+// PersonForSlackUser finds the person whose slack_id is the Slack user.
+func PersonForSlackUser(cfg *config.Config, slackUserID string) (*config.Person, bool) {
+	if slackUserID == "" {
+		return nil, false
+	}
+	for i := range cfg.People {
+		if cfg.People[i].SlackID == slackUserID {
+			return &cfg.People[i], true
+		}
+	}
+	return nil, false
+}
+
+// SlackDecider resolves the person behind a Slack user id.
+func SlackDecider(cfg *config.Config, slackUserID string, evidence map[string]string) (Decider, error) {
+	p, ok := PersonForSlackUser(cfg, slackUserID)
+	if !ok {
+		return Decider{}, invalid("Slack user %s is not mapped to a person in the config (people[].slack_id)", slackUserID)
+	}
+	ev := map[string]string{"slack_user": slackUserID}
+	for k, v := range evidence {
+		ev[k] = v
+	}
+	return Decider{PersonID: p.ID, Channel: ChannelSlack, SlackUserID: slackUserID, Evidence: ev}, nil
+}
+
+// verify checks that the decider is a configured person and that the
+// channel's identity belongs to them. It is the one gate between "someone
+// says so" and a recorded decision.
+func verify(cfg *config.Config, by Decider) (*config.Person, error) {
+	p, ok := cfg.Person(by.PersonID)
+	if !ok {
+		return nil, invalid("%q is not a person in the config; decisions come only from people (agents cannot approve or reject)", by.PersonID)
+	}
+	switch by.Channel {
+	case ChannelSlack:
+		if p.SlackID == "" || p.SlackID != by.SlackUserID {
+			return nil, invalid("Slack user %q is not %s's Slack account (people[%s].slack_id)", by.SlackUserID, p.ID, p.ID)
+		}
+	case ChannelTerminal, ChannelElicitation:
+		if by.OSUser == "" || !slices.Contains(p.OSUsers, by.OSUser) {
+			return nil, invalid("OS user %q is not mapped to %s (people[%s].os_users)", by.OSUser, p.ID, p.ID)
+		}
+	default:
+		return nil, invalid("channel %q is not a person channel; valid: slack, elicitation, terminal", by.Channel)
+	}
+	return p, nil
+}
+
+// evidenceOf merges the channel identity into the evidence map.
+func evidenceOf(by Decider) map[string]string {
+	ev := map[string]string{}
+	for k, v := range by.Evidence {
+		ev[k] = v
+	}
+	if by.SlackUserID != "" {
+		ev["slack_user"] = by.SlackUserID
+	}
+	if by.OSUser != "" {
+		ev["os_user"] = by.OSUser
+	}
+	return ev
+}
+
+// DomainForAsset returns the first domain with an asset glob matching the
+// asset id. Globs follow path.Match, where * stops at a slash; "**" (as in
+// "sigma://**") matches any run of characters, slashes included, because
+// asset ids carry paths of any depth.
+func DomainForAsset(cfg *config.Config, assetID string) (*config.Domain, bool) {
+	for i := range cfg.Domains {
+		for _, pat := range cfg.Domains[i].Assets {
+			if globMatch(pat, assetID) {
+				return &cfg.Domains[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+func globMatch(pat, id string) bool {
+	if pat == id {
+		return true
+	}
+	if pre, suf, ok := strings.Cut(pat, "**"); ok {
+		return len(id) >= len(pre)+len(suf) && strings.HasPrefix(id, pre) && strings.HasSuffix(id, suf)
+	}
+	ok, err := path.Match(pat, id)
+	return err == nil && ok
+}
+
+// Domain finds a configured domain by name.
+func Domain(cfg *config.Config, name string) (*config.Domain, error) {
+	var names []string
+	for i := range cfg.Domains {
+		if cfg.Domains[i].Name == name {
+			return &cfg.Domains[i], nil
+		}
+		names = append(names, cfg.Domains[i].Name)
+	}
+	if len(names) == 0 {
+		return nil, invalid("no domain %q: the config defines no domains; add one under domains: with its assets, owners and autonomy", name)
+	}
+	return nil, invalid("no domain %q; closest: %s (configured: %s)", name,
+		strings.Join(suggest.Closest(name, names, 3), ", "), strings.Join(names, ", "))
+}
+
+// resolveDomain names the domain of a set of targets: the explicit one,
+// else the one their ids match. Targets in different domains are refused,
+// because each domain has its own approvers and autonomy.
+func resolveDomain(cfg *config.Config, explicit string, targets []string) (*config.Domain, error) {
+	if explicit != "" {
+		d, err := Domain(cfg, explicit)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range targets {
+			if other, ok := DomainForAsset(cfg, t); ok && other.Name != d.Name {
+				return nil, invalid("target %s belongs to domain %s, not %s; propose one change per domain", t, other.Name, d.Name)
+			}
+		}
+		return d, nil
+	}
+	var found *config.Domain
+	for _, t := range targets {
+		d, ok := DomainForAsset(cfg, t)
+		if !ok {
+			return nil, invalid("asset %s is in no domain: add a glob matching it to a domain's assets in the config, or name the domain", t)
+		}
+		if found != nil && found.Name != d.Name {
+			return nil, invalid("targets span domains %s and %s; propose one change per domain", found.Name, d.Name)
+		}
+		found = d
+	}
+	if found == nil {
+		return nil, invalid("no targets: name at least one asset id the change acts on")
+	}
+	return found, nil
+}
+
+func personName(cfg *config.Config, id string) string {
+	if p, ok := cfg.Person(id); ok && p.Name != "" {
+		return p.Name
+	}
+	return id
+}
+
+// PersonLabel is "Name (id)" for messages, or the id alone.
+func PersonLabel(cfg *config.Config, id string) string {
+	if n := personName(cfg, id); n != id {
+		return fmt.Sprintf("%s (%s)", n, id)
+	}
+	return id
+}

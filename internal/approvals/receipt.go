@@ -1,0 +1,348 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// Receipt entry kinds written by this package. Other packages append their
+// own (incidents add "cause" and "verification").
+const (
+	EntryProposal  = "proposal"
+	EntryRequest   = "request"
+	EntryNotified  = "notified"
+	EntryEscalated = "escalated"
+	EntryExpired   = "expired"
+	EntryDecision  = "decision"
+	EntryStep      = "step"
+	EntryExecuted  = "executed"
+	EntryUndone    = "undone"
+	EntryStop      = "stop"
+	EntryResume    = "resume"
+	EntryAutonomy  = "autonomy"
+	EntryCause     = "cause"
+)
+
+// OrgReceiptID is the receipt of organisation-wide changes: stops,
+// resumes and autonomy levels set by people.
+const OrgReceiptID = "org"
+
+// Entry is one link of a receipt's hash chain.
+type Entry struct {
+	Seq      int64           `json:"seq" jsonschema:"position in the chain, from 1"`
+	Kind     string          `json:"kind" jsonschema:"cause, proposal, request, notified, escalated, expired, decision, step, executed, undone, …"`
+	Actor    string          `json:"actor" jsonschema:"person or agent that caused the entry"`
+	At       time.Time       `json:"at"`
+	Payload  json.RawMessage `json:"payload" jsonschema:"the entry's facts (canonical JSON)"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
+}
+
+// Verification is the result of checking a receipt's chain.
+type Verification struct {
+	ReceiptID string   `json:"receipt_id"`
+	Entries   int      `json:"entries"`
+	OK        bool     `json:"ok" jsonschema:"true when no entry was edited or removed"`
+	Head      string   `json:"head,omitempty" jsonschema:"hash of the last entry"`
+	Problems  []string `json:"problems,omitempty" jsonschema:"each edited or missing entry found"`
+}
+
+// ReceiptDoc is a receipt as an auditor reads it: every entry in order,
+// the current state of the proposals it records, and the chain check.
+type ReceiptDoc struct {
+	ID        string       `json:"id"`
+	Entries   []Entry      `json:"entries"`
+	Proposals []Proposal   `json:"proposals,omitempty"`
+	Chain     Verification `json:"chain"`
+}
+
+// AppendReceipt adds an entry to the end of a receipt's chain. The entry's
+// hash covers the receipt id, sequence number, kind, actor, time, previous
+// hash and the canonical JSON of payload, so editing or removing any entry
+// breaks the chain. q may be the DB (the append gets its own transaction)
+// or a Tx (the append commits with the caller's other writes).
+func AppendReceipt(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor string, payload any) (Entry, error) {
+	if strings.TrimSpace(receiptID) == "" || strings.TrimSpace(kind) == "" || strings.TrimSpace(actor) == "" {
+		return Entry{}, invalid("a receipt entry needs a receipt id, a kind and an actor (got %q, %q, %q)", receiptID, kind, actor)
+	}
+	body, err := canonicalJSON(payload)
+	if err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: payload of %s entry: %w", receiptID, kind, err)
+	}
+	if db, ok := q.(*store.DB); ok {
+		var e Entry
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			e, err = appendTx(ctx, tx, at, receiptID, kind, actor, body)
+			return err
+		})
+		return e, err
+	}
+	return appendTx(ctx, q, at, receiptID, kind, actor, body)
+}
+
+// appendTx must run inside a transaction: the head row update serialises
+// concurrent appenders to one receipt and keeps seq and prev_hash in step.
+func appendTx(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor, body string) (Entry, error) {
+	atMs := store.Millis(at)
+	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_heads (receipt_id, seq, hash, updated_ms) VALUES (?, 0, '', ?)
+		ON CONFLICT (receipt_id) DO NOTHING`, receiptID, atMs); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: %w", receiptID, err)
+	}
+	var seq int64
+	var prev string
+	if err := q.QueryRowContext(ctx, `UPDATE receipt_heads SET seq = seq + 1, updated_ms = ? WHERE receipt_id = ? RETURNING seq, hash`,
+		atMs, receiptID).Scan(&seq, &prev); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: advance head: %w", receiptID, err)
+	}
+	h := entryHash(receiptID, seq, kind, actor, atMs, prev, body)
+	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_entries (receipt_id, seq, kind, actor, at_ms, payload, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, receiptID, seq, kind, actor, atMs, body, prev, h); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: append %s: %w", receiptID, kind, err)
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE receipt_heads SET hash = ? WHERE receipt_id = ?`, h, receiptID); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: set head: %w", receiptID, err)
+	}
+	return Entry{Seq: seq, Kind: kind, Actor: actor, At: store.FromMillis(atMs), Payload: json.RawMessage(body), PrevHash: prev, Hash: h}, nil
+}
+
+// canonicalJSON encodes v with object keys sorted and numbers kept as
+// written, so the same facts always hash the same.
+func canonicalJSON(v any) (string, error) {
+	if v == nil {
+		return "{}", nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return "", err
+	}
+	out, err := json.Marshal(x)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// entryHash is SHA-256 over a JSON array of the entry's fields. The
+// payload goes in as a string, byte for byte, so even a whitespace edit
+// of the stored text shows.
+func entryHash(receiptID string, seq int64, kind, actor string, atMs int64, prev, payload string) string {
+	b, _ := json.Marshal([]any{receiptID, seq, kind, actor, atMs, prev, payload})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Entries reads a receipt's entries in chain order.
+func Entries(ctx context.Context, q store.Querier, receiptID string) ([]Entry, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, kind, actor, at_ms, payload, prev_hash, hash FROM receipt_entries
+		WHERE receipt_id = ? ORDER BY seq`, receiptID)
+	if err != nil {
+		return nil, fmt.Errorf("receipt %s: %w", receiptID, err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var atMs int64
+		var payload string
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Actor, &atMs, &payload, &e.PrevHash, &e.Hash); err != nil {
+			return nil, err
+		}
+		e.At = store.FromMillis(atMs)
+		e.Payload = json.RawMessage(payload)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Verify checks one receipt's chain: every entry's hash against its
+// contents, each link against the entry before, the sequence for gaps and
+// the head row for entries removed from the end.
+//
+// It cannot notice a receipt whose entries and head were all removed, nor
+// a chain rewritten end to end by someone holding the store: anchoring the
+// head hash outside the store (a Slack message, a ticket) covers that.
+func Verify(ctx context.Context, q store.Querier, receiptID string) (Verification, error) {
+	v := Verification{ReceiptID: receiptID}
+	rows, err := q.QueryContext(ctx, `SELECT seq, kind, actor, at_ms, payload, prev_hash, hash FROM receipt_entries
+		WHERE receipt_id = ? ORDER BY seq`, receiptID)
+	if err != nil {
+		return v, fmt.Errorf("receipt %s: %w", receiptID, err)
+	}
+	var prevHash string
+	var want int64 = 1
+	for rows.Next() {
+		var seq, atMs int64
+		var kind, actor, payload, prev, hash string
+		if err := rows.Scan(&seq, &kind, &actor, &atMs, &payload, &prev, &hash); err != nil {
+			rows.Close()
+			return v, err
+		}
+		v.Entries++
+		if seq != want {
+			if seq > want {
+				v.Problems = append(v.Problems, fmt.Sprintf("entries %s missing before entry %d: removed", seqRange(want, seq-1), seq))
+			} else {
+				v.Problems = append(v.Problems, fmt.Sprintf("entry %d is out of sequence", seq))
+			}
+		}
+		if prev != prevHash {
+			v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s) does not link to the entry before it: an earlier entry was removed or rewritten", seq, kind, actor))
+		}
+		if entryHash(receiptID, seq, kind, actor, atMs, prev, payload) != hash {
+			v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s at %s) was edited: its contents no longer match its hash", seq, kind, actor, stamp(store.FromMillis(atMs))))
+		}
+		prevHash = hash
+		want = seq + 1
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return v, err
+	}
+	rows.Close()
+	v.Head = prevHash
+	var headSeq int64
+	var headHash string
+	err = q.QueryRowContext(ctx, `SELECT seq, hash FROM receipt_heads WHERE receipt_id = ?`, receiptID).Scan(&headSeq, &headHash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if v.Entries > 0 {
+			v.Problems = append(v.Problems, "the receipt's head row is missing: it was removed")
+		}
+	case err != nil:
+		return v, err
+	default:
+		last := want - 1
+		if headSeq > last {
+			v.Problems = append(v.Problems, fmt.Sprintf("entries %s missing at the end: removed (the head records %d entries)", seqRange(last+1, headSeq), headSeq))
+		} else if headSeq < last {
+			v.Problems = append(v.Problems, fmt.Sprintf("entries after %d were added outside the chain's head", headSeq))
+		} else if headHash != prevHash {
+			v.Problems = append(v.Problems, fmt.Sprintf("the last entry %d does not match the head's hash: it was rewritten", last))
+		}
+	}
+	v.OK = len(v.Problems) == 0
+	return v, nil
+}
+
+func seqRange(a, b int64) string {
+	if a == b {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("%d-%d", a, b)
+}
+
+// ReceiptIDs lists every receipt in the store.
+func ReceiptIDs(ctx context.Context, q store.Querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT receipt_id FROM receipt_heads UNION SELECT DISTINCT receipt_id FROM receipt_entries`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, rows.Err()
+}
+
+// VerifyAll checks every receipt in the store.
+func VerifyAll(ctx context.Context, q store.Querier) ([]Verification, error) {
+	ids, err := ReceiptIDs(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Verification, 0, len(ids))
+	for _, id := range ids {
+		v, err := Verify(ctx, q, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ResolveReceiptID maps an id to the receipt that holds it: a receipt id
+// as is, a proposal id to its proposal's receipt (the incident's, when it
+// has one).
+func ResolveReceiptID(ctx context.Context, q store.Querier, id string) (string, error) {
+	id = strings.TrimSpace(id)
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM receipt_heads WHERE receipt_id = ?`, id).Scan(&n); err != nil {
+		return "", err
+	}
+	if n > 0 {
+		return id, nil
+	}
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM receipt_entries WHERE receipt_id = ?`, id).Scan(&n); err != nil {
+		return "", err
+	}
+	if n > 0 {
+		return id, nil
+	}
+	var rid string
+	err := q.QueryRowContext(ctx, `SELECT receipt_id FROM approval_proposals WHERE id = ?`, strings.ToUpper(id)).Scan(&rid)
+	if err == nil {
+		return rid, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	ids, lerr := ReceiptIDs(ctx, q)
+	if lerr != nil {
+		return "", lerr
+	}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("no receipt %q: the store holds no receipts yet: %w", id, ErrNotFound)
+	}
+	return "", fmt.Errorf("no receipt %q; closest: %s: %w", id, strings.Join(suggest.Closest(id, ids, 3), ", "), ErrNotFound)
+}
+
+// Receipt reads a receipt by receipt id or proposal id, with the current
+// state of its proposals and the result of verifying its chain.
+func Receipt(ctx context.Context, q store.Querier, id string) (*ReceiptDoc, error) {
+	rid, err := ResolveReceiptID(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := Entries(ctx, q, rid)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := Verify(ctx, q, rid)
+	if err != nil {
+		return nil, err
+	}
+	props, err := listProposals(ctx, q, `WHERE receipt_id = ? ORDER BY created_ms, id`, rid)
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []Entry{}
+	}
+	return &ReceiptDoc{ID: rid, Entries: entries, Proposals: props, Chain: ver}, nil
+}

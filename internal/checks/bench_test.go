@@ -1,0 +1,194 @@
+package checks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+)
+
+const benchRows = 10_000_000
+
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchPath string
+	benchErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// benchTable creates, once per process, a DuckDB file with a 10-million
+// row, 12-column table spread evenly over one day, with nulls in several
+// columns, using DuckDB's own range() so no rows cross the Go boundary.
+func benchTable(b *testing.B) (*duckdb.Warehouse, *warehouse.Table) {
+	benchOnce.Do(func() {
+		if benchDir, benchErr = os.MkdirTemp("", "dw-checks-bench-"); benchErr != nil {
+			return
+		}
+		benchPath = filepath.Join(benchDir, "bench.duckdb")
+		ctx := context.Background()
+		db, err := duckdb.OpenWrite(ctx, benchPath, 5*time.Second)
+		if err != nil {
+			benchErr = err
+			return
+		}
+		defer db.Close()
+		// 8,640 microseconds apart: 10M rows fill exactly 24 hours.
+		_, benchErr = db.ExecContext(ctx, `CREATE TABLE events AS SELECT
+			i AS id,
+			i % 50000 AS account_id,
+			TIMESTAMP '2025-03-11 00:00:00' + to_microseconds(i * 8640) AS event_time,
+			TIMESTAMP '2025-03-11 00:00:00' + to_microseconds(i * 8640 + (i % 300) * 1000000) AS loaded_at,
+			CASE WHEN i % 100 = 0 THEN NULL ELSE (i % 1000) * 0.5 END::DOUBLE AS amount,
+			CASE WHEN i % 7 = 0 THEN NULL ELSE ['ok', 'retry', 'fail'][i % 3 + 1] END AS status,
+			CASE WHEN i % 3 = 0 THEN NULL ELSE i % 17 END AS quantity,
+			CAST(i % 13 AS VARCHAR) AS region,
+			i * 2 AS bytes,
+			CASE WHEN i % 11 = 0 THEN NULL ELSE i % 5 END AS priority,
+			i % 2 = 0 AS is_test,
+			CASE WHEN i % 1000 = 0 THEN NULL ELSE 'sku-' || (i % 97) END AS sku
+			FROM range(`+itoa(benchRows)+`) t(i)`)
+		if benchErr == nil {
+			_, benchErr = db.ExecContext(ctx, "CHECKPOINT")
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	wh, err := duckdb.Open("bench", benchPath, 10*time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, err := warehouse.Resolve(context.Background(), wh, "events")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wh, tab
+}
+
+func itoa(n int) string {
+	s, _ := numberLiteral(float64(n))
+	return s
+}
+
+// floorSQL is the query an engineer would write by hand for the same
+// results: every column's non-null count, newest event and rows per hour,
+// and with a key its distinct ids per hour and (ROLLUP) for the whole day.
+// Without a key the day's values are sums of the hours, so no ROLLUP.
+func floorSQL(tab *warehouse.Table, withKey bool) string {
+	var b strings.Builder
+	b.WriteString(`SELECT date_trunc('hour', event_time) AS h, COUNT(*)`)
+	for _, c := range tab.Columns {
+		b.WriteString(`, COUNT("` + c.Name + `")`)
+	}
+	if withKey {
+		b.WriteString(`, COUNT(DISTINCT id)`)
+	}
+	b.WriteString(`, MAX(event_time) FROM events
+		WHERE event_time >= TIMESTAMP '2025-03-11 00:00:00' AND event_time < TIMESTAMP '2025-03-12 00:00:00'`)
+	if withKey {
+		b.WriteString(` GROUP BY ROLLUP (date_trunc('hour', event_time))`)
+	} else {
+		b.WriteString(` GROUP BY date_trunc('hour', event_time)`)
+	}
+	return b.String()
+}
+
+// BenchmarkHourlyProfile compares, in one run, three ways to get every
+// column's null rate, one key's uniqueness, freshness and row count per
+// hour over a day of 10 million rows: this package's single planned scan;
+// the same checks as one query each; and one hand-written aggregate query
+// computing the same values (the floor). ns/op is the planned scan; the
+// ratios are reported as metrics. The without_key variant leaves out the
+// exact distinct count, whose cost no plan can share, to show what
+// merging the rest saves.
+func BenchmarkHourlyProfile(b *testing.B) {
+	for _, withKey := range []bool{true, false} {
+		name := "with_key"
+		if !withKey {
+			name = "without_key"
+		}
+		b.Run(name, func(b *testing.B) { benchHourlyProfile(b, withKey) })
+	}
+}
+
+func benchHourlyProfile(b *testing.B, withKey bool) {
+	wh, tab := benchTable(b)
+	d := wh.Dialect()
+	specs := []Spec{{Kind: KindRowCount}, {Kind: KindFreshness, Column: "event_time"}}
+	if withKey {
+		specs = append(specs, Spec{Kind: KindUniqueness, Columns: []string{"id"}})
+	}
+	for _, c := range tab.Columns {
+		specs = append(specs, Spec{Kind: KindNullRate, Column: c.Name})
+	}
+	w := Window{Column: "event_time", Start: day, End: day.Add(24 * time.Hour), Grain: Hour}
+	ctx := context.Background()
+	opts := RunOptions{Clock: fixedClock{day.Add(25 * time.Hour)}}
+	floor := floorSQL(tab, withKey)
+
+	planned := func() {
+		plan, err := Plan(tab, d, specs, w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan, err := Run(ctx, wh, plan, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(scan.Buckets) != 24 {
+			b.Fatalf("%d buckets", len(scan.Buckets))
+		}
+	}
+	perCheck := func() {
+		for _, s := range specs {
+			plan, err := Plan(tab, d, []Spec{s}, w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := Run(ctx, wh, plan, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	handWritten := func() {
+		res, err := wh.Query(ctx, warehouse.Query{SQL: floor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want := map[bool]int{true: 25, false: 24}[withKey]; len(res.Rows) != want {
+			b.Fatalf("%d rows, want %d", len(res.Rows), want)
+		}
+	}
+
+	var tPlanned, tPerCheck, tFloor time.Duration
+	timeIt := func(f func()) time.Duration { start := time.Now(); f(); return time.Since(start) }
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// Interleaved, so load on the machine falls on all three alike.
+		tFloor += timeIt(handWritten)
+		tPlanned += timeIt(planned)
+		tPerCheck += timeIt(perCheck)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(tPlanned.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(tFloor.Nanoseconds())/n, "floor-ns/op")
+	b.ReportMetric(float64(tPerCheck.Nanoseconds())/n, "per-check-ns/op")
+	b.ReportMetric(float64(tPlanned)/float64(tFloor), "x-floor")
+	b.ReportMetric(float64(tPerCheck)/float64(tPlanned), "speedup-vs-per-check")
+	b.ReportMetric(float64(len(specs)), "checks")
+}

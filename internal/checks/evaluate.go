@@ -1,0 +1,486 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/baseline"
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// Status is a check's outcome.
+type Status string
+
+// Statuses, from worst to best.
+const (
+	// Fail: an explicit expectation is broken.
+	Fail Status = "fail"
+	// Anomalous: outside the range the metric's own history expects.
+	Anomalous Status = "anomalous"
+	// Pass: within expectations and history.
+	Pass Status = "pass"
+	// Learning: no expectation and too little history to judge yet.
+	Learning Status = "learning"
+)
+
+func (s Status) rank() int {
+	switch s {
+	case Fail:
+		return 3
+	case Anomalous:
+		return 2
+	case Pass:
+		return 1
+	}
+	return 0
+}
+
+// Problem is the kind of data problem a check points at.
+type Problem string
+
+// Problems, in the order summaries name them.
+const (
+	ProblemVolume     Problem = "volume"
+	ProblemNulls      Problem = "nulls"
+	ProblemUniqueness Problem = "uniqueness"
+	ProblemFreshness  Problem = "freshness"
+	// ProblemValues covers accepted values, ranges and predicates.
+	ProblemValues Problem = "values"
+)
+
+var problemOrder = []Problem{ProblemVolume, ProblemNulls, ProblemUniqueness, ProblemFreshness, ProblemValues}
+
+func problemOf(metric string) Problem {
+	switch metric {
+	case MetricRowCount:
+		return ProblemVolume
+	case MetricNullRate:
+		return ProblemNulls
+	case MetricDuplicateRate:
+		return ProblemUniqueness
+	case MetricStaleness, MetricLagAvg, MetricLagP95:
+		return ProblemFreshness
+	}
+	return ProblemValues
+}
+
+func problemOfKind(k Kind) Problem {
+	switch k {
+	case KindRowCount:
+		return ProblemVolume
+	case KindNullRate:
+		return ProblemNulls
+	case KindUniqueness:
+		return ProblemUniqueness
+	case KindFreshness, KindLoadLag:
+		return ProblemFreshness
+	}
+	return ProblemValues
+}
+
+// Range is an expected interval.
+type Range struct {
+	Low  float64 `json:"low" jsonschema:"lowest expected value"`
+	High float64 `json:"high" jsonschema:"highest expected value"`
+}
+
+// HistoryUsed says how much history a value was judged on.
+type HistoryUsed struct {
+	Points   int            `json:"points" jsonschema:"earlier points the baseline was computed from"`
+	Basis    baseline.Basis `json:"basis,omitempty" jsonschema:"hour_of_week, hour_of_day, all or always_zero"`
+	Seasonal bool           `json:"seasonal" jsonschema:"whether only the same hour of week or day was used"`
+}
+
+// BucketResult is one bucket of a bucketed metric.
+type BucketResult struct {
+	Start    time.Time `json:"start" jsonschema:"bucket start"`
+	Value    float64   `json:"value" jsonschema:"the metric in this bucket"`
+	Status   Status    `json:"status" jsonschema:"pass, fail, anomalous or learning"`
+	Expected *Range    `json:"expected,omitempty" jsonschema:"range the bucket's history expects"`
+	Partial  bool      `json:"partial,omitempty" jsonschema:"the bucket has not ended yet"`
+	Reason   string    `json:"reason,omitempty" jsonschema:"why the bucket is not a pass"`
+}
+
+// MetricResult is one metric of one check, over the window and per bucket.
+type MetricResult struct {
+	Check     string  `json:"check" jsonschema:"the check, e.g. null_rate(egress_bytes)"`
+	Metric    string  `json:"metric" jsonschema:"metric name as stored in history"`
+	Dimension string  `json:"dimension,omitempty" jsonschema:"column, key or predicate the metric is about"`
+	Problem   Problem `json:"problem" jsonschema:"volume, nulls, uniqueness, freshness or values"`
+	Status    Status  `json:"status" jsonschema:"pass, fail (expectation broken), anomalous (outside history's range) or learning"`
+	Message   string  `json:"message" jsonschema:"what was observed and why it has this status"`
+	// Observed is the value over the whole window (or table).
+	Observed *float64 `json:"observed,omitempty" jsonschema:"value over the whole window or table"`
+	// Expected is the range history expects for the value judged.
+	Expected    *Range       `json:"expected,omitempty" jsonschema:"range the metric's history expects"`
+	Expectation string       `json:"expectation,omitempty" jsonschema:"the explicit expectation checked, if any"`
+	History     *HistoryUsed `json:"history,omitempty" jsonschema:"how much history the value was judged on"`
+	// Buckets are listed when a bucketed metric is not a plain pass, so
+	// the reader can see when it started and where it is heading.
+	Buckets  []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass"`
+	Inferred bool           `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
+}
+
+// Report is the outcome of one quality check of one table.
+type Report struct {
+	Warehouse  string    `json:"warehouse" jsonschema:"warehouse name"`
+	Table      string    `json:"table" jsonschema:"table in catalog spelling"`
+	Asset      string    `json:"asset" jsonschema:"asset id of the table"`
+	ObservedAt time.Time `json:"observed_at" jsonschema:"when the scan ran"`
+	Window     *Window   `json:"window,omitempty" jsonschema:"the window and buckets checked"`
+	Status     Status    `json:"status" jsonschema:"worst status of any check"`
+	// Problems names the kinds of problem found; empty means none of
+	// volume, nulls, uniqueness or freshness (nor values, when checked).
+	Problems []Problem `json:"problems" jsonschema:"kinds of problem found: volume, nulls, uniqueness, freshness, values"`
+	Summary  string    `json:"summary" jsonschema:"what was found, for a person"`
+	// Inferred lists what profiling guessed (key, time columns).
+	Inferred     []string       `json:"inferred,omitempty" jsonschema:"what was inferred about the table"`
+	Results      []MetricResult `json:"results" jsonschema:"one entry per metric checked"`
+	Statements   int            `json:"statements" jsonschema:"SQL statements the scan needed"`
+	BytesScanned int64          `json:"bytes_scanned,omitempty" jsonschema:"bytes the warehouse reported scanning"`
+}
+
+// historySpan is how far back a judgement looks: enough weeks for the
+// hour-of-week slots to fill.
+const historySpan = 8 * 7 * 24 * time.Hour
+
+// slot is where an observation's point sits in history.
+type slot struct {
+	grain       string
+	at, end     time.Time
+	trainBefore time.Time
+}
+
+func slotOf(plan *ScanPlan, o Observation, now time.Time) slot {
+	w := plan.Window
+	switch {
+	case !o.Total:
+		g := w.Grain.Duration()
+		return slot{string(w.Grain), o.Bucket, o.Bucket.Add(g), w.Start}
+	case o.Metric == MetricStaleness || w.Start.IsZero():
+		// Freshness is about the moment of the check, and a whole-table
+		// value is a snapshot: both are points at the observation time.
+		return slot{"", now, now, now}
+	}
+	return slot{grainLabel(w.End.Sub(w.Start)), w.Start, w.End, w.Start}
+}
+
+func baselineOptions(metric string, trainBefore time.Time) baseline.Options {
+	o := baseline.Options{TrainBefore: trainBefore}
+	switch metric {
+	case MetricRowCount:
+		o.RelativeFloor = 0.05
+	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange:
+		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 0.002
+	case MetricFailingRows:
+		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 1
+	case MetricStaleness, MetricLagAvg, MetricLagP95:
+		o.Direction, o.RelativeFloor, o.AbsoluteFloor = baseline.Up, 0.1, 30
+	}
+	return o
+}
+
+// judged is one observation with its verdicts.
+type judged struct {
+	obs      Observation
+	slot     slot
+	partial  bool
+	j        *baseline.Judgement // nil when not judged against history
+	broken   string              // the explicit expectation broken, if any
+	explicit string              // the explicit expectation checked, if any
+	status   Status
+}
+
+// Evaluate judges a scan's observations against the checks' explicit
+// expectations and each metric's own history, stores them as metric
+// points, and reports.
+func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
+	plan := scan.Plan
+	now := scan.ObservedAt
+	from := now
+	if !plan.Window.Start.IsZero() && plan.Window.Start.Before(from) {
+		from = plan.Window.Start
+	}
+	history, err := baseline.LoadAsset(ctx, db, plan.Asset, from.Add(-historySpan), now)
+	if err != nil {
+		return nil, err
+	}
+
+	var all []judged
+	var samples []baseline.Sample
+	for _, o := range scan.Observations {
+		pc := plan.Checks[o.Check]
+		jd := judged{obs: o, slot: slotOf(plan, o, now)}
+		jd.partial = jd.slot.end.After(now)
+		series := baseline.Series{Asset: plan.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: jd.slot.grain}
+		// A bucket that has not ended has fewer rows than a whole one; its
+		// volume is neither judged nor kept as history.
+		if !(o.Metric == MetricRowCount && jd.partial) {
+			j := baseline.Score(history[series], jd.slot.at, o.Value, baselineOptions(o.Metric, jd.slot.trainBefore))
+			jd.j = &j
+			samples = append(samples, baseline.Sample{Series: series, Point: baseline.Point{At: jd.slot.at, Value: o.Value}})
+		}
+		jd.explicit, jd.broken = explicitCheck(pc, o, jd.partial, plan.Window.Grain)
+		switch {
+		case jd.broken != "":
+			jd.status = Fail
+		case jd.j != nil && jd.j.Verdict == baseline.Anomalous:
+			jd.status = Anomalous
+		case jd.explicit != "" || (jd.j != nil && jd.j.Verdict == baseline.Normal):
+			jd.status = Pass
+		default:
+			jd.status = Learning
+		}
+		all = append(all, jd)
+	}
+
+	if len(samples) > 0 {
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return baseline.Record(ctx, tx, now, samples...) }); err != nil {
+			return nil, err
+		}
+	}
+
+	rep := &Report{
+		Table: plan.Table.Ref.String(), Asset: plan.Asset, ObservedAt: now,
+		Statements: len(plan.Statements), BytesScanned: scan.BytesScanned, Problems: []Problem{},
+	}
+	if !plan.Window.IsZero() {
+		w := plan.Window
+		rep.Window = &w
+	}
+	rep.Results = buildResults(plan, all, now)
+	summarize(rep, plan)
+	return rep, nil
+}
+
+// explicitCheck returns the expectation a check declares for this
+// observation and, when broken, how.
+func explicitCheck(pc PlannedCheck, o Observation, partial bool, grain Grain) (rule, broken string) {
+	s := pc.Spec
+	switch o.Metric {
+	case MetricRowCount:
+		if o.Total && grain != Whole {
+			return "", "" // bounds are per bucket; the window holds many
+		}
+		var parts []string
+		if s.Min != nil {
+			parts = append(parts, "at least "+number(*s.Min))
+			if !partial && o.Value < *s.Min {
+				broken = fmt.Sprintf("%s rows, fewer than the %s expected", number(o.Value), number(*s.Min))
+			}
+		}
+		if s.Max != nil {
+			parts = append(parts, "at most "+number(*s.Max))
+			if o.Value > *s.Max {
+				broken = fmt.Sprintf("%s rows, more than the %s allowed", number(o.Value), number(*s.Max))
+			}
+		}
+		if len(parts) > 0 {
+			rule = strings.Join(parts, " and ") + " rows"
+			if !o.Total {
+				rule += " per " + string(grain)
+			}
+		}
+	case MetricNullRate:
+		if s.MaxRate != nil {
+			rule = "null in at most " + percent(*s.MaxRate) + " of rows"
+			if o.Value > *s.MaxRate {
+				broken = fmt.Sprintf("null in %s of rows, above the %s allowed", percent(o.Value), percent(*s.MaxRate))
+			}
+		}
+	case MetricDuplicateRate:
+		if !s.Inferred {
+			rule = "key must be unique"
+			if o.Total && o.Count > 0 {
+				broken = fmt.Sprintf("%s duplicate keys in %s rows", thousands(o.Count), thousands(o.Of))
+			}
+		}
+	case MetricStaleness:
+		if pc.maxAge > 0 {
+			rule = "newest row at most " + pc.Spec.MaxAge + " old"
+			if o.Value > pc.maxAge.Seconds() {
+				broken = fmt.Sprintf("newest row is %s old, more than the %s allowed", age(o.Value), pc.Spec.MaxAge)
+			}
+		}
+	case MetricLagAvg:
+		if pc.maxAge > 0 && o.Total {
+			rule = "average load lag at most " + pc.Spec.MaxAge
+			if o.Value > pc.maxAge.Seconds() {
+				broken = fmt.Sprintf("average load lag %s, more than the %s allowed", age(o.Value), pc.Spec.MaxAge)
+			}
+		}
+	case MetricRejectedRate, MetricOutOfRange:
+		rule = "every non-null value accepted"
+		if o.Metric == MetricOutOfRange {
+			rule = "every non-null value in " + rangeText(s.Min, s.Max)
+		}
+		if o.Total && o.Count > 0 {
+			broken = fmt.Sprintf("%s of %s values (%s) outside", thousands(o.Count), thousands(o.Of), percent(o.Value))
+		}
+	case MetricFailingRows:
+		allowed := int64(0)
+		if s.MaxFailing != nil {
+			allowed = *s.MaxFailing
+		}
+		rule = fmt.Sprintf("at most %s rows failing", thousands(allowed))
+		if o.Total && o.Count > allowed {
+			broken = fmt.Sprintf("%s of %s rows fail, more than the %s allowed", thousands(o.Count), thousands(o.Of), thousands(allowed))
+		}
+	}
+	return rule, broken
+}
+
+func rangeText(lo, hi *float64) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("[%s, %s]", trimFloat(*lo), trimFloat(*hi))
+	case lo != nil:
+		return "[" + trimFloat(*lo) + ", ∞)"
+	case hi != nil:
+		return "(-∞, " + trimFloat(*hi) + "]"
+	}
+	return "any"
+}
+
+func trimFloat(v float64) string {
+	s, _ := numberLiteral(v)
+	return s
+}
+
+type metricKey struct {
+	check  int
+	metric string
+}
+
+func buildResults(plan *ScanPlan, all []judged, now time.Time) []MetricResult {
+	groups := map[metricKey][]judged{}
+	var order []metricKey
+	for _, jd := range all {
+		k := metricKey{jd.obs.Check, jd.obs.Metric}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], jd)
+	}
+	// A check with no observation at all (freshness over no rows) still
+	// gets a result, so silence is never mistaken for a pass.
+	for ci := range plan.Checks {
+		found := false
+		for _, k := range order {
+			if k.check == ci {
+				found = true
+				break
+			}
+		}
+		if !found {
+			order = append(order, metricKey{ci, ""})
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].check < order[j].check })
+
+	out := make([]MetricResult, 0, len(order))
+	for _, k := range order {
+		out = append(out, buildResult(plan, k, groups[k], now))
+	}
+	return out
+}
+
+func buildResult(plan *ScanPlan, k metricKey, js []judged, now time.Time) MetricResult {
+	pc := plan.Checks[k.check]
+	r := MetricResult{Check: pc.Label, Metric: k.metric, Inferred: pc.Spec.Inferred}
+	if len(js) == 0 {
+		return emptyResult(pc, r)
+	}
+	r.Dimension = js[0].obs.Dimension
+	r.Problem = problemOf(k.metric)
+
+	var total *judged
+	var buckets []judged
+	for i := range js {
+		if js[i].obs.Total {
+			total = &js[i]
+		} else {
+			buckets = append(buckets, js[i])
+		}
+	}
+	r.Status = Learning
+	for _, jd := range js {
+		if jd.status.rank() > r.Status.rank() {
+			r.Status = jd.status
+		}
+		if jd.explicit != "" {
+			r.Expectation = jd.explicit
+		}
+	}
+	if total != nil {
+		v := total.obs.Value
+		r.Observed = &v
+	}
+
+	// The observation that speaks for the metric: the latest bucket with
+	// the worst status, else the window total, else the latest bucket.
+	var focus *judged
+	if r.Status == Fail || r.Status == Anomalous {
+		for i := len(buckets) - 1; i >= 0 && focus == nil; i-- {
+			if buckets[i].status == r.Status {
+				focus = &buckets[i]
+			}
+		}
+	}
+	if focus == nil {
+		focus = total
+	}
+	if focus == nil {
+		focus = &buckets[len(buckets)-1]
+	}
+	if focus.j != nil {
+		j := focus.j
+		if j.Verdict != baseline.Learning {
+			r.Expected = &Range{Low: j.Low, High: j.High}
+		}
+		r.History = &HistoryUsed{Points: j.N, Basis: j.Basis, Seasonal: j.Seasonal}
+	}
+	if r.Status == Fail || r.Status == Anomalous {
+		for _, b := range buckets {
+			br := BucketResult{Start: b.obs.Bucket, Value: b.obs.Value, Status: b.status, Partial: b.partial}
+			if b.j != nil && b.j.Verdict != baseline.Learning {
+				br.Expected = &Range{Low: b.j.Low, High: b.j.High}
+			}
+			switch b.status {
+			case Fail:
+				br.Reason = b.broken
+			case Anomalous:
+				br.Reason = b.j.Reason
+			}
+			r.Buckets = append(r.Buckets, br)
+		}
+	}
+	r.Message = message(plan, pc, r, focus, total, buckets)
+	return r
+}
+
+func emptyResult(pc PlannedCheck, r MetricResult) MetricResult {
+	switch pc.Spec.Kind {
+	case KindFreshness:
+		r.Metric, r.Dimension, r.Problem = MetricStaleness, pc.Spec.Column, ProblemFreshness
+		r.Status = Learning
+		r.Message = fmt.Sprintf("no %s values to judge: the table or window has no rows with one", pc.Spec.Column)
+		if pc.maxAge > 0 {
+			r.Status = Fail
+			r.Expectation = "newest row at most " + pc.Spec.MaxAge + " old"
+			r.Message = fmt.Sprintf("no rows with %s at all, so nothing is newer than the %s allowed", pc.Spec.Column, pc.Spec.MaxAge)
+		}
+	case KindLoadLag:
+		r.Metric, r.Dimension, r.Problem = MetricLagAvg, pc.Spec.IngestTime+"-"+pc.Spec.EventTime, ProblemFreshness
+		r.Status = Learning
+		r.Message = fmt.Sprintf("no rows with both %s and %s, so no load lag to judge", pc.Spec.EventTime, pc.Spec.IngestTime)
+	default:
+		r.Problem = problemOfKind(pc.Spec.Kind)
+		r.Status = Learning
+		r.Message = "no rows to judge"
+	}
+	return r
+}

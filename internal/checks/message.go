@@ -1,0 +1,278 @@
+package checks
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/baseline"
+)
+
+// Messages say what was observed, where, and why it has its status, in
+// the metric's own units (percent of rows, rows, durations).
+
+func isRate(metric string) bool {
+	switch metric {
+	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange:
+		return true
+	}
+	return false
+}
+
+func isSeconds(metric string) bool {
+	switch metric {
+	case MetricStaleness, MetricLagAvg, MetricLagP95:
+		return true
+	}
+	return false
+}
+
+// inUnits prints a value of metric in its unit.
+func inUnits(metric string, v float64) string {
+	switch {
+	case isRate(metric):
+		return percent(v)
+	case isSeconds(metric):
+		return age(v)
+	}
+	return number(v)
+}
+
+// subject describes one observation.
+func subject(pc PlannedCheck, o Observation) string {
+	s := pc.Spec
+	switch o.Metric {
+	case MetricRowCount:
+		return number(o.Value) + " rows"
+	case MetricNullRate:
+		return fmt.Sprintf("%s null in %s of rows (%s of %s)", s.Column, percent(o.Value), thousands(o.Count), thousands(o.Of))
+	case MetricDuplicateRate:
+		key := strings.Join(s.Columns, ", ")
+		if o.Count == 0 {
+			return fmt.Sprintf("%s unique across %s rows", key, thousands(o.Of))
+		}
+		return fmt.Sprintf("%s repeats in %s of %s rows (%s)", key, thousands(o.Count), thousands(o.Of), percent(o.Value))
+	case MetricStaleness:
+		return fmt.Sprintf("newest %s (%s) is %s old", s.Column, o.Newest.Format("2006-01-02 15:04 MST"), age(o.Value))
+	case MetricLagAvg:
+		return fmt.Sprintf("load lag (%s after %s) averages %s", s.IngestTime, s.EventTime, age(o.Value))
+	case MetricLagP95:
+		return fmt.Sprintf("load lag (%s after %s) p95 is %s", s.IngestTime, s.EventTime, age(o.Value))
+	case MetricRejectedRate:
+		return fmt.Sprintf("%s: %s of %s values (%s) not in the accepted list", s.Column, thousands(o.Count), thousands(o.Of), percent(o.Value))
+	case MetricOutOfRange:
+		return fmt.Sprintf("%s: %s of %s values (%s) outside the allowed range %s", s.Column, thousands(o.Count), thousands(o.Of), percent(o.Value), rangeText(s.Min, s.Max))
+	case MetricFailingRows:
+		return fmt.Sprintf("predicate %s: %s of %s rows fail", s.Name, thousands(o.Count), thousands(o.Of))
+	}
+	return fmt.Sprintf("%s = %v", o.Metric, o.Value)
+}
+
+// where names a bucket ("at 15:00", "on 2025-03-11") or the window.
+func where(plan *ScanPlan, o Observation) string {
+	if o.Metric == MetricStaleness {
+		return "" // measured at the moment of the check
+	}
+	if o.Total {
+		if plan.bucketed() {
+			return " over the window"
+		}
+		return ""
+	}
+	if plan.Window.Grain == Day {
+		return " on " + o.Bucket.Format("2006-01-02")
+	}
+	if plan.Window.End.Sub(plan.Window.Start) <= 24*time.Hour {
+		return " at " + o.Bucket.Format("15:04")
+	}
+	return " at " + o.Bucket.Format("Jan 2 15:04")
+}
+
+func basisText(j *baseline.Judgement) string {
+	switch j.Basis {
+	case baseline.HourOfWeek:
+		return fmt.Sprintf("same hour of the week, %d points", j.N)
+	case baseline.HourOfDay:
+		return fmt.Sprintf("same hour of the day, %d points", j.N)
+	}
+	return fmt.Sprintf("%d earlier points", j.N)
+}
+
+func message(plan *ScanPlan, pc PlannedCheck, r MetricResult, focus, total *judged, buckets []judged) string {
+	o := focus.obs
+	text := subject(pc, o) + where(plan, o)
+	switch focus.status {
+	case Fail:
+		text += " (expectation: " + focus.explicit + ")"
+	case Anomalous:
+		j := focus.j
+		if j.Basis == baseline.AlwaysZero {
+			text += fmt.Sprintf(" (%s in every earlier check, %d points)", inUnits(o.Metric, 0), j.N)
+		} else {
+			text += fmt.Sprintf(", expected %s–%s (%s)", inUnits(o.Metric, j.Low), inUnits(o.Metric, j.High), basisText(j))
+		}
+	case Pass:
+		switch {
+		case len(buckets) > 0:
+			text += fmt.Sprintf("; every %s within expectations", plan.Window.Grain)
+		case focus.j != nil && focus.j.Verdict == baseline.Normal && focus.j.Basis == baseline.AlwaysZero:
+			text += fmt.Sprintf(" (%s in every earlier check)", inUnits(o.Metric, 0))
+		case focus.j != nil && focus.j.Verdict == baseline.Normal:
+			text += fmt.Sprintf(", expected %s–%s", inUnits(o.Metric, focus.j.Low), inUnits(o.Metric, focus.j.High))
+		}
+	case Learning:
+		if focus.partial && o.Metric == MetricRowCount {
+			text += "; the period has not ended, so its volume is not judged yet"
+			break
+		}
+		n := 0
+		if focus.j != nil {
+			n = focus.j.History
+		}
+		text += fmt.Sprintf("; too little history to judge yet (%d earlier points)", n)
+	}
+	if (focus.status == Fail || focus.status == Anomalous) && !o.Total {
+		text += trend(plan, buckets)
+	}
+	if pc.Spec.Inferred && o.Metric == MetricDuplicateRate && o.Count > 0 && focus.status != Anomalous {
+		text += "; the key was inferred: declare it with set_quality_expectations if it must be unique"
+	}
+	return text
+}
+
+// trend describes the run of failing or anomalous buckets at the end of
+// the window: since when, and whether it is rising bucket by bucket.
+func trend(plan *ScanPlan, buckets []judged) string {
+	end := len(buckets)
+	for end > 0 && buckets[end-1].status != Fail && buckets[end-1].status != Anomalous {
+		end--
+	}
+	start := end
+	for start > 0 && (buckets[start-1].status == Fail || buckets[start-1].status == Anomalous) {
+		start--
+	}
+	run := buckets[start:end]
+	if len(run) < 2 {
+		return ""
+	}
+	rising := true
+	for i := 1; i < len(run); i++ {
+		if run[i].obs.Value <= run[i-1].obs.Value {
+			rising = false
+			break
+		}
+	}
+	since := strings.TrimPrefix(where(plan, run[0].obs), " at ")
+	since = strings.TrimPrefix(since, " on ")
+	if rising {
+		return fmt.Sprintf(", rising %s by %s since %s", plan.Window.Grain, plan.Window.Grain, since)
+	}
+	return fmt.Sprintf(", in every %s since %s", plan.Window.Grain, since)
+}
+
+// summarize sets the report's status, problems and summary.
+func summarize(rep *Report, plan *ScanPlan) {
+	rep.Status = Learning
+	found := map[Problem][]MetricResult{}
+	checked := map[Problem]bool{}
+	learning := 0
+	for _, r := range rep.Results {
+		checked[r.Problem] = true
+		if r.Status.rank() > rep.Status.rank() {
+			rep.Status = r.Status
+		}
+		switch r.Status {
+		case Fail, Anomalous:
+			found[r.Problem] = append(found[r.Problem], r)
+		case Learning:
+			learning++
+		}
+	}
+	var b strings.Builder
+	b.WriteString(rep.Table + windowPhrase(plan) + ": ")
+	var normal []string
+	for _, p := range problemOrder {
+		rs := found[p]
+		if len(rs) == 0 {
+			if checked[p] && p != ProblemValues {
+				normal = append(normal, string(p))
+			}
+			continue
+		}
+		rep.Problems = append(rep.Problems, p)
+		// Lead with a broken expectation over an anomaly.
+		lead := rs[0]
+		for _, r := range rs {
+			if r.Status == Fail {
+				lead = r
+				break
+			}
+		}
+		fmt.Fprintf(&b, "%s problem: %s", capitalize(string(p)), lead.Message)
+		switch len(rs) {
+		case 1:
+		case 2:
+			fmt.Fprintf(&b, "; 1 more %s result", p)
+		default:
+			fmt.Fprintf(&b, "; %d more %s results", len(rs)-1, p)
+		}
+		b.WriteString(". ")
+	}
+	if len(rep.Problems) > 0 {
+		if len(normal) > 0 {
+			b.WriteString(capitalize(joinAnd(normal)) + " normal.")
+		}
+	} else {
+		kinds := []string{}
+		for _, p := range []Problem{ProblemVolume, ProblemNulls, ProblemUniqueness, ProblemFreshness} {
+			if checked[p] {
+				noun := string(p)
+				if p == ProblemNulls {
+					noun = "null"
+				}
+				kinds = append(kinds, noun)
+			}
+		}
+		fmt.Fprintf(&b, "no %s problem in %d checks", joinOr(kinds), len(rep.Results))
+		if !checked[ProblemFreshness] {
+			b.WriteString(" (freshness not checked: no time column known)")
+		}
+		b.WriteString(". If a number still looks wrong, it is a value problem: check that metric itself against its own history next, not this table's shape.")
+	}
+	if learning > 0 {
+		fmt.Fprintf(&b, " %d of %d results have too little history to judge yet.", learning, len(rep.Results))
+	}
+	rep.Summary = strings.TrimSpace(b.String())
+}
+
+func windowPhrase(plan *ScanPlan) string {
+	w := plan.Window
+	if w.Start.IsZero() {
+		return ""
+	}
+	s := fmt.Sprintf(" (%s, %s to %s UTC", w.Column, w.Start.Format("2006-01-02 15:04"), w.End.Format("2006-01-02 15:04"))
+	if w.Grain != Whole {
+		s += ", by " + string(w.Grain)
+	}
+	return s + ")"
+}
+
+func joinAnd(xs []string) string { return joinWith(xs, "and") }
+func joinOr(xs []string) string  { return joinWith(xs, "or") }
+
+func joinWith(xs []string, word string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " " + word + " " + xs[len(xs)-1]
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

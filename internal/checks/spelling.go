@@ -1,0 +1,238 @@
+package checks
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/warehouse"
+)
+
+// colKind is what the checks need to know about a column's type.
+type colKind int
+
+const (
+	kindOther colKind = iota
+	kindNumber
+	kindText
+	kindBool
+	kindDate
+	// kindNaiveTime is a timestamp without zone (DuckDB TIMESTAMP,
+	// BigQuery DATETIME, Snowflake TIMESTAMP_NTZ), read as UTC.
+	kindNaiveTime
+	// kindInstant is a point in time (DuckDB TIMESTAMPTZ, BigQuery
+	// TIMESTAMP, Snowflake TIMESTAMP_LTZ/TZ).
+	kindInstant
+)
+
+func (k colKind) isTime() bool { return k == kindDate || k == kindNaiveTime || k == kindInstant }
+
+// classify reads an information-schema type name. The three engines'
+// names barely overlap except for TIMESTAMP, which is an instant on
+// BigQuery and a naive timestamp elsewhere.
+func classify(dialect, typ string) colKind {
+	t := strings.ToUpper(strings.TrimSpace(typ))
+	if i := strings.IndexAny(t, "(<"); i >= 0 {
+		t = strings.TrimSpace(t[:i])
+	}
+	switch t {
+	case "DATE":
+		return kindDate
+	case "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ", "TIMESTAMP_TZ", "TIMESTAMP_LTZ":
+		return kindInstant
+	case "TIMESTAMP":
+		if dialect == "bigquery" {
+			return kindInstant
+		}
+		return kindNaiveTime
+	case "DATETIME", "TIMESTAMP_NTZ", "TIMESTAMP WITHOUT TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS":
+		return kindNaiveTime
+	case "BOOLEAN", "BOOL":
+		return kindBool
+	case "VARCHAR", "TEXT", "STRING", "CHAR", "CHARACTER", "CHARACTER VARYING", "BPCHAR", "NVARCHAR", "NCHAR":
+		return kindText
+	case "TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+		"UBIGINT", "UHUGEINT", "INT64", "INT2", "INT4", "INT8", "BYTEINT", "FLOAT", "FLOAT4", "FLOAT8", "FLOAT64",
+		"DOUBLE", "DOUBLE PRECISION", "REAL", "DECIMAL", "NUMERIC", "BIGNUMERIC", "BIGDECIMAL", "NUMBER":
+		return kindNumber
+	}
+	return kindOther
+}
+
+// spelling writes the SQL the checks need in one engine's dialect. The
+// warehouse.Dialect quotes names; this adds the functions whose spelling
+// differs between engines.
+type spelling struct {
+	warehouse.Dialect
+}
+
+func spellingFor(d warehouse.Dialect) (*spelling, error) {
+	switch d.Name() {
+	case "duckdb", "bigquery", "snowflake":
+		return &spelling{d}, nil
+	}
+	return nil, fmt.Errorf("no check SQL for dialect %q; supported: duckdb, bigquery, snowflake", d.Name())
+}
+
+// bucket truncates a time column to the start of its bucket, in UTC.
+func (s *spelling) bucket(col string, k colKind, g Grain) string {
+	q := s.QuoteIdent(col)
+	if k == kindDate {
+		return q // a date is its own day bucket; Plan refuses hours on dates
+	}
+	switch s.Name() {
+	case "bigquery":
+		unit := strings.ToUpper(string(g))
+		if k == kindNaiveTime {
+			return fmt.Sprintf("DATETIME_TRUNC(%s, %s)", q, unit)
+		}
+		return fmt.Sprintf("TIMESTAMP_TRUNC(%s, %s)", q, unit)
+	case "snowflake":
+		if k == kindInstant {
+			q = fmt.Sprintf("CONVERT_TIMEZONE('UTC', %s)", q)
+		}
+		return fmt.Sprintf("DATE_TRUNC('%s', %s)", strings.ToUpper(string(g)), q)
+	}
+	if k == kindInstant {
+		q = fmt.Sprintf("timezone('UTC', %s)", q)
+	}
+	return fmt.Sprintf("date_trunc('%s', %s)", g, q)
+}
+
+// timeLiteral spells an instant as a literal of the column's own type, so
+// the comparison needs no cast of the column (which would defeat
+// partition pruning).
+func (s *spelling) timeLiteral(t time.Time, k colKind) string {
+	t = t.UTC()
+	day := t.Format("2006-01-02")
+	stamp := t.Format("2006-01-02 15:04:05.999999")
+	switch s.Name() {
+	case "bigquery":
+		switch k {
+		case kindDate:
+			return "DATE '" + day + "'"
+		case kindNaiveTime:
+			return "DATETIME '" + stamp + "'"
+		}
+		return "TIMESTAMP '" + stamp + "+00'"
+	case "snowflake":
+		switch k {
+		case kindDate:
+			return "'" + day + "'::DATE"
+		case kindNaiveTime:
+			return "'" + stamp + "'::TIMESTAMP_NTZ"
+		}
+		return "'" + stamp + " +00:00'::TIMESTAMP_TZ"
+	}
+	switch k {
+	case kindDate:
+		return "DATE '" + day + "'"
+	case kindInstant:
+		return "TIMESTAMPTZ '" + stamp + "+00'"
+	}
+	return "TIMESTAMP '" + stamp + "'"
+}
+
+// stringLiteral quotes text for the dialect. BigQuery and Snowflake treat
+// a backslash in a literal as an escape, DuckDB does not, so each gets its
+// own escaping; control characters are refused outright.
+func (s *spelling) stringLiteral(v string) (string, error) {
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return "", fmt.Errorf("value %q contains a control character; values must be plain text", v)
+		}
+	}
+	switch s.Name() {
+	case "bigquery":
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'", nil
+	case "snowflake":
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(v) + "'", nil
+	}
+	return "'" + strings.ReplaceAll(v, "'", "''") + "'", nil
+}
+
+// numberLiteral spells a finite number.
+func numberLiteral(v float64) (string, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "", fmt.Errorf("%v is not a finite number", v)
+	}
+	if math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64), nil
+}
+
+// lagMillis is ingest minus event time in milliseconds.
+func (s *spelling) lagMillis(event string, ek colKind, ingest string, ik colKind) string {
+	e, i := s.QuoteIdent(event), s.QuoteIdent(ingest)
+	switch s.Name() {
+	case "bigquery":
+		switch {
+		case ek == kindInstant && ik == kindInstant:
+			return fmt.Sprintf("TIMESTAMP_DIFF(%s, %s, MILLISECOND)", i, e)
+		case ek == kindNaiveTime && ik == kindNaiveTime:
+			return fmt.Sprintf("DATETIME_DIFF(%s, %s, MILLISECOND)", i, e)
+		}
+		if ek != kindInstant {
+			e = "CAST(" + e + " AS TIMESTAMP)"
+		}
+		if ik != kindInstant {
+			i = "CAST(" + i + " AS TIMESTAMP)"
+		}
+		return fmt.Sprintf("TIMESTAMP_DIFF(%s, %s, MILLISECOND)", i, e)
+	case "snowflake":
+		return fmt.Sprintf("DATEDIFF(MILLISECOND, %s, %s)", e, i)
+	}
+	return fmt.Sprintf("epoch_ms(%s) - epoch_ms(%s)", i, e)
+}
+
+// p95 is the 95th percentile of expr: exact on DuckDB, approximate where
+// an exact one costs a sort of the whole table.
+func (s *spelling) p95(expr string) string {
+	switch s.Name() {
+	case "bigquery":
+		return fmt.Sprintf("APPROX_QUANTILES(%s, 100)[OFFSET(95)]", expr)
+	case "snowflake":
+		return fmt.Sprintf("APPROX_PERCENTILE(%s, 0.95)", expr)
+	}
+	return fmt.Sprintf("quantile_cont(%s, 0.95)", expr)
+}
+
+// allNotNull is a condition true when every column has a value.
+func (s *spelling) allNotNull(cols []string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = s.QuoteIdent(c) + " IS NOT NULL"
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// keyRows counts rows whose whole key is present.
+func (s *spelling) keyRows(cols []string) string {
+	if len(cols) == 1 {
+		return "COUNT(" + s.QuoteIdent(cols[0]) + ")"
+	}
+	return "COUNT(CASE WHEN " + s.allNotNull(cols) + " THEN 1 END)"
+}
+
+// distinctKeys counts distinct present keys.
+func (s *spelling) distinctKeys(cols []string) string {
+	if len(cols) == 1 {
+		return "COUNT(DISTINCT " + s.QuoteIdent(cols[0]) + ")"
+	}
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = s.QuoteIdent(c)
+	}
+	list := strings.Join(quoted, ", ")
+	switch s.Name() {
+	case "snowflake":
+		// Snowflake counts distinct tuples and skips any with a null.
+		return "COUNT(DISTINCT " + list + ")"
+	case "bigquery":
+		return fmt.Sprintf("COUNT(DISTINCT CASE WHEN %s THEN TO_JSON_STRING(STRUCT(%s)) END)", s.allNotNull(cols), list)
+	}
+	return fmt.Sprintf("COUNT(DISTINCT CASE WHEN %s THEN ROW(%s) END)", s.allNotNull(cols), list)
+}

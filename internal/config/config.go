@@ -1,0 +1,508 @@
+// Package config reads dw.yaml and the environment.
+//
+// The file is found at $DW_CONFIG, else ./dw.yaml. Without a file the agents
+// run on the embedded default: a DuckDB demo warehouse and a SQLite store in
+// the data directory ($DW_HOME, else $XDG_DATA_HOME/data-workers, else
+// ~/.local/share/data-workers), so an MCP client can add an agent on a
+// fresh clone with nothing else configured.
+//
+// Secrets never appear in the file: it names environment variables
+// (password_env, token_env, …) and Secret reads them when a connection is
+// made. Nothing here prints a secret's value.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	// Home is the data directory for the embedded default (DW_HOME wins).
+	Home           string          `yaml:"home"`
+	Store          Store           `yaml:"store"`
+	Warehouses     []Warehouse     `yaml:"warehouses"`
+	Kafka          *Kafka          `yaml:"kafka"`
+	SchemaRegistry *Service        `yaml:"schema_registry"`
+	KafkaConnect   *Service        `yaml:"kafka_connect"`
+	Flink          *Service        `yaml:"flink"`
+	OpenLineage    *Service        `yaml:"openlineage"`
+	Slack          *Slack          `yaml:"slack"`
+	Orchestrators  Orchestrators   `yaml:"orchestrators"`
+	People         []Person        `yaml:"people"`
+	Domains        []Domain        `yaml:"domains"`
+	Approvals      ApprovalDefault `yaml:"approvals"`
+
+	// Source is the file the configuration came from, or "" for the
+	// embedded default.
+	Source string `yaml:"-"`
+}
+
+// Store says where state lives.
+type Store struct {
+	// Driver is sqlite (default) or postgres.
+	Driver string `yaml:"driver"`
+	// Path is the SQLite file (default: $DW_HOME/dw.db).
+	Path string `yaml:"path"`
+	// URL is the PostgreSQL URL without a password.
+	URL string `yaml:"url"`
+	// PasswordEnv names the variable holding the PostgreSQL password.
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Warehouse is one warehouse connection.
+type Warehouse struct {
+	Name string `yaml:"name"`
+	// Kind is duckdb, bigquery or snowflake.
+	Kind    string        `yaml:"kind"`
+	Timeout time.Duration `yaml:"timeout"`
+
+	// DuckDB.
+	Path string `yaml:"path"`
+
+	// BigQuery.
+	Project            string `yaml:"project"`
+	Location           string `yaml:"location"`
+	CredentialsEnv     string `yaml:"credentials_env"`
+	Endpoint           string `yaml:"endpoint"`
+	MaxBytesPerQuery   int64  `yaml:"max_bytes_per_query"`
+	MaxBytesPerSession int64  `yaml:"max_bytes_per_session"`
+
+	// Snowflake.
+	Account       string `yaml:"account"`
+	User          string `yaml:"user"`
+	PasswordEnv   string `yaml:"password_env"`
+	PrivateKeyEnv string `yaml:"private_key_env"`
+	Role          string `yaml:"role"`
+	Database      string `yaml:"database"`
+	Schema        string `yaml:"schema"`
+	Compute       string `yaml:"warehouse"`
+}
+
+// Kafka is a Kafka cluster.
+type Kafka struct {
+	Name    string        `yaml:"name"`
+	Brokers []string      `yaml:"brokers"`
+	TLS     bool          `yaml:"tls"`
+	SASL    *SASL         `yaml:"sasl"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// SASL is Kafka authentication.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism   string `yaml:"mechanism"`
+	UsernameEnv string `yaml:"username_env"`
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Service is an HTTP service (Schema Registry, Kafka Connect, Flink
+// JobManager, an OpenLineage endpoint, an orchestrator).
+type Service struct {
+	URL         string        `yaml:"url"`
+	UsernameEnv string        `yaml:"username_env"`
+	PasswordEnv string        `yaml:"password_env"`
+	TokenEnv    string        `yaml:"token_env"`
+	Timeout     time.Duration `yaml:"timeout"`
+	// AccountID and Region serve dbt Cloud and AWS Step Functions.
+	AccountID string `yaml:"account_id"`
+	Region    string `yaml:"region"`
+}
+
+// Slack is where approval requests are posted.
+type Slack struct {
+	BotTokenEnv string `yaml:"bot_token_env"`
+	AppTokenEnv string `yaml:"app_token_env"`
+	// Channel copies every request; approvers also get a direct message.
+	Channel string `yaml:"channel"`
+	// APIURL overrides the Slack API base URL (tests use slacktest).
+	APIURL string `yaml:"api_url"`
+}
+
+// Orchestrators are the systems an approved rerun is dispatched to.
+type Orchestrators struct {
+	Dagster       *Service `yaml:"dagster"`
+	Airflow       *Service `yaml:"airflow"`
+	DBTCloud      *Service `yaml:"dbt_cloud"`
+	StepFunctions *Service `yaml:"step_functions"`
+}
+
+// Person is someone who owns assets or approves changes.
+type Person struct {
+	ID      string `yaml:"id"`
+	Name    string `yaml:"name"`
+	Email   string `yaml:"email"`
+	SlackID string `yaml:"slack_id"`
+	// OSUsers are the login names under which this person runs `dw` or an
+	// MCP client; they make the terminal and elicitation channels theirs.
+	OSUsers []string `yaml:"os_users"`
+}
+
+// Domain is a set of assets with its owners, approvers and autonomy.
+type Domain struct {
+	Name string `yaml:"name"`
+	// Assets are asset id patterns: path.Match globs, where ** also crosses
+	// slashes (e.g. "snowflake://usage.*", "sigma://**").
+	Assets []string `yaml:"assets"`
+	// Autonomy is L0 (manual) … L4 (autonomous); default L2 (propose).
+	Autonomy string `yaml:"autonomy"`
+	// Owners are person ids; the first is the domain owner.
+	Owners []string `yaml:"owners"`
+	// Approvers is the escalation order; default: the owners.
+	Approvers []string `yaml:"approvers"`
+	// Copy are people copied on every request.
+	Copy []string `yaml:"copy"`
+	// ApprovalExpiry is how long a request waits before it escalates.
+	ApprovalExpiry time.Duration `yaml:"approval_expiry"`
+	// OpenClasses are the reversible action classes an L3 domain may run
+	// without a per-action approval (for example "rerun").
+	OpenClasses []string `yaml:"open_classes"`
+}
+
+// ApprovalDefault holds organisation-wide approval settings.
+type ApprovalDefault struct {
+	Expiry time.Duration `yaml:"expiry"`
+}
+
+// Autonomy levels, lowest first.
+var AutonomyLevels = []string{"L0", "L1", "L2", "L3", "L4"}
+
+// Load reads the configuration from $DW_CONFIG, else ./dw.yaml, else the
+// embedded default.
+func Load() (*Config, error) {
+	path := os.Getenv("DW_CONFIG")
+	explicit := path != ""
+	if !explicit {
+		path = "dw.yaml"
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !explicit {
+			return Default()
+		}
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Default is the embedded default configuration.
+func Default() (*Config, error) {
+	c := &Config{}
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parse reads a configuration file's contents. Errors name the file, the
+// line and the key.
+func Parse(path string, data []byte) (*Config, error) {
+	c := &Config{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.UnmarshalWithOptions(data, c, yaml.DisallowUnknownField()); err != nil {
+			return nil, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+		}
+	}
+	c.Source = path
+	if errs := c.validate(); len(errs) > 0 {
+		var b strings.Builder
+		for i, e := range errs {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			line := lineOf(data, e.path)
+			if line > 0 {
+				fmt.Fprintf(&b, "config %s:%d: %s: %s", path, line, e.key(), e.msg)
+			} else {
+				fmt.Fprintf(&b, "config %s: %s: %s", path, e.key(), e.msg)
+			}
+		}
+		return nil, errors.New(b.String())
+	}
+	if err := c.finish(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+type fieldError struct {
+	path string // YAML path, e.g. $.domains[0].autonomy
+	msg  string
+}
+
+func (e fieldError) key() string { return strings.TrimPrefix(e.path, "$.") }
+
+// lineOf finds the line of a YAML path in the source, 0 if not found.
+func lineOf(data []byte, p string) int {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 0
+	}
+	for cur := p; cur != "$" && cur != ""; {
+		yp, err := yaml.PathString(cur)
+		if err == nil {
+			if node, err := yp.FilterFile(file); err == nil && node != nil {
+				return node.GetToken().Position.Line
+			}
+		}
+		// Fall back to the parent key (a missing key is reported on its parent).
+		i := strings.LastIndexAny(cur, ".[")
+		if i <= 0 {
+			break
+		}
+		cur = cur[:i]
+	}
+	return 0
+}
+
+func (c *Config) validate() []fieldError {
+	var errs []fieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldError{path, fmt.Sprintf(format, args...)})
+	}
+	switch c.Store.Driver {
+	case "", "sqlite":
+	case "postgres":
+		if c.Store.URL == "" {
+			add("$.store.url", "postgres needs url (e.g. postgres://dw@db:5432/dw; the password goes in password_env)")
+		}
+		if u, err := url.Parse(c.Store.URL); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				add("$.store.url", "holds a password; put it in an environment variable and name it in password_env")
+			}
+		}
+	default:
+		add("$.store.driver", "unknown driver %q; valid: sqlite, postgres", c.Store.Driver)
+	}
+	names := map[string]bool{}
+	for i, w := range c.Warehouses {
+		p := fmt.Sprintf("$.warehouses[%d]", i)
+		if w.Name == "" {
+			add(p+".name", "missing; every warehouse needs a name the tools can refer to")
+		} else if names[w.Name] {
+			add(p+".name", "duplicate warehouse name %q", w.Name)
+		}
+		names[w.Name] = true
+		switch w.Kind {
+		case "duckdb":
+			if w.Path == "" {
+				add(p+".path", "duckdb needs path (the .duckdb file)")
+			}
+		case "bigquery":
+			if w.Project == "" {
+				add(p+".project", "bigquery needs project")
+			}
+		case "snowflake":
+			if w.Account == "" {
+				add(p+".account", "snowflake needs account")
+			}
+			if w.User == "" {
+				add(p+".user", "snowflake needs user")
+			}
+			if w.PasswordEnv == "" && w.PrivateKeyEnv == "" {
+				add(p+".password_env", "snowflake needs password_env or private_key_env")
+			}
+		default:
+			add(p+".kind", "unknown kind %q; valid: duckdb, bigquery, snowflake", w.Kind)
+		}
+	}
+	if c.Kafka != nil && len(c.Kafka.Brokers) == 0 {
+		add("$.kafka.brokers", "missing; list at least one host:port")
+	}
+	people := map[string]bool{}
+	for i, p := range c.People {
+		path := fmt.Sprintf("$.people[%d]", i)
+		if p.ID == "" {
+			add(path+".id", "missing; people are referred to by id in domains")
+		} else if people[p.ID] {
+			add(path+".id", "duplicate person id %q", p.ID)
+		}
+		people[p.ID] = true
+	}
+	known := func() string {
+		var ids []string
+		for _, p := range c.People {
+			ids = append(ids, p.ID)
+		}
+		if len(ids) == 0 {
+			return "(no people are defined; add them under people:)"
+		}
+		return strings.Join(ids, ", ")
+	}
+	for i, d := range c.Domains {
+		path := fmt.Sprintf("$.domains[%d]", i)
+		if d.Name == "" {
+			add(path+".name", "missing")
+		}
+		if d.Autonomy != "" && !validLevel(d.Autonomy) {
+			add(path+".autonomy", "unknown level %q; valid: %s", d.Autonomy, strings.Join(AutonomyLevels, ", "))
+		}
+		for j, o := range d.Owners {
+			if !people[o] {
+				add(fmt.Sprintf("%s.owners[%d]", path, j), "unknown person %q; defined: %s", o, known())
+			}
+		}
+		for j, o := range d.Approvers {
+			if !people[o] {
+				add(fmt.Sprintf("%s.approvers[%d]", path, j), "unknown person %q; defined: %s", o, known())
+			}
+		}
+		for j, o := range d.Copy {
+			if !people[o] {
+				add(fmt.Sprintf("%s.copy[%d]", path, j), "unknown person %q; defined: %s", o, known())
+			}
+		}
+		if d.ApprovalExpiry < 0 {
+			add(path+".approval_expiry", "must be positive, e.g. 2h")
+		}
+	}
+	return errs
+}
+
+func validLevel(s string) bool {
+	for _, l := range AutonomyLevels {
+		if s == l {
+			return true
+		}
+	}
+	return false
+}
+
+// finish fills defaults: the data directory, the SQLite store in it and,
+// with no warehouse configured, the demo DuckDB warehouse.
+func (c *Config) finish() error {
+	if h := os.Getenv("DW_HOME"); h != "" {
+		c.Home = h
+	}
+	if c.Home == "" {
+		h, err := defaultHome()
+		if err != nil {
+			return err
+		}
+		c.Home = h
+	}
+	c.Home = expandHome(c.Home)
+	if c.Store.Driver == "" {
+		c.Store.Driver = "sqlite"
+	}
+	if c.Store.Driver == "sqlite" && c.Store.Path == "" {
+		c.Store.Path = filepath.Join(c.Home, "dw.db")
+	}
+	c.Store.Path = expandHome(c.Store.Path)
+	if len(c.Warehouses) == 0 {
+		c.Warehouses = []Warehouse{{Name: "demo", Kind: "duckdb", Path: filepath.Join(c.Home, "demo.duckdb")}}
+	}
+	for i := range c.Warehouses {
+		c.Warehouses[i].Path = expandHome(c.Warehouses[i].Path)
+	}
+	if c.Approvals.Expiry == 0 {
+		c.Approvals.Expiry = 4 * time.Hour
+	}
+	for i := range c.Domains {
+		d := &c.Domains[i]
+		if d.Autonomy == "" {
+			d.Autonomy = "L2"
+		}
+		if len(d.Approvers) == 0 {
+			d.Approvers = append([]string(nil), d.Owners...)
+		}
+		if d.ApprovalExpiry == 0 {
+			d.ApprovalExpiry = c.Approvals.Expiry
+		}
+	}
+	return nil
+}
+
+// EmbeddedDefault reports whether the warehouse is the generated demo one,
+// which the agents create and seed on first use.
+func (c *Config) EmbeddedDefault() bool { return c.Source == "" }
+
+func defaultHome() (string, error) {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "data-workers"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory: set DW_HOME (%w)", err)
+	}
+	return filepath.Join(home, ".local", "share", "data-workers"), nil
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// Secret reads the environment variable a config key names. what says
+// which key named it, for the error.
+func Secret(env, what string) (string, error) {
+	if env == "" {
+		return "", fmt.Errorf("%s is not set in the config: name the environment variable that holds it", what)
+	}
+	v, ok := os.LookupEnv(env)
+	if !ok || v == "" {
+		return "", fmt.Errorf("environment variable %s (named by %s) is not set", env, what)
+	}
+	return v, nil
+}
+
+// Warehouse finds a warehouse by name; "" is the first one.
+func (c *Config) Warehouse(name string) (*Warehouse, error) {
+	if name == "" {
+		return &c.Warehouses[0], nil
+	}
+	var names []string
+	for i := range c.Warehouses {
+		if c.Warehouses[i].Name == name {
+			return &c.Warehouses[i], nil
+		}
+		names = append(names, c.Warehouses[i].Name)
+	}
+	return nil, fmt.Errorf("no warehouse %q; configured: %s", name, strings.Join(names, ", "))
+}
+
+// Person finds a person by id.
+func (c *Config) Person(id string) (*Person, bool) {
+	for i := range c.People {
+		if c.People[i].ID == id {
+			return &c.People[i], true
+		}
+	}
+	return nil, false
+}
+
+// PersonForOSUser finds the person an OS login name is mapped to.
+func (c *Config) PersonForOSUser(login string) (*Person, bool) {
+	for i := range c.People {
+		for _, u := range c.People[i].OSUsers {
+			if u == login {
+				return &c.People[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// CurrentOSUser is the login name running this process. It is deliberately
+// not overridable from the environment: for the terminal and elicitation
+// channels the OS account is the evidence of who decided.
+func CurrentOSUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}

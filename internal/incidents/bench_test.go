@@ -1,0 +1,132 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+const (
+	benchLayers    = 50
+	benchPerLayer  = 1000 // 50,000 assets
+	benchChanges   = 100_000
+	benchLogLength = 60 * 24 * time.Hour
+)
+
+func benchAsset(layer, i int) string { return fmt.Sprintf("duckdb://l%02d.t%04d", layer, i) }
+
+// benchGraph is a layered DAG: every asset has two parents in the layer
+// above, so the upstream of one asset fans out to thousands within 10 hops.
+func benchGraph() *memGraph {
+	g := newMemGraph()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for l := 1; l < benchLayers; l++ {
+		for i := range benchPerLayer {
+			for range 2 {
+				g.edge(benchAsset(l-1, rng.IntN(benchPerLayer)), benchAsset(l, i))
+			}
+		}
+	}
+	return g
+}
+
+// seedChanges writes n changes spread over the log's length before end, in
+// multi-row inserts (recording them one by one would time the setup, not
+// the diagnosis). One change in five touches fields.
+func seedChanges(b *testing.B, db *store.DB, end time.Time, n int) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	kinds := []ChangeKind{ChangeDeploy, ChangeRelease, ChangeSchemaVersion, ChangeRestore, ChangeConfig, ChangeConnector, ChangePartitioning, ChangePipeline}
+	const batch = 400
+	for start := 0; start < n; start += batch {
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms) VALUES `)
+		var args []any
+		for i := start; i < min(start+batch, n); i++ {
+			if i > start {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(NULL, ?, ?, ?, ?, ?, 0, 'bench', 'bench', ?, '{}', ?)")
+			asset := benchAsset(rng.IntN(benchLayers), rng.IntN(benchPerLayer))
+			fields := "[]"
+			if rng.IntN(5) == 0 {
+				fields = fmt.Sprintf(`[{"asset":%q,"name":"f%d","how":"removed"}]`, asset, rng.IntN(50))
+			}
+			at := end.Add(-time.Duration(rng.Int64N(int64(benchLogLength))))
+			args = append(args, store.Millis(at), string(kinds[rng.IntN(len(kinds))]), "bench", fmt.Sprintf(`[%q]`, asset), fields,
+				fmt.Sprintf("change %d", i), store.Millis(at))
+		}
+		if _, err := db.ExecContext(context.Background(), sb.String(), args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDiagnose ranks the candidate causes of an incident with 100,000
+// changes in the log and a 50,000-asset graph, against the baseline of only
+// loading the lookback window's changes from the store.
+func BenchmarkDiagnose(b *testing.B) {
+	for _, engine := range []struct {
+		name string
+		open func(testing.TB) *store.DB
+	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
+		b.Run(engine.name, func(b *testing.B) {
+			ctx := context.Background()
+			db := engine.open(b)
+			g := benchGraph()
+			onset := tue(14, 0)
+			s, _ := newService(b, db, onset.Add(time.Hour), g)
+			seedChanges(b, db, onset, benchChanges)
+			symptomAsset := benchAsset(benchLayers-1, 500)
+			// The planted cause: three hops up, a field a job on the path reads.
+			up, _ := g.Upstream(ctx, []string{symptomAsset}, 3)
+			var source string
+			for a, h := range up {
+				if h.Distance == 3 && (source == "" || a < source) {
+					source = a
+				}
+			}
+			job := up[source].Next
+			g.reads(source, job, "amount", "recorded SQL: SUM(amount)")
+			mustRecord(b, s, RecordChangeParams{At: onset.Add(-20 * time.Minute), Kind: "schema_version", System: "registry",
+				Assets: []string{source}, Fields: []FieldChange{{Name: "amount", How: FieldRemoved}}, Summary: "planted cause"})
+			id := mustReport(b, s, Symptom{Kind: SymptomNulls, Asset: symptomAsset, Column: "total", Observed: 0.2, At: onset}).Incidents[0].ID
+			opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour))}
+			d, err := Diagnose(ctx, db, g, id, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d.Causes[0].Change.Summary != "planted cause" {
+				b.Fatalf("planted cause not first: %s", rankingText(d.Causes[:3]))
+			}
+			window := opts.withDefaults()
+			var loadTime, diagTime time.Duration
+			var loaded int
+			for b.Loop() {
+				t0 := time.Now()
+				cs, err := loadChanges(ctx, db, onset.Add(-window.Lookback), onset.Add(window.Grace+time.Millisecond))
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := Diagnose(ctx, db, g, id, opts); err != nil {
+					b.Fatal(err)
+				}
+				loadTime += t1.Sub(t0)
+				diagTime += time.Since(t1)
+				loaded = len(cs)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(diagTime.Microseconds())/1000/n, "diagnose-ms/op")
+			b.ReportMetric(float64(loadTime.Microseconds())/1000/n, "load-ms/op")
+			b.ReportMetric(float64(diagTime)/float64(loadTime), "x-load")
+			b.ReportMetric(float64(loaded), "candidates")
+		})
+	}
+}

@@ -1,0 +1,468 @@
+package incidents
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// ChangeKind is what sort of change was made.
+type ChangeKind string
+
+// Change kinds.
+const (
+	ChangeDeploy        ChangeKind = "deploy"
+	ChangeRelease       ChangeKind = "release"
+	ChangeSchemaVersion ChangeKind = "schema_version"
+	ChangeRestore       ChangeKind = "restore"
+	ChangeConfig        ChangeKind = "config"
+	ChangeConnector     ChangeKind = "connector"
+	ChangePartitioning  ChangeKind = "partitioning"
+	ChangePipeline      ChangeKind = "pipeline"
+)
+
+// ChangeKinds lists every change kind.
+var ChangeKinds = []ChangeKind{ChangeDeploy, ChangeRelease, ChangeSchemaVersion, ChangeRestore, ChangeConfig,
+	ChangeConnector, ChangePartitioning, ChangePipeline}
+
+func parseChangeKind(s string) (ChangeKind, error) {
+	k := ChangeKind(strings.ToLower(strings.TrimSpace(s)))
+	if slices.Contains(ChangeKinds, k) {
+		return k, nil
+	}
+	names := make([]string, len(ChangeKinds))
+	for i, v := range ChangeKinds {
+		names[i] = string(v)
+	}
+	return "", invalid("unknown change kind %q; closest: %s (valid: %s)", s,
+		strings.Join(suggest.Closest(s, names, 2), ", "), strings.Join(names, ", "))
+}
+
+// FieldOp is how a change touched a field.
+type FieldOp string
+
+// Field operations.
+const (
+	FieldRemoved     FieldOp = "removed"
+	FieldAdded       FieldOp = "added"
+	FieldTypeChanged FieldOp = "type_changed"
+	FieldRenamed     FieldOp = "renamed"
+)
+
+// FieldOps lists every field operation.
+var FieldOps = []FieldOp{FieldRemoved, FieldAdded, FieldTypeChanged, FieldRenamed}
+
+// breaks reports whether readers of the field's old shape stop getting
+// values: they read nulls, fail to parse, or read a different unit.
+func (o FieldOp) breaks() bool { return o != FieldAdded }
+
+// FieldChange is one field a change touched.
+type FieldChange struct {
+	Asset   string  `json:"asset,omitempty" jsonschema:"asset the field belongs to; default: the change's first asset"`
+	Name    string  `json:"name" jsonschema:"field or column name before the change"`
+	How     FieldOp `json:"how" jsonschema:"removed, added, type_changed or renamed"`
+	NewName string  `json:"new_name,omitempty" jsonschema:"new name, for renamed"`
+	Detail  string  `json:"detail,omitempty" jsonschema:"e.g. long -> string, or optional with default null"`
+}
+
+// Change is one recorded change to the data stack.
+type Change struct {
+	ID           int64             `json:"id" jsonschema:"change id"`
+	Key          string            `json:"key,omitempty" jsonschema:"external key that makes recording idempotent"`
+	At           time.Time         `json:"at" jsonschema:"when the change took effect"`
+	Kind         ChangeKind        `json:"kind" jsonschema:"deploy, release, schema_version, restore, config, connector, partitioning or pipeline"`
+	System       string            `json:"system" jsonschema:"system changed, e.g. schema-registry, flink, dbt, kafka-connect"`
+	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched"`
+	Fields       []FieldChange     `json:"fields" jsonschema:"fields the change touched and how"`
+	StateSkipped bool              `json:"state_skipped,omitempty" jsonschema:"for restore: state in the snapshot was not restored (e.g. allowNonRestoredState)"`
+	Actor        string            `json:"actor,omitempty" jsonschema:"who made the change"`
+	Source       string            `json:"source" jsonschema:"who recorded it: a tool, a system feed or a person"`
+	Summary      string            `json:"summary" jsonschema:"the change in one line"`
+	Details      map[string]string `json:"details" jsonschema:"further facts (version, savepoint, ...)"`
+	RecordedAt   time.Time         `json:"recorded_at" jsonschema:"when it was recorded"`
+
+	// rawDetails holds the stored details until they are needed: a
+	// diagnosis reads thousands of changes and keeps ten.
+	rawDetails string
+}
+
+// loadDetails decodes details left raw by a diagnosis read.
+func (c *Change) loadDetails() error {
+	if c.Details != nil {
+		return nil
+	}
+	c.Details = map[string]string{}
+	if err := decodeJSON(c.rawDetails, &c.Details); err != nil {
+		return fmt.Errorf("change %d details: %w", c.ID, err)
+	}
+	c.rawDetails = ""
+	return nil
+}
+
+// RecordChangeParams is the input of record_change.
+type RecordChangeParams struct {
+	Key          string            `json:"key,omitempty" jsonschema:"optional external key (e.g. schema-registry:api-usage-value:12); recording the same key again changes nothing"`
+	At           time.Time         `json:"at" jsonschema:"when the change took effect (RFC 3339); must not be in the future"`
+	Kind         string            `json:"kind" jsonschema:"deploy, release, schema_version, restore, config, connector, partitioning or pipeline"`
+	System       string            `json:"system" jsonschema:"system changed, e.g. schema-registry, flink, dbt, kafka-connect, airflow"`
+	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched, e.g. schema://api-usage-value"`
+	Fields       []FieldChange     `json:"fields,omitempty" jsonschema:"fields touched and how (removed, added, type_changed, renamed)"`
+	StateSkipped bool              `json:"state_skipped,omitempty" jsonschema:"for restore only: some operator state was not restored"`
+	Actor        string            `json:"actor,omitempty" jsonschema:"who made the change"`
+	Source       string            `json:"source,omitempty" jsonschema:"who records it; default manual"`
+	Summary      string            `json:"summary" jsonschema:"the change in one line a person can check"`
+	Details      map[string]string `json:"details,omitempty" jsonschema:"further facts, e.g. version, savepoint path"`
+}
+
+// RecordChangeResult is the output of record_change.
+type RecordChangeResult struct {
+	Change  Change `json:"change" jsonschema:"the recorded change"`
+	Created bool   `json:"created" jsonschema:"false when a change with the same key was already recorded"`
+}
+
+// futureSkew tolerates clocks of other systems running slightly ahead.
+const futureSkew = time.Minute
+
+const maxAssetLen = 500
+
+func cleanAsset(field, a string) (string, error) {
+	a = strings.TrimSpace(a)
+	switch {
+	case a == "":
+		return "", invalid("%s: empty asset id; use an id like snowflake://usage.usage_hourly", field)
+	case len(a) > maxAssetLen:
+		return "", invalid("%s: asset id longer than %d characters", field, maxAssetLen)
+	case strings.ContainsAny(a, " \t\r\n"):
+		return "", invalid("%s: asset id %q contains whitespace", field, a)
+	}
+	return a, nil
+}
+
+func (p RecordChangeParams) validate(now time.Time) (Change, error) {
+	var c Change
+	kind, err := parseChangeKind(p.Kind)
+	if err != nil {
+		return c, err
+	}
+	if p.At.IsZero() {
+		return c, invalid("at is required: when the change took effect, RFC 3339 (e.g. 2026-10-13T14:05:00Z)")
+	}
+	if p.At.After(now.Add(futureSkew)) {
+		return c, invalid("at %s is in the future (now %s): record a change once it has taken effect",
+			p.At.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if strings.TrimSpace(p.System) == "" {
+		return c, invalid("system is empty: name the system changed, e.g. schema-registry, flink, dbt")
+	}
+	if strings.TrimSpace(p.Summary) == "" {
+		return c, invalid("summary is empty: say in one line what changed, so a person can check it")
+	}
+	if len(p.Key) > 300 {
+		return c, invalid("key is longer than 300 characters")
+	}
+	if len(p.Assets) == 0 {
+		return c, invalid("assets is empty: name at least one asset id the change touched")
+	}
+	var assets []string
+	for _, a := range p.Assets {
+		a, err := cleanAsset("assets", a)
+		if err != nil {
+			return c, err
+		}
+		if !slices.Contains(assets, a) {
+			assets = append(assets, a)
+		}
+	}
+	if p.StateSkipped && kind != ChangeRestore {
+		return c, invalid("state_skipped applies only to kind restore (got %s)", kind)
+	}
+	fields := make([]FieldChange, 0, len(p.Fields))
+	for i, f := range p.Fields {
+		f.Name = strings.TrimSpace(f.Name)
+		f.NewName = strings.TrimSpace(f.NewName)
+		if f.Name == "" {
+			return c, invalid("fields[%d]: name is empty", i)
+		}
+		op := FieldOp(strings.ToLower(strings.TrimSpace(string(f.How))))
+		if !slices.Contains(FieldOps, op) {
+			names := make([]string, len(FieldOps))
+			for j, o := range FieldOps {
+				names[j] = string(o)
+			}
+			return c, invalid("fields[%d] (%s): unknown how %q; closest: %s (valid: %s)", i, f.Name, f.How,
+				strings.Join(suggest.Closest(string(f.How), names, 2), ", "), strings.Join(names, ", "))
+		}
+		f.How = op
+		if op == FieldRenamed && f.NewName == "" {
+			return c, invalid("fields[%d] (%s): renamed needs new_name", i, f.Name)
+		}
+		f.Asset = strings.TrimSpace(f.Asset)
+		if f.Asset == "" {
+			f.Asset = assets[0]
+		} else if !slices.Contains(assets, f.Asset) {
+			return c, invalid("fields[%d] (%s): asset %q is not among the change's assets (%s)", i, f.Name, f.Asset,
+				strings.Join(assets, ", "))
+		}
+		fields = append(fields, f)
+	}
+	details := map[string]string{}
+	if len(p.Details) > 100 {
+		return c, invalid("details has %d entries; at most 100", len(p.Details))
+	}
+	for k, v := range p.Details {
+		if strings.TrimSpace(k) == "" {
+			return c, invalid("details: empty key")
+		}
+		details[k] = v
+	}
+	source := strings.TrimSpace(p.Source)
+	if source == "" {
+		source = "manual"
+	}
+	return Change{
+		Key: strings.TrimSpace(p.Key), At: p.At.UTC().Truncate(time.Millisecond), Kind: kind,
+		System: strings.TrimSpace(p.System), Assets: assets, Fields: fields, StateSkipped: p.StateSkipped,
+		Actor: strings.TrimSpace(p.Actor), Source: source, Summary: strings.TrimSpace(p.Summary),
+		Details: details, RecordedAt: now.UTC(),
+	}, nil
+}
+
+// RecordChange adds a change to the log. With a key, recording the same
+// event again (a registry version seen on every poll, a restore reported
+// twice) returns the first record and changes nothing.
+func (s *Service) RecordChange(ctx context.Context, p RecordChangeParams) (*RecordChangeResult, error) {
+	c, err := p.validate(s.now())
+	if err != nil {
+		return nil, err
+	}
+	res := &RecordChangeResult{}
+	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
+		got, created, err := insertChange(ctx, tx, c)
+		res.Change, res.Created = got, created
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func insertChange(ctx context.Context, tx *store.Tx, c Change) (Change, bool, error) {
+	var key any
+	if c.Key != "" {
+		key = c.Key
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO incident_changes
+		(external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (external_key) DO NOTHING RETURNING id`,
+		key, store.Millis(c.At), string(c.Kind), c.System, mustJSON(c.Assets), mustJSON(c.Fields),
+		boolInt(c.StateSkipped), c.Actor, c.Source, c.Summary, mustJSON(c.Details), store.Millis(c.RecordedAt)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		existing, err := queryChanges(ctx, tx, true, changeSelect+" WHERE external_key = ?", c.Key)
+		if err != nil {
+			return Change{}, false, err
+		}
+		if len(existing) == 0 {
+			return Change{}, false, fmt.Errorf("change with key %q neither inserted nor found", c.Key)
+		}
+		return existing[0], false, nil
+	}
+	if err != nil {
+		return Change{}, false, fmt.Errorf("record change: %w", err)
+	}
+	c.ID = id
+	for _, a := range c.Assets {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id) VALUES (?, ?)
+			ON CONFLICT (asset, change_id) DO NOTHING`, a, id); err != nil {
+			return Change{}, false, fmt.Errorf("record change asset: %w", err)
+		}
+	}
+	return c, true, nil
+}
+
+// ChangeFilter selects changes for list_changes.
+type ChangeFilter struct {
+	Since  time.Time `json:"since,omitzero" jsonschema:"only changes at or after this time"`
+	Until  time.Time `json:"until,omitzero" jsonschema:"only changes before this time"`
+	Asset  string    `json:"asset,omitempty" jsonschema:"only changes touching this asset id"`
+	Kind   string    `json:"kind,omitempty" jsonschema:"only changes of this kind"`
+	System string    `json:"system,omitempty" jsonschema:"only changes to this system"`
+	Limit  int       `json:"limit,omitempty" jsonschema:"most changes to return, newest first; default 100, at most 1000"`
+}
+
+// ChangeList is the output of list_changes.
+type ChangeList struct {
+	Changes   []Change `json:"changes" jsonschema:"matching changes, newest first"`
+	Truncated bool     `json:"truncated" jsonschema:"true when more changes matched than the limit"`
+}
+
+// ListChanges lists recorded changes, newest first.
+func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, error) {
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return nil, invalid("until (%s) must be after since (%s)", f.Until.UTC().Format(time.RFC3339), f.Since.UTC().Format(time.RFC3339))
+	}
+	limit := f.Limit
+	switch {
+	case limit < 0 || limit > 1000:
+		return nil, invalid("limit %d out of range: use 1 to 1000 (default 100)", limit)
+	case limit == 0:
+		limit = 100
+	}
+	var where []string
+	var args []any
+	from := "incident_changes c"
+	if f.Asset != "" {
+		a, err := cleanAsset("asset", f.Asset)
+		if err != nil {
+			return nil, err
+		}
+		from += " JOIN incident_change_assets ca ON ca.change_id = c.id"
+		where = append(where, "ca.asset = ?")
+		args = append(args, a)
+	}
+	if f.Kind != "" {
+		k, err := parseChangeKind(f.Kind)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, "c.kind = ?")
+		args = append(args, string(k))
+	}
+	if f.System != "" {
+		where = append(where, "c.system = ?")
+		args = append(args, strings.TrimSpace(f.System))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "c.at_ms >= ?")
+		args = append(args, store.Millis(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "c.at_ms < ?")
+		args = append(args, store.Millis(f.Until))
+	}
+	q := `SELECT c.id, c.external_key, c.at_ms, c.kind, c.system, c.assets, c.fields, c.state_skipped,
+		c.actor, c.source, c.summary, c.details, c.recorded_ms FROM ` + from
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY c.at_ms DESC, c.id DESC LIMIT ?"
+	args = append(args, limit+1)
+	changes, err := queryChanges(ctx, s.DB, true, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := &ChangeList{Changes: changes}
+	if len(changes) > limit {
+		out.Changes, out.Truncated = changes[:limit], true
+	}
+	return out, nil
+}
+
+const changeSelect = `SELECT id, external_key, at_ms, kind, system, assets, fields, state_skipped,
+	actor, source, summary, details, recorded_ms FROM incident_changes`
+
+// loadChanges reads the changes in [from, to), oldest first, leaving their
+// details undecoded (see Change.loadDetails). The time index keeps this to
+// the window however long the log grows.
+func loadChanges(ctx context.Context, q store.Querier, from, to time.Time) ([]Change, error) {
+	return queryChanges(ctx, q, false, changeSelect+" WHERE at_ms >= ? AND at_ms < ? ORDER BY at_ms, id",
+		store.Millis(from), store.Millis(to))
+}
+
+func queryChanges(ctx context.Context, q store.Querier, withDetails bool, query string, args ...any) ([]Change, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read changes: %w", err)
+	}
+	defer rows.Close()
+	out := []Change{}
+	for rows.Next() {
+		var c Change
+		var key sql.NullString
+		var atMs, recMs int64
+		var kind, assets, fields, details string
+		var skipped int
+		if err := rows.Scan(&c.ID, &key, &atMs, &kind, &c.System, &assets, &fields, &skipped,
+			&c.Actor, &c.Source, &c.Summary, &details, &recMs); err != nil {
+			return nil, fmt.Errorf("read change: %w", err)
+		}
+		c.Key, c.At, c.Kind, c.StateSkipped, c.RecordedAt = key.String, store.FromMillis(atMs), ChangeKind(kind), skipped != 0, store.FromMillis(recMs)
+		if err := decodeJSON(assets, &c.Assets); err != nil {
+			return nil, fmt.Errorf("change %d assets: %w", c.ID, err)
+		}
+		if c.Assets == nil {
+			c.Assets = []string{}
+		}
+		if fields == "[]" {
+			c.Fields = []FieldChange{}
+		} else if err := decodeJSON(fields, &c.Fields); err != nil {
+			return nil, fmt.Errorf("change %d fields: %w", c.ID, err)
+		}
+		c.rawDetails = details
+		if withDetails {
+			if err := c.loadDetails(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// describeFields is "removed response_bytes; added response_kib".
+func describeFields(fs []FieldChange) string {
+	byOp := map[FieldOp][]string{}
+	for _, f := range fs {
+		name := f.Name
+		if f.How == FieldRenamed {
+			name += " to " + f.NewName
+		}
+		byOp[f.How] = append(byOp[f.How], name)
+	}
+	var parts []string
+	for _, op := range FieldOps {
+		if names := byOp[op]; len(names) > 0 {
+			sort.Strings(names)
+			verb := string(op)
+			if op == FieldTypeChanged {
+				verb = "changed the type of"
+			}
+			parts = append(parts, verb+" "+strings.Join(names, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only plain structs, slices and maps of strings are stored.
+		panic(fmt.Sprintf("incidents: encode %T: %v", v, err))
+	}
+	return string(b)
+}
+
+func decodeJSON(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(s), v)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,238 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/warehouse"
+)
+
+// Window is a span of time, start inclusive, end exclusive.
+type Window struct {
+	Start time.Time `json:"start" jsonschema:"start of the window (inclusive, RFC 3339)"`
+	End   time.Time `json:"end" jsonschema:"end of the window (exclusive, RFC 3339)"`
+}
+
+// maxWindow bounds one computation so a typo in a date cannot make the
+// warehouse scan years of data.
+const maxWindow = 31 * 24 * time.Hour
+
+func (w Window) validate(now time.Time) error {
+	switch {
+	case w.Start.IsZero() || w.End.IsZero():
+		return invalid("window needs both start and end (RFC 3339)")
+	case !w.End.After(w.Start):
+		return invalid("window ends (%s) before or when it starts (%s): end must be after start",
+			w.End.UTC().Format(time.RFC3339), w.Start.UTC().Format(time.RFC3339))
+	case w.End.Sub(w.Start) > maxWindow:
+		return invalid("window spans %s; at most 31 days per computation", formatDuration(w.End.Sub(w.Start)))
+	case !now.IsZero() && w.End.After(now.Add(futureSkew)):
+		return invalid("window end %s is in the future (now %s): compute only buckets that have happened",
+			w.End.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// MetricPoint is one value of a team metric.
+type MetricPoint struct {
+	At    time.Time `json:"at" jsonschema:"bucket start (or observation time) of the value, RFC 3339; not in the future"`
+	Value float64   `json:"value" jsonschema:"the metric's value"`
+}
+
+// validateMetricSQL accepts one read-only query: a single SELECT or WITH
+// statement, at most a trailing semicolon. It is checked when the metric is
+// defined and again before every run, so a stored definition edited behind
+// the tool's back is refused too.
+func validateMetricSQL(sqlText string) error {
+	s := strings.TrimSpace(sqlText)
+	if s == "" {
+		return invalid("sql is empty: give a single SELECT returning the metric's value (and optionally its hour bucket)")
+	}
+	if len(s) > 100_000 {
+		return invalid("sql is %d bytes; at most 100000", len(s))
+	}
+	body := strings.TrimSpace(strings.TrimSuffix(s, ";"))
+	if strings.Contains(body, ";") {
+		return invalid("sql must be one statement: a semicolon is allowed only at the very end")
+	}
+	head := strings.ToUpper(firstToken(body))
+	if head != "SELECT" && head != "WITH" {
+		return invalid("sql must start with SELECT or WITH (it starts with %q): metrics are read-only queries", head)
+	}
+	if err := warehouse.ReadOnlyStatement(body); err != nil {
+		return invalid("sql refused: %v", err)
+	}
+	return nil
+}
+
+func firstToken(s string) string {
+	for i, r := range s {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '(' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// maxComputedRows bounds the buckets one computation may return.
+const maxComputedRows = 10_000
+
+// ComputeMetric runs a SQL metric's stored definition on wh for window. The
+// team's SQL is wrapped as a subquery, and only the definition's value and
+// time columns (validated identifiers, quoted by the warehouse's dialect)
+// and the window's bounds (as bound arguments) are added around it: nothing
+// from a tool call is pasted into the statement. With a time column every
+// returned bucket in the window is a point; without one the query must
+// return a single row, recorded at the window's start.
+func ComputeMetric(ctx context.Context, wh warehouse.Warehouse, def MetricDefinition, w Window) ([]MetricPoint, error) {
+	if def.Source != SourceSQL {
+		return nil, invalid("metric %s is pushed, not computed: record its values instead", def.Name)
+	}
+	if err := validateMetricSQL(def.SQL); err != nil {
+		return nil, fmt.Errorf("metric %s: %w", def.Name, err)
+	}
+	if err := w.validate(time.Time{}); err != nil {
+		return nil, err
+	}
+	if err := warehouse.ValidIdentifier(def.ValueColumn); err != nil {
+		return nil, invalid("metric %s value_column: %v", def.Name, err)
+	}
+	d := wh.Dialect()
+	inner := strings.TrimSuffix(strings.TrimSpace(def.SQL), ";")
+	q := warehouse.Query{Agent: "dw-incidents", Tool: "monitor_metrics"}
+	if def.TimeColumn != "" {
+		if err := warehouse.ValidIdentifier(def.TimeColumn); err != nil {
+			return nil, invalid("metric %s time_column: %v", def.Name, err)
+		}
+		tc, vc := "m."+d.QuoteIdent(def.TimeColumn), "m."+d.QuoteIdent(def.ValueColumn)
+		// The subquery sits on its own lines so a trailing -- comment in
+		// the team's SQL cannot swallow the closing parenthesis.
+		q.SQL = "SELECT " + tc + " AS bucket, " + vc + " AS value FROM (\n" + inner + "\n) AS m WHERE " +
+			tc + " >= ? AND " + tc + " < ? ORDER BY 1 LIMIT " + strconv.Itoa(maxComputedRows+1)
+		q.Args = []any{w.Start.UTC(), w.End.UTC()}
+	} else {
+		q.SQL = "SELECT m." + d.QuoteIdent(def.ValueColumn) + " AS value FROM (\n" + inner + "\n) AS m LIMIT 2"
+	}
+	res, err := wh.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("compute metric %s on warehouse %s: %w", def.Name, wh.Name(), err)
+	}
+	if def.TimeColumn == "" {
+		switch len(res.Rows) {
+		case 0:
+			return nil, fmt.Errorf("metric %s returned no row; its SQL must return exactly one value when it has no time column", def.Name)
+		case 1:
+		default:
+			return nil, fmt.Errorf("metric %s returned several rows; without a time column its SQL must return exactly one value (or define time_column)", def.Name)
+		}
+		v, ok, err := toFloat(res.Rows[0][0])
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: %w", def.Name, err)
+		}
+		if !ok {
+			return []MetricPoint{}, nil
+		}
+		return []MetricPoint{{At: w.Start.UTC(), Value: v}}, nil
+	}
+	if len(res.Rows) > maxComputedRows {
+		return nil, fmt.Errorf("metric %s returned more than %d buckets in the window; shorten the window or group its SQL by hour", def.Name, maxComputedRows)
+	}
+	out := make([]MetricPoint, 0, len(res.Rows))
+	for i, row := range res.Rows {
+		if len(row) < 2 {
+			return nil, fmt.Errorf("metric %s row %d: expected bucket and value", def.Name, i)
+		}
+		at, err := toTime(row[0])
+		if err != nil {
+			return nil, fmt.Errorf("metric %s row %d, column %s: %w", def.Name, i, def.TimeColumn, err)
+		}
+		v, ok, err := toFloat(row[1])
+		if err != nil {
+			return nil, fmt.Errorf("metric %s row %d, column %s: %w", def.Name, i, def.ValueColumn, err)
+		}
+		if ok {
+			out = append(out, MetricPoint{At: at, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// toFloat reads a warehouse value as a number; ok is false for NULL, which
+// records no point rather than a made-up zero.
+func toFloat(v any) (float64, bool, error) {
+	var f float64
+	switch x := v.(type) {
+	case nil:
+		return 0, false, nil
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case int32:
+		f = float64(x)
+	case int:
+		f = float64(x)
+	case int16:
+		f = float64(x)
+	case int8:
+		f = float64(x)
+	case uint64:
+		f = float64(x)
+	case uint32:
+		f = float64(x)
+	case uint16:
+		f = float64(x)
+	case uint8:
+		f = float64(x)
+	case bool:
+		return 0, false, fmt.Errorf("value is a boolean, not a number")
+	case interface{ Float64() float64 }:
+		f = x.Float64()
+	case []byte:
+		return parseFloat(string(x))
+	case string:
+		return parseFloat(x)
+	default:
+		// Decimals and big integers print as plain numbers.
+		return parseFloat(fmt.Sprint(x))
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false, fmt.Errorf("value %v is not a finite number", f)
+	}
+	return f, true, nil
+}
+
+func parseFloat(s string) (float64, bool, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false, fmt.Errorf("value %q is not a number", s)
+	}
+	return f, true, nil
+}
+
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05", "2006-01-02"}
+
+func toTime(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC(), nil
+	case string:
+		for _, l := range timeLayouts {
+			if t, err := time.Parse(l, strings.TrimSpace(x)); err == nil {
+				return t.UTC(), nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("bucket %q is not a timestamp", x)
+	case []byte:
+		return toTime(string(x))
+	case nil:
+		return time.Time{}, fmt.Errorf("bucket is NULL")
+	}
+	return time.Time{}, fmt.Errorf("bucket %v (%T) is not a timestamp", v, v)
+}

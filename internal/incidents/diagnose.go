@@ -1,0 +1,700 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// DiagnoseOptions tune a diagnosis; zero fields take the defaults.
+type DiagnoseOptions struct {
+	// Lookback is how far before the onset changes are considered.
+	// Default 72h.
+	Lookback time.Duration
+	// Grace admits changes shortly after the onset: an onset is known only
+	// to the checked bucket, so a change at 14:02 can explain a symptom
+	// reported for the 14:00 hour. Default 15 min.
+	Grace time.Duration
+	// MaxDepth is how many hops upstream of the symptoms lineage is
+	// followed. Default 10.
+	MaxDepth int
+	// MaxCauses is how many ranked causes are kept. Default 10.
+	MaxCauses int
+	// Clock stamps the diagnosis; clock.System when nil.
+	Clock clock.Clock
+	// Actor is recorded in the incident's timeline.
+	Actor string
+}
+
+func (o DiagnoseOptions) withDefaults() DiagnoseOptions {
+	if o.Lookback <= 0 {
+		o.Lookback = 72 * time.Hour
+	}
+	if o.Grace <= 0 {
+		o.Grace = 15 * time.Minute
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = 10
+	}
+	if o.MaxCauses <= 0 {
+		o.MaxCauses = 10
+	}
+	if o.Clock == nil {
+		o.Clock = clock.System{}
+	}
+	if o.Actor == "" {
+		o.Actor = "dw-incidents"
+	}
+	return o
+}
+
+// DiagnoseParams is the input of diagnose_incident.
+type DiagnoseParams struct {
+	IncidentID    string `json:"incident_id" jsonschema:"incident id, e.g. INC-12"`
+	LookbackHours int    `json:"lookback_hours,omitempty" jsonschema:"hours before the onset to consider changes from; default 72, at most 720"`
+}
+
+// Diagnosis is the output of diagnose_incident.
+type Diagnosis struct {
+	IncidentID string    `json:"incident_id" jsonschema:"incident id"`
+	Status     Status    `json:"status" jsonschema:"incident status after the diagnosis"`
+	Onset      time.Time `json:"onset" jsonschema:"earliest symptom time"`
+	Assets     []string  `json:"assets" jsonschema:"symptomatic assets"`
+	Window     Window    `json:"window" jsonschema:"changes considered: from the lookback before the onset to the grace after it"`
+	Considered int       `json:"considered" jsonschema:"changes in the window"`
+	Causes     []Cause   `json:"causes" jsonschema:"ranked candidate causes, most likely first"`
+	Summary    string    `json:"summary" jsonschema:"short text for a person"`
+}
+
+// Diagnose ranks the recorded changes before an incident's onset as its
+// candidate causes, stores the ranking on the incident and moves it to
+// diagnosed.
+//
+// Changes from Lookback before the onset to Grace after it are read (the
+// change log's time index keeps that to the window). Each is scored on five
+// factors in [0,1]:
+//
+//   - lineage: 1 when the change touched a symptomatic asset or an asset
+//     one hop upstream of one, 0.08 less per further hop (at least 0.4);
+//     0.2 when no recorded lineage connects it (lineage may be incomplete);
+//     0.05 when it is downstream of the symptoms (it cannot feed them).
+//   - timing: 0.5^(lead/12h) for a change before the onset, so a change 5
+//     minutes before scores 0.995 and one 3 days before 0.016; a change in
+//     the grace after the onset scores 0.9 falling to 0.7.
+//   - fit: how the kind of change explains the kind of symptom (a removed
+//     field and nulls 1.0; a restore that skipped state and a value
+//     collapse 1.0; a pipeline change and a volume gap 1.0; a change of
+//     keying or partitioning and uniqueness 1.0; a generic deploy 0.4),
+//     the best over the incident's symptoms.
+//   - fields: 1 when a job on the path to the symptoms reads a field the
+//     change removed, renamed or retyped (column lineage or a recorded
+//     reader in the graph), or the field is itself the symptomatic column;
+//     0.5 when the change touched no fields; 0.35 when it broke fields no
+//     recorded reader on the path uses; 0.3 when it only added fields.
+//   - history: 1 when an earlier incident on one of the same assets had a
+//     change of the same kind as its top cause.
+//
+// confidence = lineage × (0.35·fit + 0.30·timing + 0.25·fields + 0.10·history).
+// Lineage multiplies because a change that cannot reach the symptoms
+// explains nothing however well the rest fits. Ties are broken by the
+// change nearer the onset, then by change id, so the ranking is
+// deterministic.
+func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opts DiagnoseOptions) (*Diagnosis, error) {
+	opts = opts.withDefaults()
+	inc, err := loadIncident(ctx, db, incidentID)
+	if err != nil {
+		return nil, err
+	}
+	if !CanMove(inc.Status, StatusDiagnosed) {
+		return nil, invalid("incident %s is %s; diagnosis applies to open, diagnosed or escalated incidents", inc.ID, inc.Status)
+	}
+	if len(inc.Symptoms) == 0 {
+		return nil, fmt.Errorf("incident %s has no symptoms to diagnose", inc.ID)
+	}
+	causes, considered, err := rankCauses(ctx, db, g, inc, opts)
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Clock.Now().UTC()
+	err = db.InTx(ctx, func(tx *store.Tx) error {
+		cur, err := loadIncident(ctx, tx, inc.ID)
+		if err != nil {
+			return err
+		}
+		if !CanMove(cur.Status, StatusDiagnosed) {
+			return invalid("incident %s became %s during the diagnosis; diagnose it again if needed", cur.ID, cur.Status)
+		}
+		if len(cur.Symptoms) != len(inc.Symptoms) {
+			return fmt.Errorf("incident %s gained symptoms during the diagnosis; diagnose it again", cur.ID)
+		}
+		from := cur.Status
+		cur.Status, cur.Causes, cur.DiagnosedAt = StatusDiagnosed, causes, now
+		note := "no recorded change in the window"
+		if len(causes) > 0 {
+			note = fmt.Sprintf("top cause: %s (confidence %.2f)", causes[0].Change.Summary, causes[0].Confidence)
+		}
+		inc = cur
+		return save(ctx, tx, cur, from, opts.Actor, note, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &Diagnosis{IncidentID: inc.ID, Status: inc.Status, Onset: inc.Onset, Assets: inc.Assets,
+		Window: Window{Start: inc.Onset.Add(-opts.Lookback), End: inc.Onset.Add(opts.Grace)}, Considered: considered, Causes: causes}
+	d.Summary = diagnosisSummary(d)
+	return d, nil
+}
+
+// Diagnose is the diagnose_incident tool: Diagnose with the service's
+// store, graph and clock.
+func (s *Service) Diagnose(ctx context.Context, p DiagnoseParams) (*Diagnosis, error) {
+	if p.LookbackHours < 0 || p.LookbackHours > 720 {
+		return nil, invalid("lookback_hours %d out of range: use 1 to 720 (default 72)", p.LookbackHours)
+	}
+	return Diagnose(ctx, s.DB, s.Graph, p.IncidentID, DiagnoseOptions{
+		Lookback: time.Duration(p.LookbackHours) * time.Hour, Clock: s.Clock})
+}
+
+// Relations of a changed asset to the symptomatic assets.
+const (
+	RelationSame       = "same_asset"
+	RelationUpstream   = "upstream"
+	RelationDownstream = "downstream"
+	RelationUnrelated  = "unrelated"
+)
+
+// ranker holds what scoring every candidate change shares.
+type ranker struct {
+	ctx      context.Context
+	g        Graph
+	opts     DiagnoseOptions
+	inc      *Incident
+	symptoms map[string][]Symptom // by asset
+	up, down map[string]Hop
+	history  map[ChangeKind][]pastCause
+	readers  map[string][]FieldReader
+}
+
+type pastCause struct {
+	id    string
+	onset time.Time
+}
+
+func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) ([]Cause, int, error) {
+	r := &ranker{ctx: ctx, g: g, opts: opts, inc: inc, symptoms: map[string][]Symptom{}, readers: map[string][]FieldReader{}}
+	for _, s := range inc.Symptoms {
+		r.symptoms[s.Asset] = append(r.symptoms[s.Asset], s)
+	}
+	r.up, r.down = map[string]Hop{}, map[string]Hop{}
+	if g != nil {
+		var err error
+		if r.up, err = g.Upstream(ctx, inc.Assets, opts.MaxDepth); err != nil {
+			return nil, 0, fmt.Errorf("walk lineage upstream of %s: %w", strings.Join(inc.Assets, ", "), err)
+		}
+		if r.down, err = g.Downstream(ctx, inc.Assets, opts.MaxDepth); err != nil {
+			return nil, 0, fmt.Errorf("walk lineage downstream of %s: %w", strings.Join(inc.Assets, ", "), err)
+		}
+		if r.up == nil {
+			r.up = map[string]Hop{}
+		}
+		if r.down == nil {
+			r.down = map[string]Hop{}
+		}
+	}
+	// Symptomatic assets unknown to the graph still relate to changes
+	// recorded on them.
+	for _, a := range inc.Assets {
+		r.up[a] = Hop{}
+	}
+	var err error
+	if r.history, err = pastTopCauses(ctx, db, inc); err != nil {
+		return nil, 0, err
+	}
+	changes, err := loadChanges(ctx, db, inc.Onset.Add(-opts.Lookback), inc.Onset.Add(opts.Grace+time.Millisecond))
+	if err != nil {
+		return nil, 0, err
+	}
+	// Score every change in numbers, then put into words only the ones
+	// kept: a window can hold thousands of changes.
+	type ranked struct {
+		conf float64
+		gap  time.Duration
+		id   int64
+		i    int
+	}
+	order := make([]ranked, len(changes))
+	for i, c := range changes {
+		cause, err := r.score(c, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		order[i] = ranked{cause.Confidence, absDuration(inc.Onset.Sub(c.At)), c.ID, i}
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.conf != b.conf {
+			return a.conf > b.conf
+		}
+		if a.gap != b.gap {
+			return a.gap < b.gap
+		}
+		return a.id < b.id
+	})
+	if len(order) > opts.MaxCauses {
+		order = order[:opts.MaxCauses]
+	}
+	causes := make([]Cause, len(order))
+	for rank, o := range order {
+		c := changes[o.i]
+		if err := c.loadDetails(); err != nil {
+			return nil, 0, err
+		}
+		if causes[rank], err = r.score(c, true); err != nil {
+			return nil, 0, err
+		}
+		causes[rank].Rank = rank + 1
+	}
+	return causes, len(changes), nil
+}
+
+// pastTopCauses maps change kinds to earlier incidents on the same assets
+// whose top-ranked cause was of that kind.
+func pastTopCauses(ctx context.Context, db *store.DB, inc *Incident) (map[ChangeKind][]pastCause, error) {
+	out := map[ChangeKind][]pastCause{}
+	if len(inc.Assets) == 0 {
+		return out, nil
+	}
+	args := []any{inc.ID, store.Millis(inc.Onset)}
+	for _, a := range inc.Assets {
+		args = append(args, a)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT i.id, i.onset_ms, i.top_cause_kind FROM incidents i
+		JOIN incident_assets a ON a.incident_id = i.id
+		WHERE i.id <> ? AND i.top_cause_kind <> '' AND i.onset_ms < ? AND a.asset IN (`+questionMarks(len(inc.Assets))+`)
+		ORDER BY i.onset_ms, i.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read earlier incidents: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, kind string
+		var onset int64
+		if err := rows.Scan(&id, &onset, &kind); err != nil {
+			return nil, err
+		}
+		out[ChangeKind(kind)] = append(out[ChangeKind(kind)], pastCause{id: id, onset: store.FromMillis(onset)})
+	}
+	return out, rows.Err()
+}
+
+// questionMarks is "?, ?, ?" for an IN list of n bound values.
+func questionMarks(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// Factor weights; see Diagnose.
+const (
+	weightFit     = 0.35
+	weightTiming  = 0.30
+	weightFields  = 0.25
+	weightHistory = 0.10
+	timingHalf    = 12 * time.Hour
+)
+
+// evidence collects the sentences of one cause; when explain is false it
+// records nothing, so the scoring pass over every change formats nothing.
+type evidence struct {
+	explain bool
+	lines   []string
+}
+
+func (e *evidence) add(format string, args ...any) {
+	if e.explain {
+		e.addLine(fmt.Sprintf(format, args...))
+	}
+}
+
+func (e *evidence) addLine(line string) {
+	if e.explain && !slices.Contains(e.lines, line) {
+		e.lines = append(e.lines, line)
+	}
+}
+
+// score computes a change's factors and confidence and, when explain is
+// set, its path and evidence.
+func (r *ranker) score(c Change, explain bool) (Cause, error) {
+	cause := Cause{Change: c, At: c.At, Distance: -1}
+	if explain {
+		cause.Path, cause.Readers = []string{}, []string{}
+	}
+	ev := &evidence{explain: explain}
+	onset := r.inc.Onset
+	lead := onset.Sub(c.At)
+	f := &cause.Factors
+
+	// Lineage.
+	changed, dist := r.relate(&cause, c)
+	switch cause.Relation {
+	case RelationSame:
+		f.Lineage = 1
+	case RelationUpstream:
+		f.Lineage = math.Max(0.4, 1-0.08*float64(dist-1))
+	case RelationDownstream:
+		f.Lineage = 0.05
+	default:
+		f.Lineage = 0.2
+	}
+
+	// Timing.
+	if lead >= 0 {
+		f.Timing = math.Pow(0.5, float64(lead)/float64(timingHalf))
+	} else {
+		f.Timing = 0.9 - 0.2*math.Min(1, float64(-lead)/float64(r.opts.Grace))
+	}
+
+	if explain {
+		cause.LeadTime = formatLead(lead)
+		what := fmt.Sprintf("%s (%s on %s", c.Summary, c.Kind, c.System)
+		if c.Actor != "" {
+			what += " by " + c.Actor
+		}
+		what += fmt.Sprintf(") at %s, %s the onset at %s", clockTime(c.At, onset), cause.LeadTime, clockTime(onset, onset))
+		if fs := describeFields(c.Fields); fs != "" {
+			what += "; it " + fs
+		}
+		ev.addLine(what)
+		if c.StateSkipped {
+			ev.addLine("the restore skipped operator state: stateful results (sums, counts, sessions) restart from nothing")
+		}
+		r.explainRelation(&cause, c, changed, ev)
+		if lead < 0 {
+			ev.add("it took effect %s the onset, within the %s an hourly onset is uncertain by", formatLead(lead), formatDuration(r.opts.Grace))
+		}
+	}
+
+	// Fields.
+	if err := r.fields(&cause, c, ev); err != nil {
+		return cause, err
+	}
+
+	// Fit: the best over the incident's symptoms.
+	best := SymptomKind("")
+	for _, s := range r.inc.Symptoms {
+		if v := fitOf(c, s.Kind, f.Fields >= 1); v > f.Fit {
+			f.Fit, best = v, s.Kind
+		}
+	}
+	if best != "" && explain {
+		ev.addLine(fitReason(c, best, f.Fields >= 1))
+	}
+
+	// History.
+	if past := r.history[c.Kind]; len(past) > 0 {
+		f.History = 1
+		if explain {
+			ids := make([]string, 0, len(past))
+			for _, p := range past {
+				ids = append(ids, fmt.Sprintf("%s (onset %s)", p.id, p.onset.UTC().Format("2 Jan 15:04")))
+			}
+			ev.add("this feed broke the same way before: %s had a %s change as top cause", strings.Join(ids, ", "), c.Kind)
+		}
+	}
+
+	conf := f.Lineage * (weightFit*f.Fit + weightTiming*f.Timing + weightFields*f.Fields + weightHistory*f.History)
+	cause.Confidence = round3(conf)
+	f.Lineage, f.Timing, f.Fit, f.Fields = round3(f.Lineage), round3(f.Timing), round3(f.Fit), round3(f.Fields)
+	cause.Evidence = ev.lines
+	if cause.Evidence == nil {
+		cause.Evidence = []string{}
+	}
+	return cause, nil
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// relate finds the changed asset nearest the symptoms, sets the relation
+// and distance, and returns that asset.
+func (r *ranker) relate(cause *Cause, c Change) (string, int) {
+	best, bestD := "", math.MaxInt
+	for _, a := range c.Assets {
+		if h, ok := r.up[a]; ok && h.Distance < bestD {
+			best, bestD = a, h.Distance
+		}
+	}
+	if best != "" {
+		cause.Distance = bestD
+		cause.Relation = RelationUpstream
+		if bestD == 0 {
+			cause.Relation = RelationSame
+		}
+		return best, bestD
+	}
+	for _, a := range c.Assets {
+		if h, ok := r.down[a]; ok && h.Distance < bestD {
+			best, bestD = a, h.Distance
+		}
+	}
+	if best != "" {
+		cause.Relation = RelationDownstream
+		return best, bestD
+	}
+	cause.Relation = RelationUnrelated
+	return "", -1
+}
+
+// explainRelation fills the path and says how the changed asset relates to
+// the symptoms.
+func (r *ranker) explainRelation(cause *Cause, c Change, changed string, ev *evidence) {
+	switch cause.Relation {
+	case RelationSame:
+		cause.Path = []string{changed}
+		ev.add("it changed %s itself, where %s", changed, r.where(changed))
+	case RelationUpstream:
+		cause.Path = pathFrom(r.up, changed)
+		target := cause.Path[len(cause.Path)-1]
+		ev.add("%s is %d hop(s) upstream of %s (%s), where %s", changed, cause.Distance, target,
+			strings.Join(cause.Path, " → "), r.where(target))
+	case RelationDownstream:
+		cause.Path = pathFrom(r.down, changed)
+		ev.add("%s is downstream of %s: it reads the symptomatic data and cannot have fed it", changed, cause.Path[len(cause.Path)-1])
+	default:
+		ev.add("no recorded lineage connects %s to the symptomatic assets (%s) within %d hops; lineage may be incomplete",
+			strings.Join(c.Assets, ", "), strings.Join(r.inc.Assets, ", "), r.opts.MaxDepth)
+	}
+}
+
+// where describes the symptoms on an asset.
+func (r *ranker) where(asset string) string {
+	var parts []string
+	for _, s := range r.symptoms[asset] {
+		if d := s.describe(); !slices.Contains(parts, d) {
+			parts = append(parts, d)
+		}
+		if len(parts) == 3 {
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return "the symptoms are"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fields scores whether jobs on the path read what the change broke.
+func (r *ranker) fields(cause *Cause, c Change, ev *evidence) error {
+	f := &cause.Factors
+	if len(c.Fields) == 0 {
+		f.Fields = 0.5
+		return nil
+	}
+	broken := map[string][]string{} // asset -> field names
+	for _, fc := range c.Fields {
+		if fc.How.breaks() {
+			broken[fc.Asset] = append(broken[fc.Asset], fc.Name)
+		}
+	}
+	if len(broken) == 0 {
+		f.Fields = 0.3
+		ev.addLine("it only added fields, which existing readers do not depend on")
+		return nil
+	}
+	f.Fields = 0.35
+	if cause.Relation != RelationSame && cause.Relation != RelationUpstream {
+		return nil
+	}
+	assets := make([]string, 0, len(broken))
+	for a := range broken {
+		assets = append(assets, a)
+	}
+	sort.Strings(assets)
+	var all []string
+	for _, asset := range assets {
+		names := broken[asset]
+		sort.Strings(names)
+		all = append(all, names...)
+		// A broken field that is itself a symptomatic column.
+		for _, s := range r.symptoms[asset] {
+			if s.Column != "" && slices.Contains(names, s.Column) {
+				f.Fields = 1
+				ev.add("the changed field %s is the symptomatic column of %s", s.Column, asset)
+			}
+		}
+		readers, err := r.fieldReaders(asset, names)
+		if err != nil {
+			return err
+		}
+		for _, rd := range readers {
+			if _, onPath := r.up[rd.Reader]; !onPath {
+				continue
+			}
+			f.Fields = 1
+			if !ev.explain {
+				continue
+			}
+			if !slices.Contains(cause.Readers, rd.Reader) {
+				cause.Readers = append(cause.Readers, rd.Reader)
+			}
+			line := rd.Reader + " reads " + rd.Field
+			if rd.From != "" && rd.From != asset {
+				line += " from " + rd.From
+			}
+			if rd.Evidence != "" {
+				line += " (" + rd.Evidence + ")"
+			}
+			ev.addLine(line)
+		}
+	}
+	if f.Fields < 1 {
+		ev.add("no job on the path to the symptoms is recorded reading %s", strings.Join(all, ", "))
+	}
+	return nil
+}
+
+func (r *ranker) fieldReaders(asset string, names []string) ([]FieldReader, error) {
+	if r.g == nil {
+		return nil, nil
+	}
+	key := asset + "\x00" + strings.Join(names, "\x00")
+	if got, ok := r.readers[key]; ok {
+		return got, nil
+	}
+	got, err := r.g.FieldReaders(r.ctx, asset, names, r.opts.MaxDepth)
+	if err != nil {
+		return nil, fmt.Errorf("find readers of %s on %s: %w", strings.Join(names, ", "), asset, err)
+	}
+	sort.SliceStable(got, func(i, j int) bool {
+		if got[i].Reader != got[j].Reader {
+			return got[i].Reader < got[j].Reader
+		}
+		return got[i].Field < got[j].Field
+	})
+	r.readers[key] = got
+	return got, nil
+}
+
+func breaksFields(c Change) bool {
+	for _, f := range c.Fields {
+		if f.How.breaks() {
+			return true
+		}
+	}
+	return false
+}
+
+// fitOf scores how a kind of change explains a kind of symptom. readBreak
+// is true when a job on the path reads a field the change removed, renamed
+// or retyped.
+func fitOf(c Change, k SymptomKind, readBreak bool) float64 {
+	breaking := breaksFields(c)
+	type row map[SymptomKind]float64
+	pick := func(m row, def float64) float64 {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return def
+	}
+	switch c.Kind {
+	case ChangeSchemaVersion:
+		if breaking {
+			return pick(row{SymptomNulls: 1, SymptomValue: 0.6, SymptomVolume: 0.5, SymptomDivergence: 0.5}, 0.3)
+		}
+		return pick(row{SymptomNulls: 0.4}, 0.3)
+	case ChangeRestore:
+		if c.StateSkipped {
+			return pick(row{SymptomValue: 1, SymptomDivergence: 0.8, SymptomVolume: 0.5, SymptomUniqueness: 0.5, SymptomFreshness: 0.4, SymptomLoadLag: 0.4}, 0.3)
+		}
+		return pick(row{SymptomVolume: 0.6, SymptomUniqueness: 0.6, SymptomValue: 0.5, SymptomFreshness: 0.5, SymptomLoadLag: 0.5, SymptomDivergence: 0.4}, 0.2)
+	case ChangePipeline:
+		return pick(row{SymptomVolume: 1, SymptomFreshness: 0.8, SymptomLoadLag: 0.8}, 0.5)
+	case ChangePartitioning:
+		return pick(row{SymptomUniqueness: 1, SymptomDivergence: 0.9, SymptomVolume: 0.5, SymptomValue: 0.5, SymptomLoadLag: 0.4}, 0.3)
+	case ChangeConnector:
+		if breaking && k == SymptomNulls {
+			return 0.9
+		}
+		return pick(row{SymptomFreshness: 0.9, SymptomLoadLag: 0.9, SymptomVolume: 0.8, SymptomNulls: 0.6, SymptomUniqueness: 0.6}, 0.4)
+	case ChangeConfig:
+		return pick(row{SymptomFreshness: 0.6, SymptomLoadLag: 0.6, SymptomVolume: 0.6}, 0.4)
+	}
+	// deploy, release
+	if breaking && k == SymptomNulls {
+		return 0.8
+	}
+	return pick(row{SymptomNulls: 0.5}, 0.4)
+}
+
+// fitReason says in words why a kind of change fits a kind of symptom as
+// well as fitOf scored it.
+func fitReason(c Change, k SymptomKind, readBreak bool) string {
+	breaking := breaksFields(c)
+	switch c.Kind {
+	case ChangeSchemaVersion:
+		switch {
+		case breaking && readBreak && k == SymptomNulls:
+			return "a field removed or changed in a schema while a job still reads it shows up downstream as nulls"
+		case breaking:
+			return fmt.Sprintf("a schema version that removes or changes fields can cause %s problems in what is built from it", k)
+		}
+		return "a schema version that only adds fields seldom breaks readers"
+	case ChangeRestore:
+		switch {
+		case c.StateSkipped && (k == SymptomValue || k == SymptomDivergence):
+			return "a restore that skipped state restarts aggregates from zero: values collapse while the job runs green"
+		case c.StateSkipped:
+			return fmt.Sprintf("a restore that skipped state can cause %s problems", k)
+		}
+		return "a restore replays or skips input around the snapshot, which shows as duplicates, gaps or lag"
+	case ChangePipeline:
+		if fitOf(c, k, readBreak) >= 0.8 {
+			return fmt.Sprintf("a pipeline change that stops, skips or reroutes a step leaves a %s gap", k)
+		}
+		return fmt.Sprintf("a pipeline change can cause %s problems", k)
+	case ChangePartitioning:
+		if fitOf(c, k, readBreak) >= 0.9 {
+			return "a change of keying or partitioning splits sessions and keys across partitions: duplicates and metrics that move apart"
+		}
+		return fmt.Sprintf("a change of keying or partitioning can cause %s problems", k)
+	case ChangeConnector:
+		return fmt.Sprintf("a connector change alters what lands and when: it commonly shows as %s problems", k)
+	case ChangeConfig:
+		return fmt.Sprintf("a configuration change can cause %s problems", k)
+	}
+	if breaking && k == SymptomNulls {
+		return "a deploy that removes or changes fields its readers use shows up downstream as nulls"
+	}
+	return fmt.Sprintf("a code deploy can cause %s problems, but nothing in it points to this one", k)
+}
+
+func diagnosisSummary(d *Diagnosis) string {
+	if len(d.Causes) == 0 {
+		return fmt.Sprintf("%s: no recorded change between %s and %s; record the changes you know of (record_change) and diagnose again.",
+			d.IncidentID, d.Window.Start.Format(time.RFC3339), d.Window.End.Format(time.RFC3339))
+	}
+	top := d.Causes[0]
+	s := fmt.Sprintf("%s: %d change(s) considered. Most likely cause (confidence %.2f): %s, %s the onset",
+		d.IncidentID, d.Considered, top.Confidence, top.Change.Summary, top.LeadTime)
+	if top.Relation == RelationUpstream {
+		s += fmt.Sprintf(", %d hop(s) upstream", top.Distance)
+	}
+	if len(top.Readers) > 0 {
+		s += "; read by " + strings.Join(top.Readers, ", ")
+	}
+	if len(d.Causes) > 1 {
+		s += fmt.Sprintf(". Next: %s (%.2f)", d.Causes[1].Change.Summary, d.Causes[1].Confidence)
+	}
+	return s + "."
+}

@@ -1,0 +1,152 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// ProposalKind is the action a remediation proposal asks a person to approve.
+type ProposalKind string
+
+// Proposal kinds.
+const (
+	// ProposalHold pauses a downstream job or sync (the Stripe DAG, the
+	// Braze sync) until the data is right.
+	ProposalHold ProposalKind = "hold"
+	// ProposalDiff changes code or configuration (a dbt model, a job's
+	// deployment) by a reviewed diff.
+	ProposalDiff ProposalKind = "diff"
+	// ProposalDeleteWithUndo removes data or objects, with a named way back.
+	ProposalDeleteWithUndo ProposalKind = "delete_with_undo"
+	// ProposalReplay reprocesses input from a point (offsets, a savepoint).
+	ProposalReplay ProposalKind = "replay"
+	// ProposalSchemaVersion registers a new schema version.
+	ProposalSchemaVersion ProposalKind = "schema_version"
+	// ProposalRerun re-runs a job or model for a range.
+	ProposalRerun ProposalKind = "rerun"
+)
+
+// ProposalKinds lists every proposal kind.
+var ProposalKinds = []ProposalKind{ProposalHold, ProposalDiff, ProposalDeleteWithUndo, ProposalReplay, ProposalSchemaVersion, ProposalRerun}
+
+// ApprovalKind is the kind internal/approvals records the action as.
+func (k ProposalKind) ApprovalKind() string {
+	if k == ProposalDeleteWithUndo {
+		return "delete"
+	}
+	return string(k)
+}
+
+// DraftParams is a remediation the agent wants to propose for an incident.
+type DraftParams struct {
+	IncidentID string         `json:"incident_id" jsonschema:"incident the remediation is for"`
+	Kind       string         `json:"kind" jsonschema:"hold, diff, delete_with_undo, replay, schema_version or rerun"`
+	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it"`
+	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on"`
+	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches; default the incident's assets"`
+	Undo       string         `json:"undo" jsonschema:"how to reverse it, named concretely (e.g. point the dbt source back to usage.usage_hourly)"`
+	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
+	Details    map[string]any `json:"details,omitempty" jsonschema:"parameters the executing tool needs verbatim (schema text, savepoint, job id)"`
+}
+
+// ProposalDraft is a remediation ready to hand to approvals: what, why
+// (the cause it addresses), on what, with what scope and undo.
+type ProposalDraft struct {
+	IncidentID   string         `json:"incident_id" jsonschema:"incident id"`
+	Kind         ProposalKind   `json:"kind" jsonschema:"proposal kind"`
+	ApprovalKind string         `json:"approval_kind" jsonschema:"the kind approvals records it as"`
+	What         string         `json:"what" jsonschema:"the change in one line"`
+	Why          string         `json:"why" jsonschema:"the cause it addresses, with its confidence"`
+	Targets      []string       `json:"targets" jsonschema:"asset ids acted on"`
+	Scope        []string       `json:"scope" jsonschema:"assets and consumers touched"`
+	Undo         string         `json:"undo" jsonschema:"how to reverse it"`
+	Rationale    []string       `json:"rationale" jsonschema:"the cause's evidence, for the approver to check"`
+	Details      map[string]any `json:"details" jsonschema:"action parameters"`
+}
+
+// noUndo are answers that name no way back.
+var noUndo = []string{"none", "n/a", "na", "no", "-", "nothing", "not possible", "cannot be undone"}
+
+// DraftProposal turns a remediation the agent wants into a draft grounded in
+// the incident's diagnosis: it must address a ranked cause, act on named
+// assets and say concretely how to undo it. The lead hands the draft to
+// approvals; nothing here runs anything.
+func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDraft, error) {
+	kind := ProposalKind(strings.ToLower(strings.TrimSpace(p.Kind)))
+	if !slices.Contains(ProposalKinds, kind) {
+		names := make([]string, len(ProposalKinds))
+		for i, k := range ProposalKinds {
+			names[i] = string(k)
+		}
+		return nil, invalid("unknown proposal kind %q; closest: %s (valid: %s)", p.Kind,
+			strings.Join(suggest.Closest(p.Kind, names, 2), ", "), strings.Join(names, ", "))
+	}
+	what := strings.TrimSpace(p.What)
+	if what == "" {
+		return nil, invalid("what is empty: say in one line what the approver is approving")
+	}
+	undo := strings.TrimSpace(p.Undo)
+	if undo == "" || slices.Contains(noUndo, strings.ToLower(undo)) {
+		return nil, invalid("undo %q names no way back: say concretely how to reverse the action (e.g. resume the DAG, revert the diff, re-register version 12)", p.Undo)
+	}
+	if len(p.Targets) == 0 {
+		return nil, invalid("targets is empty: name the asset ids the action acts on")
+	}
+	targets := []string{}
+	for _, t := range p.Targets {
+		t, err := cleanAsset("targets", t)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	inc, err := loadIncident(ctx, s.DB, p.IncidentID)
+	if err != nil {
+		return nil, err
+	}
+	switch inc.Status {
+	case StatusDiagnosed, StatusProposed, StatusEscalated:
+	default:
+		return nil, invalid("incident %s is %s; remediations are proposed for a diagnosed incident (run the diagnosis first)", inc.ID, inc.Status)
+	}
+	if len(inc.Causes) == 0 {
+		return nil, invalid("incident %s has no ranked causes: record the change behind it and diagnose again before proposing a fix", inc.ID)
+	}
+	rank := p.CauseRank
+	if rank == 0 {
+		rank = 1
+	}
+	if rank < 1 || rank > len(inc.Causes) {
+		return nil, invalid("cause_rank %d out of range: incident %s has %d ranked cause(s)", rank, inc.ID, len(inc.Causes))
+	}
+	cause := inc.Causes[rank-1]
+	scope := []string{}
+	for _, a := range p.Scope {
+		a, err := cleanAsset("scope", a)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(scope, a) {
+			scope = append(scope, a)
+		}
+	}
+	if len(scope) == 0 {
+		scope = append(scope, inc.Assets...)
+	}
+	details := map[string]any{}
+	for k, v := range p.Details {
+		details[k] = v
+	}
+	return &ProposalDraft{
+		IncidentID: inc.ID, Kind: kind, ApprovalKind: kind.ApprovalKind(), What: what,
+		Why: fmt.Sprintf("%s: cause #%d (confidence %.2f): %s, %s the onset", inc.Title, rank, cause.Confidence,
+			cause.Change.Summary, cause.LeadTime),
+		Targets: targets, Scope: scope, Undo: undo, Rationale: append([]string{}, cause.Evidence...), Details: details,
+	}, nil
+}

@@ -1,0 +1,161 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// Assertion is a check a fix must pass again before an incident counts as
+// verified: one per distinct symptom that fired.
+type Assertion struct {
+	Name          string      `json:"name" jsonschema:"the name the re-run result must carry"`
+	Kind          SymptomKind `json:"kind" jsonschema:"symptom kind to re-check"`
+	Asset         string      `json:"asset" jsonschema:"asset to re-check"`
+	Column        string      `json:"column,omitempty" jsonschema:"column to re-check"`
+	Metric        string      `json:"metric,omitempty" jsonschema:"metric to re-check"`
+	RelatedMetric string      `json:"related_metric,omitempty" jsonschema:"for divergence: the partner metric"`
+	Since         time.Time   `json:"since" jsonschema:"earliest bucket the symptom was seen in; re-check from here"`
+	Fired         string      `json:"fired" jsonschema:"what the symptom was"`
+}
+
+// Assertions lists what must be re-run to verify a fix of the incident.
+func (s *Service) Assertions(ctx context.Context, incidentID string) ([]Assertion, error) {
+	inc, err := loadIncident(ctx, s.DB, incidentID)
+	if err != nil {
+		return nil, err
+	}
+	return assertionsOf(inc), nil
+}
+
+func assertionsOf(inc *Incident) []Assertion {
+	out := []Assertion{}
+	seen := map[string]bool{}
+	for _, sym := range inc.Symptoms {
+		name := sym.assertion()
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, Assertion{Name: name, Kind: sym.Kind, Asset: sym.Asset, Column: sym.Column, Metric: sym.Metric,
+			RelatedMetric: sym.RelatedMetric, Since: sym.At, Fired: sym.describe()})
+	}
+	return out
+}
+
+// CheckResult is the re-run of one assertion or check after a fix.
+type CheckResult struct {
+	Name     string `json:"name" jsonschema:"assertion name (from the incident's assertions) or the name of another check in scope"`
+	Passed   bool   `json:"passed" jsonschema:"whether it passed"`
+	Observed string `json:"observed,omitempty" jsonschema:"what was observed, e.g. 0 null rows since 00:00"`
+	Expected string `json:"expected,omitempty" jsonschema:"what was expected"`
+	Detail   string `json:"detail,omitempty" jsonschema:"anything a person should know"`
+}
+
+// Verification is the outcome of re-running an incident's checks.
+type Verification struct {
+	At       time.Time     `json:"at" jsonschema:"when it was verified"`
+	Verified bool          `json:"verified" jsonschema:"true only when every assertion that fired and every check given passed"`
+	Results  []CheckResult `json:"results" jsonschema:"every result given"`
+	Failures []CheckResult `json:"failures" jsonschema:"results that failed"`
+	Missing  []string      `json:"missing" jsonschema:"assertions that fired but were not re-run"`
+	Reason   string        `json:"reason" jsonschema:"the outcome in words"`
+}
+
+// VerifyParams is the input of verification.
+type VerifyParams struct {
+	IncidentID string        `json:"incident_id" jsonschema:"incident id"`
+	Results    []CheckResult `json:"results" jsonschema:"re-run results of every assertion that fired and every check in scope"`
+	Actor      string        `json:"actor,omitempty" jsonschema:"who re-ran them"`
+}
+
+// Verify decides whether a fix worked from re-run results: every assertion
+// that fired must be among them and every result must pass, and then the
+// incident is verified. Anything else (a failure, an assertion not re-run)
+// escalates it to a person with the failing evidence; it is never verified
+// on partial evidence.
+func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, error) {
+	if len(p.Results) == 0 {
+		return nil, invalid("results is empty: re-run the incident's assertions (see its assertions) and every check in scope, and pass every result")
+	}
+	seen := map[string]bool{}
+	for i, r := range p.Results {
+		name := strings.TrimSpace(r.Name)
+		if name == "" {
+			return nil, invalid("results[%d]: name is empty", i)
+		}
+		if seen[name] {
+			return nil, invalid("results[%d]: %s given twice; give one result per check", i, name)
+		}
+		seen[name] = true
+		p.Results[i].Name = name
+	}
+	now := s.now()
+	var out *Verification
+	err := s.DB.InTx(ctx, func(tx *store.Tx) error {
+		inc, err := loadIncident(ctx, tx, p.IncidentID)
+		if err != nil {
+			return err
+		}
+		if inc.Status != StatusFixing {
+			return invalid("incident %s is %s; verification applies to a fix in progress (status fixing): move it to fixing once the approved steps run", inc.ID, inc.Status)
+		}
+		v := judge(assertionsOf(inc), p.Results, now)
+		from := inc.Status
+		inc.Verification = v
+		if v.Verified {
+			inc.Status, inc.VerifiedAt = StatusVerified, now
+		} else {
+			inc.Status = StatusEscalated
+		}
+		out = v
+		return save(ctx, tx, inc, from, orText(p.Actor, "dw-incidents"), v.Reason, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// judge is the verification rule, apart from storage.
+func judge(assertions []Assertion, results []CheckResult, now time.Time) *Verification {
+	v := &Verification{At: now, Results: slices.Clone(results), Failures: []CheckResult{}, Missing: []string{}}
+	given := map[string]bool{}
+	for _, r := range results {
+		given[r.Name] = true
+		if !r.Passed {
+			v.Failures = append(v.Failures, r)
+		}
+	}
+	for _, a := range assertions {
+		if !given[a.Name] {
+			v.Missing = append(v.Missing, a.Name)
+		}
+	}
+	v.Verified = len(results) > 0 && len(v.Failures) == 0 && len(v.Missing) == 0
+	switch {
+	case v.Verified:
+		v.Reason = fmt.Sprintf("verified: all %d check(s) passed, including every assertion that fired", len(results))
+	default:
+		var parts []string
+		for _, f := range v.Failures {
+			line := f.Name + " failed"
+			if f.Observed != "" || f.Expected != "" {
+				line += fmt.Sprintf(" (observed %s, expected %s)", orText(f.Observed, "?"), orText(f.Expected, "?"))
+			}
+			if f.Detail != "" {
+				line += ": " + f.Detail
+			}
+			parts = append(parts, line)
+		}
+		if len(v.Missing) > 0 {
+			parts = append(parts, "not re-run: "+strings.Join(v.Missing, ", "))
+		}
+		v.Reason = "escalated to a person: " + strings.Join(parts, "; ")
+	}
+	return v
+}

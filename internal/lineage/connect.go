@@ -1,0 +1,161 @@
+package lineage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// ConnectorSpec is one topic <-> table hop of a Kafka Connect connector, as
+// read from its config. A connector with several topics is given once per
+// topic.
+type ConnectorSpec struct {
+	Name      string   `json:"name" jsonschema:"connector name"`
+	Class     string   `json:"class" jsonschema:"connector.class, e.g. com.wepay.kafka.connect.bigquery.BigQuerySinkConnector"`
+	Direction string   `json:"direction,omitempty" jsonschema:"sink (topic -> table) or source (table -> topic); taken from the class name when empty"`
+	Cluster   string   `json:"cluster,omitempty" jsonschema:"Kafka cluster name used in topic ids; defaults to the import's cluster"`
+	Topic     string   `json:"topic" jsonschema:"topic the connector reads (sink) or writes (source)"`
+	Table     string   `json:"table" jsonschema:"table it writes (sink) or reads (source), qualified as the platform names it, e.g. loyalty.member_balances"`
+	Platform  string   `json:"platform,omitempty" jsonschema:"platform of the table (bigquery, snowflake, postgres, ...); taken from the class name when empty"`
+	Owner     string   `json:"owner,omitempty" jsonschema:"connector owner"`
+	Domain    string   `json:"domain,omitempty" jsonschema:"domain"`
+	Tags      []string `json:"tags,omitempty" jsonschema:"tags for the connector"`
+}
+
+// ConnectorOptions holds defaults for a connector import.
+type ConnectorOptions struct {
+	Cluster string `json:"cluster,omitempty" jsonschema:"Kafka cluster the Connect workers attach to, used in topic ids (kafka://<cluster>/<topic>)"`
+}
+
+// classPlatforms maps words in connector class names to table platforms.
+var classPlatforms = []struct{ word, platform string }{
+	{"bigquery", "bigquery"}, {"snowflake", "snowflake"}, {"redshift", "redshift"}, {"postgres", "postgres"},
+	{"duckdb", "duckdb"}, {"databricks", "databricks"}, {"deltalake", "databricks"}, {"mysql", "mysql"},
+	{"sqlserver", "sqlserver"}, {"s3", "s3"}, {"gcs", "gs"}, {"elasticsearch", "elasticsearch"},
+	{"mongodb", "mongodb"}, {"clickhouse", "clickhouse"}, {"iceberg", "iceberg"},
+}
+
+func connectorPlatform(s ConnectorSpec) (string, error) {
+	if s.Platform != "" {
+		return NormalizePlatform(s.Platform), nil
+	}
+	c := strings.ToLower(s.Class)
+	for _, cp := range classPlatforms {
+		if strings.Contains(c, cp.word) {
+			return cp.platform, nil
+		}
+	}
+	return "", fmt.Errorf("cannot tell the table's platform from class %q; set platform (e.g. bigquery, snowflake, postgres)", s.Class)
+}
+
+func connectorDirection(s ConnectorSpec) (string, error) {
+	d := strings.ToLower(strings.TrimSpace(s.Direction))
+	if d == "" {
+		c := strings.ToLower(s.Class)
+		switch {
+		case strings.Contains(c, "sink"):
+			d = "sink"
+		case strings.Contains(c, "source"):
+			d = "source"
+		}
+	}
+	if d != "sink" && d != "source" {
+		return "", fmt.Errorf("direction %q: use sink (topic -> table) or source (table -> topic); the class name %q doesn't say", s.Direction, s.Class)
+	}
+	return d, nil
+}
+
+// ImportConnectors records Kafka Connect connectors as edges between topics
+// and tables through the connector: a sink as topic -> connector -> table,
+// a source as table -> connector -> topic. Every spec is checked before
+// anything is written.
+func (g *Graph) ImportConnectors(ctx context.Context, specs []ConnectorSpec, opts ConnectorOptions) (*ImportStats, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no connectors given")
+	}
+	type plan struct {
+		conn, topic, table *assetInput
+		sink               bool
+	}
+	var plans []plan
+	for i, s := range specs {
+		where := fmt.Sprintf("connectors[%d]", i)
+		if strings.TrimSpace(s.Name) == "" {
+			return nil, fmt.Errorf("%s.name is empty", where)
+		}
+		dir, err := connectorDirection(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+		}
+		platform, err := connectorPlatform(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+		}
+		cluster := s.Cluster
+		if cluster == "" {
+			cluster = opts.Cluster
+		}
+		topicID, err := TopicID(cluster, s.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+		}
+		table := strings.TrimSpace(s.Table)
+		if table == "" {
+			return nil, fmt.Errorf("%s (%s).table is empty", where, s.Name)
+		}
+		tableIn := &assetInput{Source: SourceConnect, Platform: platform, Kind: KindTable}
+		if IsWarehouse(platform) {
+			id, weak, err := TableID(platform, table)
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s).table: %w", where, s.Name, err)
+			}
+			tableIn.ID, tableIn.Weak = id, []string{weak}
+		} else {
+			tableIn.ID, tableIn.Kind = platform+"://"+table, KindDataset
+		}
+		tableIn.Names = []string{tableIn.ID}
+		connID := "connect://" + strings.TrimSpace(s.Name)
+		plans = append(plans, plan{
+			conn: &assetInput{ID: connID, Names: []string{connID}, Kind: KindConnector, Platform: "kafka-connect", Source: SourceConnect,
+				Owner: s.Owner, Domain: s.Domain, Tags: s.Tags, Description: s.Class},
+			topic: &assetInput{ID: topicID, Names: []string{topicID}, Kind: KindTopic, Platform: "kafka", Source: SourceConnect},
+			table: tableIn,
+			sink:  dir == "sink",
+		})
+	}
+	stats, err := g.write(ctx, func(w *writer) error {
+		for _, p := range plans {
+			c, err := w.upsertAsset(p.conn)
+			if err != nil {
+				return err
+			}
+			t, err := w.upsertAsset(p.topic)
+			if err != nil {
+				return err
+			}
+			tb, err := w.upsertAsset(p.table)
+			if err != nil {
+				return err
+			}
+			if p.sink {
+				err = w.link(t, c, EdgeConsumes, SourceConnect, nil, false)
+				if err == nil {
+					err = w.link(c, tb, EdgeWrites, SourceConnect, nil, false)
+				}
+			} else {
+				err = w.link(tb, c, EdgeReads, SourceConnect, nil, false)
+				if err == nil {
+					err = w.link(c, t, EdgeProduces, SourceConnect, nil, false)
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &stats, nil
+}

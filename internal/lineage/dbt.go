@@ -1,0 +1,476 @@
+package lineage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Supported dbt manifest schema versions: dbt 1.5 (v9) through dbt 1.8 and
+// later (v12, still current).
+const (
+	minManifestVersion = 9
+	maxManifestVersion = 12
+)
+
+var manifestVersionRE = regexp.MustCompile(`/manifest/v(\d+)\.json$`)
+
+// DBTOptions adjusts a manifest import.
+type DBTOptions struct {
+	Domain string `json:"domain,omitempty" jsonschema:"domain for nodes whose meta names none"`
+	Owner  string `json:"owner,omitempty" jsonschema:"owner for nodes whose meta, group or exposure names none"`
+}
+
+// DBTImportResult says what a manifest import found and changed.
+type DBTImportResult struct {
+	ImportStats
+	Project       string         `json:"project" jsonschema:"dbt project name"`
+	SchemaVersion string         `json:"schema_version" jsonschema:"manifest schema version, e.g. v12"`
+	DBTVersion    string         `json:"dbt_version,omitempty" jsonschema:"dbt version that wrote the manifest"`
+	Adapter       string         `json:"adapter" jsonschema:"warehouse adapter (platform of the relations)"`
+	Counts        map[string]int `json:"counts" jsonschema:"nodes imported per dbt resource type"`
+	Edges         int            `json:"edges" jsonschema:"dependency edges in the manifest between imported nodes"`
+}
+
+type dbtColumn struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	DataType    string `json:"data_type"`
+}
+
+type dbtOwner struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+// dbtNode holds the fields read from nodes, sources and exposures; the rest
+// of the manifest is left alone, which is what lets one reader cover v9-v12.
+type dbtNode struct {
+	UniqueID     string               `json:"unique_id"`
+	ResourceType string               `json:"resource_type"`
+	Name         string               `json:"name"`
+	Database     string               `json:"database"`
+	Schema       string               `json:"schema"`
+	Alias        string               `json:"alias"`
+	Identifier   string               `json:"identifier"`
+	RelationName string               `json:"relation_name"`
+	Description  string               `json:"description"`
+	SourceDesc   string               `json:"source_description"`
+	Tags         json.RawMessage      `json:"tags"`
+	Meta         map[string]any       `json:"meta"`
+	SourceMeta   map[string]any       `json:"source_meta"`
+	Columns      map[string]dbtColumn `json:"columns"`
+	Group        string               `json:"group"`
+	Type         string               `json:"type"`
+	Owner        *dbtOwner            `json:"owner"`
+	Label        string               `json:"label"`
+	URL          string               `json:"url"`
+	Quoting      map[string]*bool     `json:"quoting"`
+	Config       struct {
+		Tags         json.RawMessage `json:"tags"`
+		Meta         map[string]any  `json:"meta"`
+		Materialized string          `json:"materialized"`
+	} `json:"config"`
+	DependsOn struct {
+		Nodes []string `json:"nodes"`
+	} `json:"depends_on"`
+}
+
+type dbtGroup struct {
+	Name  string   `json:"name"`
+	Owner dbtOwner `json:"owner"`
+}
+
+// ImportDBTManifest reads a dbt manifest.json (schema v9 to v12) into the
+// graph: models, seeds, snapshots and sources as assets named both by
+// their dbt id and by their warehouse relation, exposures as the
+// dashboards and applications that read them, and the dependency edges.
+// Owners, domains and tags come from meta, config.meta, groups and
+// exposure owners. The import is one transaction and idempotent; a
+// malformed or unsupported manifest names the JSON path that failed and
+// changes nothing.
+func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOptions) (*DBTImportResult, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read dbt manifest: %w", err)
+	}
+	m, err := parseManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	res := &DBTImportResult{Project: m.project, SchemaVersion: fmt.Sprintf("v%d", m.version), DBTVersion: m.dbtVersion,
+		Adapter: m.adapter, Counts: map[string]int{}, Edges: len(m.edges)}
+	for _, n := range m.nodes {
+		res.Counts[n.ResourceType]++
+	}
+	stats, err := g.write(ctx, func(w *writer) error {
+		seqs := map[string]int64{}
+		for _, n := range m.nodes {
+			in, err := m.assetInput(n, opts)
+			if err != nil {
+				return err
+			}
+			seq, err := w.upsertAsset(in)
+			if err != nil {
+				return err
+			}
+			seqs[n.UniqueID] = seq
+		}
+		for _, e := range m.edges {
+			if err := w.link(seqs[e[0]], seqs[e[1]], "", SourceDBT, nil, false); err != nil {
+				return fmt.Errorf("edge %s -> %s: %w", e[0], e[1], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.ImportStats = stats
+	res.Warnings = append(res.Warnings, m.warnings...)
+	return res, nil
+}
+
+type manifest struct {
+	version    int
+	dbtVersion string
+	adapter    string
+	project    string
+	nodes      []*dbtNode
+	groups     map[string]dbtGroup
+	edges      [][2]string
+	warnings   []string
+}
+
+func jsonPathError(path string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		p := path
+		if te.Field != "" {
+			p += "." + te.Field
+		}
+		return fmt.Errorf("dbt manifest %s: expected %s, found a JSON %s (supported manifest schemas: %s)", p, te.Type, te.Value, supportedVersions())
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("dbt manifest %s: invalid JSON at byte %d: %v", path, se.Offset, err)
+	}
+	return fmt.Errorf("dbt manifest %s: %w (supported manifest schemas: %s)", path, err, supportedVersions())
+}
+
+func supportedVersions() string {
+	var vs []string
+	for v := minManifestVersion; v <= maxManifestVersion; v++ {
+		vs = append(vs, fmt.Sprintf("v%d", v))
+	}
+	return strings.Join(vs, ", ")
+}
+
+func parseManifest(data []byte) (*manifest, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, jsonPathError("(top level)", err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("dbt manifest: the document is not a JSON object (expected target/manifest.json)")
+	}
+	var meta struct {
+		SchemaVersion string `json:"dbt_schema_version"`
+		DBTVersion    string `json:"dbt_version"`
+		Adapter       string `json:"adapter_type"`
+		Project       string `json:"project_name"`
+	}
+	raw, ok := top["metadata"]
+	if !ok {
+		return nil, fmt.Errorf("dbt manifest metadata: missing; is this a target/manifest.json? (supported schema versions: %s)", supportedVersions())
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, jsonPathError("metadata", err)
+	}
+	mv := manifestVersionRE.FindStringSubmatch(meta.SchemaVersion)
+	if mv == nil {
+		return nil, fmt.Errorf("dbt manifest metadata.dbt_schema_version %q is not a manifest schema URL like https://schemas.getdbt.com/dbt/manifest/v12.json (supported: %s)", meta.SchemaVersion, supportedVersions())
+	}
+	version, _ := strconv.Atoi(mv[1])
+	if version < minManifestVersion || version > maxManifestVersion {
+		return nil, fmt.Errorf("dbt manifest metadata.dbt_schema_version is v%d, which is not supported; supported: %s (dbt 1.5 and later)", version, supportedVersions())
+	}
+	if strings.TrimSpace(meta.Adapter) == "" {
+		return nil, fmt.Errorf("dbt manifest metadata.adapter_type: missing; it names the warehouse the relations live in")
+	}
+	m := &manifest{version: version, dbtVersion: meta.DBTVersion, adapter: NormalizePlatform(meta.Adapter), project: meta.Project, groups: map[string]dbtGroup{}}
+	if raw, ok := top["groups"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &m.groups); err != nil {
+			return nil, jsonPathError("groups", err)
+		}
+	}
+	byID := map[string]*dbtNode{}
+	for _, section := range []string{"nodes", "sources", "exposures"} {
+		raw, ok := top[section]
+		if !ok {
+			if section == "exposures" {
+				continue
+			}
+			return nil, fmt.Errorf("dbt manifest %s: missing (a v%d manifest always has it)", section, version)
+		}
+		var entries map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return nil, jsonPathError(section, err)
+		}
+		keys := make([]string, 0, len(entries))
+		for k := range entries {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			n := &dbtNode{}
+			path := fmt.Sprintf("%s[%q]", section, k)
+			if err := json.Unmarshal(entries[k], n); err != nil {
+				return nil, jsonPathError(path, err)
+			}
+			switch n.ResourceType {
+			case "model", "seed", "snapshot", "source", "exposure":
+			default:
+				continue // tests, analyses, operations, sql operations, unit tests
+			}
+			if n.UniqueID == "" {
+				return nil, fmt.Errorf("dbt manifest %s.unique_id: missing", path)
+			}
+			if n.UniqueID != k {
+				return nil, fmt.Errorf("dbt manifest %s.unique_id is %q, not its key", path, n.UniqueID)
+			}
+			if _, err := tagList(n.Tags); err != nil {
+				return nil, fmt.Errorf("dbt manifest %s.tags: %w", path, err)
+			}
+			if _, err := tagList(n.Config.Tags); err != nil {
+				return nil, fmt.Errorf("dbt manifest %s.config.tags: %w", path, err)
+			}
+			m.nodes = append(m.nodes, n)
+			byID[n.UniqueID] = n
+		}
+	}
+	// Edges come from parent_map when present (every version writes it),
+	// else from each node's depends_on.
+	parents := map[string][]string{}
+	if raw, ok := top["parent_map"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &parents); err != nil {
+			return nil, jsonPathError("parent_map", err)
+		}
+	} else {
+		for _, n := range m.nodes {
+			parents[n.UniqueID] = n.DependsOn.Nodes
+		}
+	}
+	skipped, seen := map[string]bool{}, map[[2]string]bool{}
+	for _, n := range m.nodes {
+		for _, p := range parents[n.UniqueID] {
+			if _, ok := byID[p]; !ok {
+				if !skipped[p] {
+					skipped[p] = true
+					m.warnings = append(m.warnings, fmt.Sprintf("%s depends on %s, which is not a model, seed, snapshot, source or exposure; that dependency is not in the graph", n.UniqueID, p))
+				}
+				continue
+			}
+			if e := [2]string{p, n.UniqueID}; !seen[e] {
+				seen[e] = true
+				m.edges = append(m.edges, e)
+			}
+		}
+	}
+	sort.Slice(m.edges, func(i, j int) bool {
+		if m.edges[i][0] != m.edges[j][0] {
+			return m.edges[i][0] < m.edges[j][0]
+		}
+		return m.edges[i][1] < m.edges[j][1]
+	})
+	return m, nil
+}
+
+// tagList reads dbt tags, which config may give as one string or a list.
+func tagList(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list, nil
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return []string{one}, nil
+	}
+	return nil, fmt.Errorf("expected a string or a list of strings, found %s", string(raw))
+}
+
+// metaOwner reads an owner from dbt meta: owner as a string or as
+// {name, email}, with email from owner_email, email or contact.email.
+func metaOwner(metas ...map[string]any) (name, email string) {
+	for _, m := range metas {
+		if m == nil {
+			continue
+		}
+		switch o := m["owner"].(type) {
+		case string:
+			if name == "" {
+				name = o
+			}
+		case map[string]any:
+			if s, ok := o["name"].(string); ok && name == "" {
+				name = s
+			}
+			if s, ok := o["email"].(string); ok && email == "" {
+				email = s
+			}
+		}
+		for _, k := range []string{"owner_email", "email"} {
+			if s, ok := m[k].(string); ok && email == "" {
+				email = s
+			}
+		}
+		if c, ok := m["contact"].(map[string]any); ok && email == "" {
+			if s, ok := c["email"].(string); ok {
+				email = s
+			}
+		}
+	}
+	return strings.TrimSpace(name), strings.TrimSpace(email)
+}
+
+func metaString(key string, metas ...map[string]any) string {
+	for _, m := range metas {
+		if s, ok := m[key].(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+// exposureKind maps a dbt exposure type to an asset kind.
+func exposureKind(t string) Kind {
+	switch strings.ToLower(t) {
+	case "dashboard":
+		return KindDashboard
+	case "notebook", "analysis":
+		return KindReport
+	}
+	return KindApplication // application, ml
+}
+
+// relation returns the canonical warehouse id of a node's relation, or ""
+// for nodes without one (ephemeral models, exposures).
+func (m *manifest) relation(n *dbtNode) (id, weak string) {
+	if n.ResourceType == "model" && n.Config.Materialized == "ephemeral" {
+		return "", ""
+	}
+	if n.RelationName != "" {
+		if id, weak, err := TableID(m.adapter, n.RelationName); err == nil {
+			return id, weak
+		}
+	}
+	ident := n.Alias
+	if n.ResourceType == "source" || ident == "" {
+		ident = n.Identifier
+	}
+	if ident == "" {
+		ident = n.Name
+	}
+	if n.Schema == "" || ident == "" {
+		return "", ""
+	}
+	quoted := false
+	if q := n.Quoting["identifier"]; q != nil {
+		quoted = *q
+	}
+	id, weak, err := RelationID(m.adapter, quoted, n.Database, n.Schema, ident)
+	if err != nil {
+		return "", ""
+	}
+	return id, weak
+}
+
+func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*assetInput, error) {
+	dbtID := "dbt://" + n.UniqueID
+	in := &assetInput{ID: dbtID, Names: []string{dbtID}, Platform: m.adapter, Source: SourceDBT, Description: strings.TrimSpace(n.Description)}
+	tags, _ := tagList(n.Tags)
+	ctags, _ := tagList(n.Config.Tags)
+	in.Tags = append(tags, ctags...)
+	in.Owner, in.OwnerEmail = metaOwner(n.Config.Meta, n.Meta, n.SourceMeta)
+	in.Domain = metaString("domain", n.Config.Meta, n.Meta, n.SourceMeta)
+	if grp, ok := m.groups["group."+m.project+"."+n.Group]; ok && in.Owner == "" && n.Group != "" {
+		in.Owner, in.OwnerEmail = grp.Owner.Name, grp.Owner.Email
+	} else if in.Owner == "" && n.Group != "" {
+		for _, grp := range m.groups {
+			if grp.Name == n.Group {
+				in.Owner, in.OwnerEmail = grp.Owner.Name, grp.Owner.Email
+			}
+		}
+	}
+	names := make([]string, 0, len(n.Columns))
+	for k := range n.Columns {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		c := n.Columns[k]
+		name := c.Name
+		if name == "" {
+			name = k
+		}
+		in.Columns = append(in.Columns, Column{Name: name, Type: c.DataType, Description: strings.TrimSpace(c.Description)})
+	}
+	switch n.ResourceType {
+	case "model":
+		in.Kind = KindDBTModel
+	case "seed":
+		in.Kind = KindSeed
+	case "snapshot":
+		in.Kind = KindSnapshot
+	case "source":
+		in.Kind = KindSource
+		if in.Description == "" {
+			in.Description = strings.TrimSpace(n.SourceDesc)
+		}
+	case "exposure":
+		in.Kind = exposureKind(n.Type)
+		in.Platform = "dbt"
+		in.Title = n.Label
+		if in.Title == "" {
+			in.Title = n.Name
+		}
+		in.URL = n.URL
+		if n.Owner != nil {
+			if in.Owner == "" {
+				in.Owner = n.Owner.Name
+			}
+			if in.OwnerEmail == "" {
+				in.OwnerEmail = n.Owner.Email
+			}
+			if in.Owner == "" {
+				in.Owner = n.Owner.Email
+			}
+		}
+	}
+	if id, weak := m.relation(n); id != "" {
+		in.Names = append(in.Names, id)
+		if weak != "" {
+			in.Weak = []string{weak}
+		}
+		if n.ResourceType == "source" {
+			// A source is a table dbt reads; the table's name is its id.
+			in.ID = id
+		}
+	}
+	if in.Owner == "" {
+		in.Owner = opts.Owner
+	}
+	if in.Domain == "" {
+		in.Domain = opts.Domain
+	}
+	return in, nil
+}

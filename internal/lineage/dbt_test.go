@@ -1,0 +1,194 @@
+package lineage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+func TestImportDBTManifestV10(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, clk := newGraph(t, db)
+		data := fixture(t, "dbt/dbt-bouncer__dbt_16__manifest.json")
+		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SchemaVersion != "v10" || res.Adapter != "duckdb" || res.Project != "dbt_bouncer_test_project" {
+			t.Errorf("metadata: %+v", res)
+		}
+		want := map[string]int{"model": 27, "seed": 3, "snapshot": 1, "source": 10, "exposure": 1}
+		for k, n := range want {
+			if res.Counts[k] != n {
+				t.Errorf("counts[%s] = %d, want %d (all: %v)", k, res.Counts[k], n, res.Counts)
+			}
+		}
+		if res.AssetsCreated != 42 || count(t, db, "lineage_assets") != 42 {
+			t.Errorf("assets created %d, stored %d, want 42", res.AssetsCreated, count(t, db, "lineage_assets"))
+		}
+		if res.Edges != 45 || res.EdgesCreated != 45 || count(t, db, "lineage_edges") != 45 {
+			t.Errorf("edges %d created %d stored %d, want 45", res.Edges, res.EdgesCreated, count(t, db, "lineage_edges"))
+		}
+
+		pay := mustLineage(t, g, "dbt://model.dbt_bouncer_test_project.stg_payments")
+		if pay.Asset.Kind != KindDBTModel || pay.Asset.Platform != "duckdb" || pay.Asset.Domain != "analytics" {
+			t.Errorf("stg_payments: %+v", pay.Asset)
+		}
+		if got := neighborIDs(pay.Upstream); !slices.Equal(got, []string{"dbt://seed.dbt_bouncer_test_project.raw_payments"}) {
+			t.Errorf("stg_payments upstream = %v", got)
+		}
+		if !slices.Contains(pay.Asset.Aliases, "duckdb://dbt.main.stg_payments") {
+			t.Errorf("stg_payments aliases = %v, want its relation", pay.Asset.Aliases)
+		}
+		var cols []string
+		for _, c := range pay.Asset.Columns {
+			cols = append(cols, c.Name)
+		}
+		if !slices.Equal(cols, []string{"payment_id", "payment_method"}) {
+			t.Errorf("stg_payments columns = %v", cols)
+		}
+
+		exp := mustLineage(t, g, "dbt://exposure.dbt_bouncer_test_project.customers")
+		if exp.Asset.Kind != KindDashboard || exp.Asset.Owner != "Anna Anderson" || exp.Asset.OwnerEmail != "anna.anderson@example.com" {
+			t.Errorf("exposure: %+v", exp.Asset)
+		}
+		if got := neighborIDs(exp.Upstream); !slices.Equal(got, []string{"dbt://model.dbt_bouncer_test_project.customers"}) {
+			t.Errorf("exposure upstream = %v", got)
+		}
+
+		// A source is known by its table; meta gives owner, contact email and tags.
+		src := mustLineage(t, g, "duckdb://dbt.sources_that_dont_really_exist.source_1")
+		if src.Asset.Kind != KindSource || src.Asset.Owner != "Anna" || src.Asset.OwnerEmail != "anna@email.com" ||
+			!slices.Contains(src.Asset.Tags, "example_tag") {
+			t.Errorf("source_1: %+v", src.Asset)
+		}
+		snap := mustLineage(t, g, "snapshot_orders")
+		if snap.Asset.Kind != KindSnapshot || !slices.Contains(snap.Asset.Tags, "payment") {
+			t.Errorf("snapshot: %+v", snap.Asset)
+		}
+
+		// The relation, a case variant of it and the bare name all resolve.
+		for _, ref := range []string{"duckdb://dbt.main.stg_payments", `duckdb://"DBT".Main.STG_PAYMENTS`, "stg_payments", "model.dbt_bouncer_test_project.stg_payments"} {
+			id, err := g.Resolve(ctx, ref)
+			if err != nil || id != "dbt://model.dbt_bouncer_test_project.stg_payments" {
+				t.Errorf("Resolve(%s) = %s, %v", ref, id, err)
+			}
+		}
+
+		// Importing again changes nothing, even later.
+		before := graphDump(t, db)
+		v1, _, _ := GraphVersion(ctx, db)
+		clk.Advance(time.Hour)
+		res2, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2, _, _ := GraphVersion(ctx, db)
+		if !res2.Unchanged || res2.AssetsCreated+res2.AssetsUpdated+res2.EdgesCreated+res2.EdgesUpdated != 0 || v1 != v2 {
+			t.Errorf("re-import changed the graph: %+v (version %d -> %d)", res2.ImportStats, v1, v2)
+		}
+		if after := graphDump(t, db); !slices.Equal(before, after) {
+			t.Errorf("re-import changed stored rows:\nbefore %d lines, after %d", len(before), len(after))
+		}
+	})
+}
+
+func TestImportDBTManifestV12(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(fixture(t, "dbt/whyline-denver__manifest.json")), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SchemaVersion != "v12" || res.Adapter != "bigquery" {
+			t.Errorf("metadata: %+v", res)
+		}
+		if res.Counts["model"] != 24 || res.Counts["source"] != 13 || res.Counts["exposure"] != 1 {
+			t.Errorf("counts = %v", res.Counts)
+		}
+		if n := count(t, db, "lineage_assets"); n != 38 {
+			t.Errorf("assets = %d, want 38", n)
+		}
+		if n := count(t, db, "lineage_edges"); n != 48 || res.Edges != 48 {
+			t.Errorf("edges = %d (reported %d), want 48", n, res.Edges)
+		}
+		app := mustLineage(t, g, "dbt://exposure.whyline_denver_dbt.whyline_denver_app")
+		if app.Asset.Kind != KindApplication || app.Asset.Owner != "WhyLine Team" || app.Asset.OwnerEmail != "team@example.com" ||
+			app.Asset.URL != "https://whylinedenver.com" {
+			t.Errorf("exposure: %+v", app.Asset)
+		}
+		if len(app.Upstream) != 7 || !slices.Contains(neighborIDs(app.Upstream), "dbt://model.whyline_denver_dbt.mart_weather_impacts") {
+			t.Errorf("exposure upstream = %v, want the 7 marts", neighborIDs(app.Upstream))
+		}
+		tracts := mustLineage(t, g, "stg_denver_tracts")
+		if got := neighborIDs(tracts.Upstream); !slices.Equal(got, []string{"bigquery://whyline-denver.raw_denver.raw_denver_tracts"}) {
+			t.Errorf("stg_denver_tracts upstream = %v", got)
+		}
+		// BigQuery: the project compares case-insensitively, dataset and table names don't.
+		if id, err := g.Resolve(ctx, "bigquery://WHYLINE-DENVER.stg_denver.stg_denver_tracts"); err != nil || id != "dbt://model.whyline_denver_dbt.stg_denver_tracts" {
+			t.Errorf("project case: %s, %v", id, err)
+		}
+		if _, err := g.Resolve(ctx, "bigquery://whyline-denver.STG_DENVER.stg_denver_tracts"); !errors.Is(err, ErrUnknownAsset) {
+			t.Errorf("dataset case should matter in BigQuery, got %v", err)
+		}
+		// The marts are tagged in config and carry meta.
+		mart := mustLineage(t, g, "mart_weather_impacts")
+		if !slices.Contains(mart.Asset.Tags, "marts") {
+			t.Errorf("mart tags = %v", mart.Asset.Tags)
+		}
+	})
+}
+
+func TestImportDBTManifestRejectsBadInput(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		cases := []struct {
+			name, doc string
+			want      []string
+		}{
+			{"not json", `{"metadata": `, []string{"(top level)"}},
+			{"array", `[1,2]`, []string{"(top level)"}},
+			{"no metadata", `{"nodes": {}}`, []string{"metadata", "v9, v10, v11, v12"}},
+			{"old version", `{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v7.json", "adapter_type": "duckdb"}, "nodes": {}, "sources": {}}`,
+				[]string{"metadata.dbt_schema_version", "v7", "v9, v10, v11, v12"}},
+			{"not a manifest", `{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/run-results/v5.json"}}`,
+				[]string{"metadata.dbt_schema_version", "run-results"}},
+			{"wrong type", `{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json", "adapter_type": "duckdb"},
+				"sources": {}, "nodes": {"model.p.a": {"unique_id": "model.p.a", "resource_type": "model", "depends_on": {"nodes": "model.p.b"}}}}`,
+				[]string{`nodes["model.p.a"].depends_on.nodes`}},
+			{"bad tags", `{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v11.json", "adapter_type": "duckdb"},
+				"sources": {}, "nodes": {"model.p.a": {"unique_id": "model.p.a", "resource_type": "model", "config": {"tags": 3}}}}`,
+				[]string{`nodes["model.p.a"].config.tags`}},
+			{"missing nodes", `{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v9.json", "adapter_type": "duckdb"}}`,
+				[]string{"nodes: missing"}},
+		}
+		for _, c := range cases {
+			_, err := g.ImportDBTManifest(ctx, strings.NewReader(c.doc), DBTOptions{})
+			if err == nil {
+				t.Errorf("%s: no error", c.name)
+				continue
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q does not mention %q", c.name, err, w)
+				}
+			}
+		}
+		if n := count(t, db, "lineage_assets"); n != 0 {
+			t.Errorf("bad manifests wrote %d assets", n)
+		}
+		if v, _, _ := GraphVersion(ctx, db); v != 0 {
+			t.Errorf("graph version moved to %d", v)
+		}
+	})
+}

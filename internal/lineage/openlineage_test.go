@@ -1,0 +1,297 @@
+package lineage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+func edgeCols(t *testing.T, g *Graph, from, to string) ([]ColumnMapping, bool) {
+	t.Helper()
+	for _, n := range mustLineage(t, g, from).Downstream {
+		if n.Edge.To == to {
+			return n.Edge.Columns, true
+		}
+	}
+	return nil, false
+}
+
+func TestImportRunEventsMarquez(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		data := fixture(t, "openlineage/marquez__docker_metadata.json")
+		opts := OpenLineageOptions{Namespaces: map[string]string{"food_delivery": "postgres"}}
+		res, err := g.ImportRunEvents(ctx, data, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Events != 26 || res.Imported != 13 || res.WithoutDatasets != 13 || res.Jobs != 13 {
+			t.Errorf("events %d imported %d without datasets %d jobs %d", res.Events, res.Imported, res.WithoutDatasets, res.Jobs)
+		}
+		// 13 datasets plus public.menu_item_id, which only the column
+		// lineage of etl_delivery_7_days names.
+		if res.Datasets != 14 || count(t, db, "lineage_assets") != 27 || count(t, db, "lineage_edges") != 28 {
+			t.Errorf("datasets %d, assets %d, edges %d", res.Datasets, count(t, db, "lineage_assets"), count(t, db, "lineage_edges"))
+		}
+		job := mustLineage(t, g, "openlineage://food_delivery/etl_orders_7_days")
+		if job.Asset.Kind != KindJob || !strings.Contains(job.Asset.SQL, "INSERT INTO orders_7_days") {
+			t.Errorf("job: %+v", job.Asset)
+		}
+		// The dataset namespace maps to Postgres, so the table gets a table id.
+		cols, ok := edgeCols(t, g, "postgres://public.orders", "openlineage://food_delivery/etl_orders_7_days")
+		if !ok || !slices.Contains(cols, ColumnMapping{From: "id"}) || !slices.Contains(cols, ColumnMapping{From: "placed_on"}) {
+			t.Errorf("orders -> job reads = %v (edge found %v)", cols, ok)
+		}
+		cols, _ = edgeCols(t, g, "openlineage://food_delivery/etl_orders_7_days", "postgres://public.orders_7_days")
+		if !slices.Contains(cols, ColumnMapping{From: "id", To: "order_id"}) {
+			t.Errorf("job -> orders_7_days = %v", cols)
+		}
+		out := mustLineage(t, g, "postgres://public.orders_7_days")
+		if out.Asset.Kind != KindTable || len(out.Asset.Columns) == 0 || out.Asset.Description == "" {
+			t.Errorf("orders_7_days: %+v", out.Asset)
+		}
+		// Column impact: a change to orders.discount_id reaches orders_7_days
+		// through the job, but the drivers table's id does not reach orders_7_days.
+		br, err := g.BlastRadius(ctx, BlastParams{Asset: "postgres://public.orders", Columns: []string{"discount_id"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, a := range br.Assets {
+			if a.ID == "postgres://public.orders_7_days" {
+				found = slices.Equal(a.AffectedColumns, []string{"discount_id"})
+			}
+		}
+		if !found {
+			t.Errorf("orders.discount_id blast radius: %+v", br.Assets)
+		}
+		before := graphDump(t, db)
+		again, err := g.ImportRunEvents(ctx, data, opts)
+		if err != nil || !again.Unchanged || !slices.Equal(before, graphDump(t, db)) {
+			t.Errorf("re-import changed the graph: %+v %v", again, err)
+		}
+	})
+}
+
+func TestImportRunEventsColumnLineageWithoutJobName(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		res, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/openlineage__spark__pysparkCLLEnd.json"), OpenLineageOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Jobs != 0 || res.Datasets != 3 || res.ColumnEdges != 2 {
+			t.Errorf("jobs %d datasets %d column edges %d", res.Jobs, res.Datasets, res.ColumnEdges)
+		}
+		cols, ok := edgeCols(t, g, "file:///tmp/cll_test/cll_source1", "file:///tmp/cll_test/tbl1")
+		if !ok {
+			t.Fatal("no edge cll_source1 -> tbl1")
+		}
+		for _, want := range []ColumnMapping{{From: "a", To: "ident"}, {From: "b", To: "trans"}, {From: "b", To: "ident"}} {
+			if !slices.Contains(cols, want) {
+				t.Errorf("cll_source1 -> tbl1 misses %v: %v", want, cols)
+			}
+		}
+		// source2's c feeds only agg; its a feeds all three output columns.
+		br, err := g.BlastRadius(ctx, BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"c"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if br.Total != 1 || !slices.Equal(br.Assets[0].AffectedColumns, []string{"agg"}) || len(br.NoColumnLineage) != 0 {
+			t.Errorf("cll_source2.c: %+v", br)
+		}
+		br, _ = g.BlastRadius(ctx, BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"a"}})
+		if br.Total != 1 || !slices.Equal(br.Assets[0].AffectedColumns, []string{"agg", "ident", "trans"}) {
+			t.Errorf("cll_source2.a: %+v", br)
+		}
+	})
+}
+
+func TestImportRunEventsAirflowAndSpark(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/compat-tests__airflow__line_03.json"), OpenLineageOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		task := mustLineage(t, g, "airflow://task/BQ.upload")
+		if task.Asset.Kind != KindOrchestratorJob || len(task.Upstream) != 2 || len(task.Downstream) != 1 {
+			t.Fatalf("task: %+v up %v down %v", task.Asset, neighborIDs(task.Upstream), neighborIDs(task.Downstream))
+		}
+		if task.Downstream[0].Asset.ID != "bigquery://mock-project.test.upload" || task.Downstream[0].Asset.Kind != KindTable {
+			t.Errorf("output %+v", task.Downstream[0].Asset)
+		}
+		if cols := task.Downstream[0].Edge.Columns; !slices.Contains(cols, ColumnMapping{From: "c", To: "c"}) {
+			t.Errorf("task -> table columns %v", cols)
+		}
+		if cols := task.Upstream[0].Edge.Columns; len(cols) != 4 {
+			t.Errorf("reads fields of %s: %v", task.Upstream[0].Asset.ID, cols)
+		}
+		// The same job is reachable by its OpenLineage namespace and name.
+		if id, err := g.Resolve(ctx, "openlineage://airflow/BQ.upload"); err != nil || id != "airflow://task/BQ.upload" {
+			t.Errorf("resolve by namespace/name: %s %v", id, err)
+		}
+
+		if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/compat-tests__spark_dataproc_bigquery_shakespare__1729097631761.json"), OpenLineageOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sp := mustLineage(t, g, "bigquery://bigquery-public-data.samples.shakespeare")
+		if len(sp.Downstream) != 1 || sp.Downstream[0].Asset.Platform != "spark" {
+			t.Errorf("shakespeare downstream %+v", sp.Downstream)
+		}
+	})
+}
+
+func TestImportRunEventsKafkaAndPlaceholders(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		opts := OpenLineageOptions{KafkaClusters: map[string]string{"kafka-cluster-prod:9092": "prod"}}
+		for _, f := range []string{"openlineage__flink1__expected_kafka.json", "openlineage__flink2__expected_sql_kafka.json",
+			"openlineage__spark__pysparkKafkaWriteCompleteEvent.json", "openlineage__spark__pysparkKafkaReadCompleteEvent.json"} {
+			if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/"+f), opts); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+		job := mustLineage(t, g, "flink://flink_examples_stateful")
+		if job.Asset.Kind != KindStreamJob {
+			t.Errorf("flink job kind %s", job.Asset.Kind)
+		}
+		if got := neighborIDs(job.Upstream); !slices.Equal(got, []string{"kafka://prod/io.openlineage.flink.kafka.input1", "kafka://prod/io.openlineage.flink.kafka.input2"}) {
+			t.Errorf("flink inputs %v", got)
+		}
+		in1 := mustLineage(t, g, "kafka://prod/io.openlineage.flink.kafka.input1")
+		if in1.Asset.Kind != KindTopic || len(in1.Downstream) != 2 {
+			t.Errorf("input1 %+v downstream %v", in1.Asset, neighborIDs(in1.Downstream))
+		}
+		// Spark wrote topic1, Spark read it back.
+		tr, err := g.Trace(ctx, TraceParams{Asset: "kafka://prod/topic1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Nodes) != 3 {
+			t.Errorf("topic1 trace %+v", tr.Nodes)
+		}
+	})
+}
+
+func TestImportRunEventsDBTIntegration(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		res, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/openlineage__dbt__postgres__successful_run_ol_events.json"), OpenLineageOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Events != 72 {
+			t.Errorf("events %d", res.Events)
+		}
+		// Each model run and the relation it writes are one asset.
+		if n := count(t, db, "lineage_assets"); n != 8 {
+			t.Errorf("assets %d, want 3 raw tables + 5 models", n)
+		}
+		if n := count(t, db, "lineage_edges"); n != 8 {
+			t.Errorf("edges %d, want 8", n)
+		}
+		id, err := g.Resolve(ctx, "postgres://postgres.public.stg_customers")
+		if err != nil || id != "dbt://model.jaffle_shop.stg_customers" {
+			t.Errorf("relation resolves to %s, %v", id, err)
+		}
+		c := mustLineage(t, g, "dbt://model.jaffle_shop.customers")
+		if c.Asset.Kind != KindDBTModel || c.Asset.Platform != "postgres" || len(c.Upstream) != 3 {
+			t.Errorf("customers %+v upstream %v", c.Asset, neighborIDs(c.Upstream))
+		}
+	})
+}
+
+func TestImportRunEventsEveryFixture(t *testing.T) {
+	files, err := filepath.Glob("testdata/openlineage/*.json")
+	if err != nil || len(files) != 13 {
+		t.Fatalf("fixtures: %v %d", err, len(files))
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			if _, err := g.ImportRunEvents(context.Background(), data, OpenLineageOptions{}); err != nil {
+				t.Errorf("%s: %v", filepath.Base(f), err)
+			}
+		}
+	})
+}
+
+func TestImportRunEventsRejectsBadInput(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		for doc, want := range map[string]string{
+			"":   "empty",
+			"42": "must be a JSON object",
+			`[{"job": {"namespace": "a", "name": "b"}, "inputs": [{"namespace": "", "name": "x"}]}]`:                     "inputs[0]",
+			`{"job": {"namespace": "a", "name": "b"}, "outputs": [{"namespace": "postgres://h:5432", "name": "db..t"}]}`: "empty part",
+			`{"job": "x"}`: "job",
+		} {
+			_, err := g.ImportRunEvents(context.Background(), []byte(doc), OpenLineageOptions{})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: error %v, want mention of %q", doc, err, want)
+			}
+		}
+		// With validation on, an event missing producer is refused before anything is written.
+		_, err := g.ImportRunEvents(context.Background(), fixture(t, "openlineage/openlineage__spark__openlineage-event.json"), OpenLineageOptions{Validate: true})
+		if err == nil || !strings.Contains(err.Error(), "producer") {
+			t.Errorf("validate: %v", err)
+		}
+		if n := count(t, db, "lineage_assets"); n != 0 {
+			t.Errorf("bad input wrote %d assets", n)
+		}
+	})
+}
+
+func TestValidateRunEvent(t *testing.T) {
+	for _, f := range []string{"compat-tests__airflow__line_03.json", "compat-tests__spark_dataproc_bigquery_shakespare__1729097631761.json",
+		"openlineage__client-python__example_full_event.json", "openlineage__proxy-fluentd__event_full.json"} {
+		if err := ValidateRunEvent(fixture(t, "openlineage/"+f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	err := ValidateRunEvent(fixture(t, "openlineage/openlineage__flink1__expected_kafka.json"))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("placeholder event passed validation: %v", err)
+	}
+	var fields []string
+	for _, p := range ve.Problems {
+		fields = append(fields, p.Field)
+	}
+	for _, want := range []string{"eventTime", "producer", "schemaURL", "run.runId"} {
+		if !slices.Contains(fields, want) {
+			t.Errorf("flink expected event: problems %v miss %s", fields, want)
+		}
+	}
+	bad := map[string]any{
+		"eventType": "DONE", "eventTime": "yesterday", "producer": "not a uri", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+		"run": map[string]any{"runId": "abc"}, "job": map[string]any{"namespace": "ns"},
+		"inputs": []any{map[string]any{"namespace": "bigquery"}},
+	}
+	raw, _ := json.Marshal(bad)
+	err = ValidateRunEvent(raw)
+	if !errors.As(err, &ve) {
+		t.Fatalf("bad event passed: %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"eventType: DONE is not one of START, RUNNING, COMPLETE, ABORT, FAIL, OTHER", "eventTime: \"yesterday\"",
+		"producer: \"not a uri\"", "run.runId: \"abc\" is not a UUID", "job.name: is required", "inputs[0].name: is required"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q misses %q", msg, want)
+		}
+	}
+}

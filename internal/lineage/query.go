@@ -1,0 +1,465 @@
+package lineage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// AssetSummary is the short form of an asset used in lists.
+type AssetSummary struct {
+	ID       string   `json:"id" jsonschema:"asset id"`
+	Kind     Kind     `json:"kind" jsonschema:"asset kind"`
+	Platform string   `json:"platform" jsonschema:"platform"`
+	Title    string   `json:"title,omitempty" jsonschema:"display name"`
+	Owner    string   `json:"owner,omitempty" jsonschema:"owner"`
+	Domain   string   `json:"domain,omitempty" jsonschema:"domain"`
+	Tags     []string `json:"tags,omitempty" jsonschema:"tags"`
+}
+
+func (r *assetRow) summary() AssetSummary {
+	return AssetSummary{ID: r.ID, Kind: r.Kind, Platform: r.Platform, Title: r.Title, Owner: r.Owner, Domain: r.Domain, Tags: r.Tags}
+}
+
+// LineageParams names the asset whose neighbours are wanted.
+type LineageParams struct {
+	Asset string `json:"asset" jsonschema:"asset id or unambiguous bare name"`
+}
+
+// Neighbor is an adjacent asset and the edge to or from it.
+type Neighbor struct {
+	Asset AssetSummary `json:"asset" jsonschema:"the neighbouring asset"`
+	Edge  Edge         `json:"edge" jsonschema:"the edge between them, with column lineage when known"`
+}
+
+// LineageResult is an asset with its direct upstream and downstream.
+type LineageResult struct {
+	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run"`
+	Upstream   []Neighbor `json:"upstream" jsonschema:"assets feeding this one"`
+	Downstream []Neighbor `json:"downstream" jsonschema:"assets this one feeds"`
+	Summary    string     `json:"summary" jsonschema:"short text for a person"`
+}
+
+// GetLineage returns an asset and its direct neighbours, read fresh from
+// the store.
+func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult, error) {
+	r, err := resolveAsset(ctx, g.db, p.Asset)
+	if err != nil {
+		return nil, err
+	}
+	row, err := loadAsset(ctx, g.db, r.seq)
+	if err != nil {
+		return nil, err
+	}
+	res := &LineageResult{Asset: row.asset()}
+	if err := g.fillAsset(ctx, r.seq, &res.Asset); err != nil {
+		return nil, err
+	}
+	if res.Upstream, err = neighbors(ctx, g.db, r.seq, true); err != nil {
+		return nil, err
+	}
+	if res.Downstream, err = neighbors(ctx, g.db, r.seq, false); err != nil {
+		return nil, err
+	}
+	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, len(res.Upstream), len(res.Downstream))
+	if row.Owner != "" {
+		res.Summary += " Owner: " + row.Owner + "."
+	}
+	if !res.Asset.NextRun.IsZero() {
+		res.Summary += " Next run: " + res.Asset.NextRun.Format("2006-01-02 15:04 MST") + "."
+	}
+	return res, nil
+}
+
+// fillAsset adds the aliases and the next run to an asset read from a row.
+func (g *Graph) fillAsset(ctx context.Context, seq int64, a *Asset) error {
+	rows, err := g.db.QueryContext(ctx, "SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND alias <> ? ORDER BY alias", seq, a.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		a.Aliases = append(a.Aliases, s)
+	}
+	if a.Schedule != nil {
+		if next, err := a.Schedule.NextRun(g.clock.Now()); err == nil {
+			a.NextRun = next
+		}
+	}
+	return rows.Err()
+}
+
+func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neighbor, error) {
+	near := "to_seq"
+	if !up {
+		near = "from_seq"
+	}
+	rows, err := q.QueryContext(ctx, "SELECT from_seq, to_seq, kind, sources, last_seen_ms FROM lineage_edges WHERE "+near+" = ?", seq)
+	if err != nil {
+		return nil, err
+	}
+	type edgeRow struct {
+		from, to int64
+		kind     string
+		sources  string
+		last     int64
+	}
+	var edges []edgeRow
+	for rows.Next() {
+		var e edgeRow
+		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.last); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		edges = append(edges, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	seqs := []int64{seq}
+	for _, e := range edges {
+		if up {
+			seqs = append(seqs, e.from)
+		} else {
+			seqs = append(seqs, e.to)
+		}
+	}
+	assets, err := loadRows(ctx, q, seqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Neighbor, 0, len(edges))
+	for _, e := range edges {
+		other := e.to
+		if up {
+			other = e.from
+		}
+		fa, ta, oa := assets[e.from], assets[e.to], assets[other]
+		if fa == nil || ta == nil || oa == nil {
+			continue
+		}
+		cols, err := edgeColumns(ctx, q, e.from, e.to)
+		if err != nil {
+			return nil, err
+		}
+		edge := Edge{From: fa.ID, To: ta.ID, Kind: EdgeKind(e.kind), Columns: cols, LastSeen: store.FromMillis(e.last)}
+		for _, s := range strings.Split(e.sources, ",") {
+			if s != "" {
+				edge.Sources = append(edge.Sources, Source(s))
+			}
+		}
+		out = append(out, Neighbor{Asset: oa.summary(), Edge: edge})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Asset.ID < out[j].Asset.ID })
+	return out, nil
+}
+
+func edgeColumns(ctx context.Context, q store.Querier, from, to int64) ([]ColumnMapping, error) {
+	rows, err := q.QueryContext(ctx, "SELECT DISTINCT from_col, to_col FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? ORDER BY from_col, to_col", from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ColumnMapping
+	for rows.Next() {
+		var m ColumnMapping
+		if err := rows.Scan(&m.From, &m.To); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// SearchParams finds assets by words, kinds and tags.
+type SearchParams struct {
+	Query string   `json:"query,omitempty" jsonschema:"words to find in names, titles, descriptions, columns, tags, owners and domains; every word must match somewhere"`
+	Kinds []string `json:"kinds,omitempty" jsonschema:"only these kinds, e.g. dbt_model, dashboard, orchestrator_job"`
+	Tags  []string `json:"tags,omitempty" jsonschema:"only assets carrying all these tags, e.g. outbound, money"`
+	Limit int      `json:"limit,omitempty" jsonschema:"results to return (default 20, at most 500)"`
+}
+
+// SearchHit is an asset found by a search.
+type SearchHit struct {
+	AssetSummary
+	Score   int      `json:"score" jsonschema:"relevance, higher is better"`
+	Matched []string `json:"matched,omitempty" jsonschema:"where the words matched: name, title, column:<name>, tag:<tag>, description, owner, domain"`
+}
+
+// SearchResult lists the best matches.
+type SearchResult struct {
+	Assets    []SearchHit `json:"assets" jsonschema:"matching assets, best first"`
+	Total     int         `json:"total" jsonschema:"assets that matched before the limit"`
+	Truncated bool        `json:"truncated" jsonschema:"true when more assets matched than were scanned for ranking"`
+}
+
+const searchScanCap = 5000
+
+// SearchAssets ranks assets over their names, titles, descriptions,
+// columns and tags. Filtering happens in SQL with bound LIKE patterns;
+// ranking happens here.
+func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult, error) {
+	limit := 20
+	switch {
+	case p.Limit < 0 || p.Limit > 500:
+		return nil, fmt.Errorf("limit %d is out of range; use 1 to 500 (0 means 20)", p.Limit)
+	case p.Limit > 0:
+		limit = p.Limit
+	}
+	terms := strings.Fields(strings.ToLower(p.Query))
+	if len(terms) == 0 && len(p.Kinds) == 0 && len(p.Tags) == 0 {
+		return nil, fmt.Errorf("give a query, kinds or tags to search for")
+	}
+	var where []string
+	var args []any
+	if len(p.Kinds) > 0 {
+		var ks []string
+		for _, k := range p.Kinds {
+			kind, err := ParseKind(k)
+			if err != nil {
+				return nil, err
+			}
+			ks = append(ks, "?")
+			args = append(args, string(kind))
+		}
+		where = append(where, "kind IN ("+strings.Join(ks, ",")+")")
+	}
+	tags := normalizeTags(p.Tags)
+	for _, t := range tags {
+		where = append(where, `tags LIKE ? ESCAPE '\'`)
+		args = append(args, `%"`+likeEscape(t)+`"%`)
+	}
+	for _, t := range terms {
+		pat := "%" + likeEscape(t) + "%"
+		where = append(where, `(name_key LIKE ? ESCAPE '\' OR LOWER(id) LIKE ? ESCAPE '\' OR LOWER(title) LIKE ? ESCAPE '\'
+			OR LOWER(description) LIKE ? ESCAPE '\' OR LOWER(columns_json) LIKE ? ESCAPE '\' OR tags LIKE ? ESCAPE '\'
+			OR LOWER(owner) LIKE ? ESCAPE '\' OR LOWER(domain) LIKE ? ESCAPE '\')`)
+		for range 8 {
+			args = append(args, pat)
+		}
+	}
+	q := "SELECT " + assetCols + " FROM lineage_assets"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(" LIMIT %d", searchScanCap+1)
+	rows, err := g.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search assets: %w", err)
+	}
+	defer rows.Close()
+	res := &SearchResult{Assets: []SearchHit{}}
+	for rows.Next() {
+		r, err := scanAsset(rows)
+		if err != nil {
+			return nil, err
+		}
+		if res.Total == searchScanCap {
+			res.Truncated = true
+			break
+		}
+		score, matched := scoreAsset(r, terms)
+		if len(terms) > 0 && score == 0 {
+			continue
+		}
+		res.Total++
+		res.Assets = append(res.Assets, SearchHit{AssetSummary: r.summary(), Score: score, Matched: matched})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(res.Assets, func(i, j int) bool {
+		a, b := res.Assets[i], res.Assets[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		return a.ID < b.ID
+	})
+	if len(res.Assets) > limit {
+		res.Assets = res.Assets[:limit]
+	}
+	return res, nil
+}
+
+// scoreAsset weighs where each word matched: a name beats a title beats a
+// column or tag beats prose. A word that matches nowhere zeroes the score.
+func scoreAsset(r *assetRow, terms []string) (int, []string) {
+	total := 0
+	var matched []string
+	add := func(m string) {
+		for _, x := range matched {
+			if x == m {
+				return
+			}
+		}
+		matched = append(matched, m)
+	}
+	name := strings.ToLower(shortName(r.ID))
+	for _, t := range terms {
+		s := 0
+		switch {
+		case name == t:
+			s += 100
+			add("name")
+		case strings.HasPrefix(name, t):
+			s += 60
+			add("name")
+		case strings.Contains(name, t):
+			s += 40
+			add("name")
+		case strings.Contains(strings.ToLower(r.ID), t):
+			s += 25
+			add("id")
+		}
+		if title := strings.ToLower(r.Title); title != "" && strings.Contains(title, t) {
+			s += 30
+			add("title")
+		}
+		for _, c := range r.Columns {
+			lc := strings.ToLower(c.Name)
+			if lc == t {
+				s += 20
+				add("column:" + c.Name)
+			} else if strings.Contains(lc, t) {
+				s += 10
+				add("column:" + c.Name)
+			}
+		}
+		for _, tag := range r.Tags {
+			if tag == t {
+				s += 20
+				add("tag:" + tag)
+			} else if strings.Contains(tag, t) {
+				s += 8
+				add("tag:" + tag)
+			}
+		}
+		if strings.Contains(strings.ToLower(r.Description), t) {
+			s += 5
+			add("description")
+		}
+		if strings.Contains(strings.ToLower(r.Owner), t) {
+			s += 8
+			add("owner")
+		}
+		if strings.Contains(strings.ToLower(r.Domain), t) {
+			s += 8
+			add("domain")
+		}
+		if s == 0 {
+			return 0, nil
+		}
+		total += s
+	}
+	if len(terms) == 0 {
+		total = 1
+	}
+	return total, matched
+}
+
+// OwnersParams names the assets whose owners are wanted.
+type OwnersParams struct {
+	Assets []string `json:"assets" jsonschema:"asset ids or unambiguous bare names"`
+}
+
+// AssetOwner is who owns one asset. For an asset with no recorded owner the
+// nearest owned asset upstream is named, since its owner is usually the one
+// who can answer for the data.
+type AssetOwner struct {
+	Asset              string `json:"asset" jsonschema:"asset id"`
+	Owner              string `json:"owner,omitempty" jsonschema:"recorded owner"`
+	OwnerEmail         string `json:"owner_email,omitempty" jsonschema:"recorded owner's email"`
+	Domain             string `json:"domain,omitempty" jsonschema:"domain"`
+	UpstreamOwner      string `json:"upstream_owner,omitempty" jsonschema:"owner of the nearest owned asset upstream, when the asset has none"`
+	UpstreamOwnerAsset string `json:"upstream_owner_asset,omitempty" jsonschema:"the asset that owner owns"`
+}
+
+// OwnerGroup is one owner and the assets they own among those asked about.
+type OwnerGroup struct {
+	Owner  string   `json:"owner" jsonschema:"owner"`
+	Email  string   `json:"email,omitempty" jsonschema:"owner's email"`
+	Assets []string `json:"assets" jsonschema:"asset ids"`
+}
+
+// OwnersResult answers who owns a set of assets.
+type OwnersResult struct {
+	Assets  []AssetOwner `json:"assets" jsonschema:"one entry per asset asked about"`
+	ByOwner []OwnerGroup `json:"by_owner" jsonschema:"the same, grouped by recorded owner"`
+	Unowned []string     `json:"unowned,omitempty" jsonschema:"assets with no recorded owner"`
+}
+
+// Owners reports who owns each asset, grouped by owner.
+func (g *Graph) Owners(ctx context.Context, p OwnersParams) (*OwnersResult, error) {
+	if len(p.Assets) == 0 {
+		return nil, fmt.Errorf("assets: give at least one asset id or name")
+	}
+	var seqs []int64
+	for _, ref := range p.Assets {
+		r, err := resolveAsset(ctx, g.db, ref)
+		if err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, r.seq)
+	}
+	rows, err := loadRows(ctx, g.db, seqs)
+	if err != nil {
+		return nil, err
+	}
+	res := &OwnersResult{Assets: []AssetOwner{}, ByOwner: []OwnerGroup{}}
+	groups := map[string]*OwnerGroup{}
+	var idx *Index
+	for _, s := range seqs {
+		r := rows[s]
+		if r == nil {
+			continue
+		}
+		ao := AssetOwner{Asset: r.ID, Owner: r.Owner, OwnerEmail: r.OwnerEmail, Domain: r.Domain}
+		if r.Owner == "" {
+			res.Unowned = append(res.Unowned, r.ID)
+			if idx == nil {
+				if idx, err = g.Index(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if n, ok := idx.node(s); ok {
+				w := idx.bfs(ctx, []int32{n}, true, limits{maxDepth: 10, maxNodes: 10000, deadline: time.Now().Add(time.Second)})
+				for p := w.starts; p < len(w.order); p++ {
+					if o := idx.meta[w.order[p]].owner; o >= 0 {
+						ao.UpstreamOwner = idx.strs[o]
+						if up, err := loadRows(ctx, g.db, []int64{idx.seqs[w.order[p]]}); err == nil {
+							for _, u := range up {
+								ao.UpstreamOwnerAsset = u.ID
+							}
+						}
+						break
+					}
+				}
+			}
+		} else {
+			grp := groups[r.Owner]
+			if grp == nil {
+				grp = &OwnerGroup{Owner: r.Owner}
+				groups[r.Owner] = grp
+			}
+			if grp.Email == "" {
+				grp.Email = r.OwnerEmail
+			}
+			grp.Assets = append(grp.Assets, r.ID)
+		}
+		res.Assets = append(res.Assets, ao)
+	}
+	for _, grp := range groups {
+		res.ByOwner = append(res.ByOwner, *grp)
+	}
+	sort.Slice(res.ByOwner, func(i, j int) bool { return res.ByOwner[i].Owner < res.ByOwner[j].Owner })
+	return res, nil
+}

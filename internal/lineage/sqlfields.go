@@ -1,0 +1,188 @@
+package lineage
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// sqlKeywords are words SQLColumns never reports as columns: clauses,
+// operators, literals, types and the windowing words Flink SQL uses.
+var sqlKeywords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`select from where group by order having as and or not null is in on join left right
+		inner outer full cross union all distinct case when then else end insert into values update set delete create
+		table view with limit offset true false between like ilike interval hour hours minute minutes second seconds day
+		days month months year years week cast over partition rows range preceding following current row window
+		tumble hop cumulate session descriptor asc desc exists any some lateral unnest filter statement execute replace
+		temporary if overwrite using natural except intersect qualify fetch first next only nulls last bigint int integer
+		smallint tinyint double float real decimal numeric varchar char string text timestamp timestamp_ltz date time
+		boolean bytes binary varbinary array map row struct zone local at epoch of for system_time primary
+		enforced watermark to default materialized emit changes`) {
+		sqlKeywords[w] = true
+	}
+}
+
+// tableIntroducers are words after which a table name (and optional alias)
+// follows, not a column.
+var tableIntroducers = map[string]bool{"from": true, "join": true, "into": true, "update": true, "table": true}
+
+type sqlToken struct {
+	text   string
+	quoted bool
+	punct  byte // non-zero for punctuation: ( ) , . ; and operators
+}
+
+func tokenizeSQL(s string) []sqlToken {
+	var out []sqlToken
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '-' && i+1 < len(s) && s[i+1] == '-':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			j := strings.Index(s[i+2:], "*/")
+			if j < 0 {
+				return out
+			}
+			i += j + 4
+		case c == '\'':
+			i++
+			for i < len(s) {
+				if s[i] == '\'' {
+					if i+1 < len(s) && s[i+1] == '\'' {
+						i += 2
+						continue
+					}
+					break
+				}
+				i++
+			}
+			i++
+			out = append(out, sqlToken{punct: '\''}) // a string literal
+		case c == '"' || c == '`':
+			j := strings.IndexByte(s[i+1:], c)
+			if j < 0 {
+				return out
+			}
+			out = append(out, sqlToken{text: s[i+1 : i+1+j], quoted: true})
+			i += j + 2
+		case c == '_' || c < 128 && unicode.IsLetter(rune(c)):
+			j := i
+			for j < len(s) && (s[j] == '_' || s[j] == '$' || s[j] < 128 && (unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j])))) {
+				j++
+			}
+			out = append(out, sqlToken{text: s[i:j]})
+			i = j
+		case c < 128 && unicode.IsSpace(rune(c)):
+			i++
+		case c >= '0' && c <= '9':
+			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+				i++
+			}
+			out = append(out, sqlToken{punct: '0'})
+		default:
+			out = append(out, sqlToken{punct: c})
+			i++
+		}
+	}
+	return out
+}
+
+// SQLColumns extracts the column identifiers a simple SQL statement
+// mentions: words that are not keywords, not function names, not table
+// names after FROM/JOIN/INTO/TABLE, not aliases after AS, with qualified
+// names (t.col) reduced to the column. It is a heuristic for the fields a
+// stream job reads; callers narrow it with the input's known columns.
+func SQLColumns(sqlText string) []string {
+	toks := tokenizeSQL(sqlText)
+	set := map[string]bool{}
+	word := func(i int) (string, bool) {
+		if i < 0 || i >= len(toks) || toks[i].punct != 0 {
+			return "", false
+		}
+		return toks[i].text, true
+	}
+	isKW := func(i int) bool {
+		w, ok := word(i)
+		return ok && !toks[i].quoted && sqlKeywords[strings.ToLower(w)]
+	}
+	for i := 0; i < len(toks); i++ {
+		w, ok := word(i)
+		if !ok {
+			continue
+		}
+		lw := strings.ToLower(w)
+		if !toks[i].quoted && tableIntroducers[lw] {
+			// Skip the table name (dotted) and an optional alias, unless
+			// the introducer opens a function or subquery: TABLE(...), FROM (...).
+			j := i + 1
+			if j < len(toks) && toks[j].punct == '(' || isKW(j) {
+				continue
+			}
+			for j < len(toks) && toks[j].punct == 0 {
+				j++
+				if j < len(toks) && toks[j].punct == '.' {
+					j++
+					continue
+				}
+				break
+			}
+			if _, ok := word(j); ok && !isKW(j) {
+				j++ // alias without AS
+			} else if isKW(j) && strings.EqualFold(toks[j].text, "as") {
+				j += 2
+			}
+			i = j - 1
+			continue
+		}
+		if !toks[i].quoted && sqlKeywords[lw] {
+			continue
+		}
+		if i+1 < len(toks) && toks[i+1].punct == '(' {
+			continue // a function
+		}
+		if i > 0 && toks[i-1].punct == 0 && strings.EqualFold(toks[i-1].text, "as") && !toks[i-1].quoted {
+			continue // an output alias, not something read
+		}
+		if i+1 < len(toks) && toks[i+1].punct == '.' {
+			continue // a qualifier; the column follows the dot
+		}
+		set[w] = true
+	}
+	out := make([]string, 0, len(set))
+	for w := range set {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SQLMentions returns the known columns a SQL statement mentions anywhere
+// as an identifier, keywords included (a column may be called "date"), but
+// not as an output alias. With the input's columns known this is exact
+// where SQLColumns has to guess.
+func SQLMentions(sqlText string, columns []string) []string {
+	toks := tokenizeSQL(sqlText)
+	words := map[string]bool{}
+	for i, t := range toks {
+		if t.punct != 0 {
+			continue
+		}
+		if i > 0 && toks[i-1].punct == 0 && !toks[i-1].quoted && strings.EqualFold(toks[i-1].text, "as") {
+			continue
+		}
+		words[strings.ToLower(t.text)] = true
+	}
+	var out []string
+	for _, c := range columns {
+		if words[strings.ToLower(c)] {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

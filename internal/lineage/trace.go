@@ -1,0 +1,252 @@
+package lineage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Trace directions.
+const (
+	DirectionUp   = "up"
+	DirectionDown = "down"
+	DirectionBoth = "both"
+)
+
+const (
+	defaultTraceDepth = 10
+	defaultMaxPaths   = 20
+)
+
+// TraceParams asks for the paths through an asset across platforms.
+type TraceParams struct {
+	Asset     string `json:"asset" jsonschema:"asset id or unambiguous bare name to trace from"`
+	Direction string `json:"direction,omitempty" jsonschema:"up (where the data comes from), down (where it goes) or both (default)"`
+	MaxDepth  int    `json:"max_depth,omitempty" jsonschema:"hops to follow each way (default 10)"`
+	MaxAssets int    `json:"max_assets,omitempty" jsonschema:"stop after reaching this many assets each way (default 10000)"`
+	MaxPaths  int    `json:"max_paths,omitempty" jsonschema:"paths listed each way, longest first (default 20)"`
+	Timeout   string `json:"timeout,omitempty" jsonschema:"time budget as a duration, e.g. 2s (default 5s)"`
+}
+
+// TraceNode is an asset on a trace.
+type TraceNode struct {
+	ID       string `json:"id" jsonschema:"asset id"`
+	Kind     Kind   `json:"kind" jsonschema:"asset kind"`
+	Platform string `json:"platform" jsonschema:"platform"`
+	Title    string `json:"title,omitempty" jsonschema:"display name"`
+	Owner    string `json:"owner,omitempty" jsonschema:"owner"`
+	Distance int    `json:"distance" jsonschema:"hops from the traced asset: negative upstream, positive downstream"`
+}
+
+// TraceEdge is an edge between two assets on a trace.
+type TraceEdge struct {
+	From string   `json:"from" jsonschema:"upstream asset id"`
+	To   string   `json:"to" jsonschema:"downstream asset id"`
+	Kind EdgeKind `json:"kind" jsonschema:"edge kind"`
+}
+
+// TracePath is one chain of assets, upstream first.
+type TracePath struct {
+	Assets    []string `json:"assets" jsonschema:"asset ids in the order data flows"`
+	Platforms []string `json:"platforms" jsonschema:"the platforms crossed, in order, without repeats in a row"`
+}
+
+// TraceResult is the lineage around an asset, across platforms.
+type TraceResult struct {
+	Asset        string      `json:"asset" jsonschema:"the traced asset's id"`
+	Direction    string      `json:"direction" jsonschema:"up, down or both"`
+	Nodes        []TraceNode `json:"nodes" jsonschema:"assets reached, upstream first"`
+	Edges        []TraceEdge `json:"edges" jsonschema:"edges among the assets reached"`
+	Upstream     []TracePath `json:"upstream,omitempty" jsonschema:"paths from the furthest sources to the asset"`
+	Downstream   []TracePath `json:"downstream,omitempty" jsonschema:"paths from the asset to the furthest consumers"`
+	Platforms    []string    `json:"platforms" jsonschema:"every platform on the trace"`
+	Partial      bool        `json:"partial" jsonschema:"true when a budget stopped the walk"`
+	Budget       string      `json:"budget,omitempty" jsonschema:"the budget that stopped it: depth, size or time"`
+	GraphVersion int64       `json:"graph_version" jsonschema:"graph version the answer was computed on"`
+	Summary      string      `json:"summary" jsonschema:"short text for a person"`
+}
+
+// Trace follows an asset's lineage up, down or both ways across platforms
+// (a Kafka topic, the Flink job reading it, the table it lands in, the dbt
+// models on top, the dashboards and reverse-ETL syncs reading those) and
+// returns the assets, the edges between them and the longest paths.
+func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) {
+	dir := strings.ToLower(strings.TrimSpace(p.Direction))
+	if dir == "" {
+		dir = DirectionBoth
+	}
+	if dir != DirectionUp && dir != DirectionDown && dir != DirectionBoth {
+		return nil, fmt.Errorf("direction %q is not valid; use up, down or both", p.Direction)
+	}
+	lim, err := traversalLimits(p.MaxDepth, p.MaxAssets, p.Timeout, defaultTraceDepth)
+	if err != nil {
+		return nil, err
+	}
+	maxPaths := defaultMaxPaths
+	switch {
+	case p.MaxPaths < 0 || p.MaxPaths > 1000:
+		return nil, fmt.Errorf("max_paths %d is out of range; use 1 to 1000 (0 means the default %d)", p.MaxPaths, defaultMaxPaths)
+	case p.MaxPaths > 0:
+		maxPaths = p.MaxPaths
+	}
+	idx, start, r, err := g.start(ctx, p.Asset)
+	if err != nil {
+		return nil, err
+	}
+	res := &TraceResult{Asset: r.id, Direction: dir, GraphVersion: idx.Version,
+		Nodes: []TraceNode{}, Edges: []TraceEdge{}, Platforms: []string{}}
+	var up, down *walk
+	if dir != DirectionDown {
+		up = idx.bfs(ctx, []int32{start}, true, lim)
+	}
+	if dir != DirectionUp {
+		down = idx.bfs(ctx, []int32{start}, false, lim)
+	}
+	for _, w := range []*walk{up, down} {
+		if w != nil && w.budget != "" {
+			res.Partial, res.Budget = true, w.budget
+		}
+	}
+	// Every node on the trace, with its signed distance.
+	dist := map[int32]int{start: 0}
+	order := []int32{start}
+	if up != nil {
+		for p := up.starts; p < len(up.order); p++ {
+			dist[up.order[p]] = -int(up.distance(int32(p)))
+			order = append(order, up.order[p])
+		}
+	}
+	if down != nil {
+		for p := down.starts; p < len(down.order); p++ {
+			if _, seen := dist[down.order[p]]; !seen {
+				order = append(order, down.order[p])
+			}
+			dist[down.order[p]] = int(down.distance(int32(p)))
+		}
+	}
+	seqs := make([]int64, len(order))
+	for i, n := range order {
+		seqs[i] = idx.seqs[n]
+	}
+	rows, err := loadListRows(ctx, g.db, seqs)
+	if err != nil {
+		return nil, err
+	}
+	idOf := func(n int32) string {
+		if r, ok := rows[idx.seqs[n]]; ok {
+			return r.ID
+		}
+		return fmt.Sprintf("#%d", idx.seqs[n])
+	}
+	platformOf := func(n int32) string {
+		if r, ok := rows[idx.seqs[n]]; ok {
+			return r.Platform
+		}
+		return ""
+	}
+	platforms := map[string]bool{}
+	for _, n := range order {
+		r, ok := rows[idx.seqs[n]]
+		if !ok {
+			continue
+		}
+		res.Nodes = append(res.Nodes, TraceNode{ID: r.ID, Kind: r.Kind, Platform: r.Platform, Title: r.Title, Owner: r.Owner, Distance: dist[n]})
+		platforms[r.Platform] = true
+	}
+	sort.SliceStable(res.Nodes, func(i, j int) bool {
+		if res.Nodes[i].Distance != res.Nodes[j].Distance {
+			return res.Nodes[i].Distance < res.Nodes[j].Distance
+		}
+		return res.Nodes[i].ID < res.Nodes[j].ID
+	})
+	for pl := range platforms {
+		res.Platforms = append(res.Platforms, pl)
+	}
+	sort.Strings(res.Platforms)
+	for _, u := range order {
+		for e := idx.outOff[u]; e < idx.outOff[u+1]; e++ {
+			v := idx.outDst[e]
+			if _, ok := dist[v]; ok {
+				res.Edges = append(res.Edges, TraceEdge{From: idOf(u), To: idOf(v), Kind: EdgeKinds[idx.outKind[e]]})
+			}
+		}
+	}
+	if up != nil {
+		res.Upstream = tracePaths(up, true, maxPaths, idOf, platformOf)
+	}
+	if down != nil {
+		res.Downstream = tracePaths(down, false, maxPaths, idOf, platformOf)
+	}
+	res.Summary = traceSummary(res)
+	return res, nil
+}
+
+// tracePaths lists paths from the start to the ends of a walk (nodes with
+// nothing further to follow), longest and most cross-platform first.
+func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) string) []TracePath {
+	hasChild := make([]bool, len(w.order))
+	for p := w.starts; p < len(w.order); p++ {
+		hasChild[w.parent[p]] = true
+	}
+	var ends []int32
+	for p := w.starts; p < len(w.order); p++ {
+		if !hasChild[p] {
+			ends = append(ends, int32(p))
+		}
+	}
+	var out []TracePath
+	for _, p := range ends {
+		nodes := w.path(p)
+		if up {
+			for i, j := 0, len(nodes)-1; i < j; i, j = i+1, j-1 {
+				nodes[i], nodes[j] = nodes[j], nodes[i]
+			}
+		}
+		tp := TracePath{}
+		for _, n := range nodes {
+			tp.Assets = append(tp.Assets, idOf(n))
+			if pl := platformOf(n); len(tp.Platforms) == 0 || tp.Platforms[len(tp.Platforms)-1] != pl {
+				tp.Platforms = append(tp.Platforms, pl)
+			}
+		}
+		out = append(out, tp)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].Platforms) != len(out[j].Platforms) {
+			return len(out[i].Platforms) > len(out[j].Platforms)
+		}
+		if len(out[i].Assets) != len(out[j].Assets) {
+			return len(out[i].Assets) > len(out[j].Assets)
+		}
+		return strings.Join(out[i].Assets, ">") < strings.Join(out[j].Assets, ">")
+	})
+	if len(out) > maxPaths {
+		out = out[:maxPaths]
+	}
+	return out
+}
+
+func traceSummary(r *TraceResult) string {
+	var b strings.Builder
+	up, down := 0, 0
+	for _, n := range r.Nodes {
+		switch {
+		case n.Distance < 0:
+			up++
+		case n.Distance > 0:
+			down++
+		}
+	}
+	fmt.Fprintf(&b, "%s: %d asset(s) upstream, %d downstream, across %s.", r.Asset, up, down, strings.Join(r.Platforms, ", "))
+	if len(r.Upstream) > 0 && len(r.Upstream[0].Assets) > 1 {
+		fmt.Fprintf(&b, " Longest upstream: %s.", strings.Join(r.Upstream[0].Assets, " -> "))
+	}
+	if len(r.Downstream) > 0 && len(r.Downstream[0].Assets) > 1 {
+		fmt.Fprintf(&b, " Longest downstream: %s.", strings.Join(r.Downstream[0].Assets, " -> "))
+	}
+	if r.Partial {
+		fmt.Fprintf(&b, " PARTIAL: the %s budget stopped the walk.", r.Budget)
+	}
+	return b.String()
+}

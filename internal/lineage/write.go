@@ -1,0 +1,736 @@
+package lineage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// assetInput is what one ingestion says about one asset. Names are every
+// canonical name it knows the asset by (ID among them); Weak are partial
+// names (schema.table) that link it to an asset named without a database
+// only when that is unambiguous.
+type assetInput struct {
+	ID          string
+	Names       []string
+	Weak        []string
+	Kind        Kind
+	Platform    string
+	Title       string
+	Owner       string
+	OwnerEmail  string
+	Domain      string
+	Description string
+	URL         string
+	SQL         string
+	Tags        []string
+	RemoveTags  []string
+	Schedule    *Schedule
+	Columns     []Column
+	Source      Source
+	// KindIfNew is the kind guessed from the id's platform, used only when
+	// the asset is new: a guess never overrides what a source said.
+	KindIfNew Kind
+}
+
+// assetRow is a stored asset.
+type assetRow struct {
+	Seq         int64
+	ID          string
+	Title       string
+	Kind        Kind
+	Platform    string
+	Owner       string
+	OwnerEmail  string
+	Domain      string
+	Description string
+	Tags        []string
+	Cron        string
+	Timezone    string
+	Columns     []Column
+	SQL         string
+	URL         string
+	Sources     []string
+	FirstSeen   int64
+	LastSeen    int64
+}
+
+func (r *assetRow) flags() uint8 {
+	f := tagFlags(r.Tags)
+	if r.Cron != "" {
+		f |= flagScheduled
+	}
+	return f
+}
+
+// same reports whether two rows hold the same graph facts; last-seen times
+// are bookkeeping and don't count as a change.
+func (r *assetRow) same(o *assetRow) bool {
+	return r.ID == o.ID && r.Title == o.Title && r.Kind == o.Kind && r.Platform == o.Platform &&
+		r.Owner == o.Owner && r.OwnerEmail == o.OwnerEmail && r.Domain == o.Domain &&
+		r.Description == o.Description && slices.Equal(r.Tags, o.Tags) && r.Cron == o.Cron &&
+		r.Timezone == o.Timezone && slices.Equal(r.Columns, o.Columns) && r.SQL == o.SQL &&
+		r.URL == o.URL && slices.Equal(r.Sources, o.Sources)
+}
+
+const assetCols = `seq, id, title, kind, platform, owner, owner_email, domain, description, tags, cron, timezone, columns_json, sql_text, url, sources, first_seen_ms, last_seen_ms`
+
+func scanAsset(sc interface{ Scan(...any) error }) (*assetRow, error) {
+	var r assetRow
+	var kind, tags, cols, sources string
+	if err := sc.Scan(&r.Seq, &r.ID, &r.Title, &kind, &r.Platform, &r.Owner, &r.OwnerEmail, &r.Domain,
+		&r.Description, &tags, &r.Cron, &r.Timezone, &cols, &r.SQL, &r.URL, &sources, &r.FirstSeen, &r.LastSeen); err != nil {
+		return nil, err
+	}
+	r.Kind = Kind(kind)
+	if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+		return nil, fmt.Errorf("asset %s: stored tags: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(cols), &r.Columns); err != nil {
+		return nil, fmt.Errorf("asset %s: stored columns: %w", r.ID, err)
+	}
+	if sources != "" {
+		r.Sources = strings.Split(sources, ",")
+	}
+	return &r, nil
+}
+
+func loadAsset(ctx context.Context, q store.Querier, seq int64) (*assetRow, error) {
+	r, err := scanAsset(q.QueryRowContext(ctx, "SELECT "+assetCols+" FROM lineage_assets WHERE seq = ?", seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("asset #%d: %w", seq, store.ErrNotFound)
+	}
+	return r, err
+}
+
+func (r *assetRow) asset() Asset {
+	a := Asset{
+		ID: r.ID, Kind: r.Kind, Platform: r.Platform, Name: shortName(r.ID), Title: r.Title,
+		Owner: r.Owner, OwnerEmail: r.OwnerEmail, Domain: r.Domain, Description: r.Description,
+		Tags: r.Tags, Columns: r.Columns, SQL: r.SQL, URL: r.URL,
+		FirstSeen: store.FromMillis(r.FirstSeen), LastSeen: store.FromMillis(r.LastSeen),
+	}
+	if r.Cron != "" {
+		a.Schedule = &Schedule{Cron: r.Cron, Timezone: r.Timezone}
+	}
+	for _, s := range r.Sources {
+		a.Sources = append(a.Sources, Source(s))
+	}
+	return a
+}
+
+// ImportStats counts what a write changed.
+type ImportStats struct {
+	AssetsCreated int      `json:"assets_created" jsonschema:"assets new to the graph"`
+	AssetsUpdated int      `json:"assets_updated" jsonschema:"existing assets whose facts changed"`
+	AssetsMerged  int      `json:"assets_merged,omitempty" jsonschema:"assets found to be another asset under a different name and folded into it"`
+	EdgesCreated  int      `json:"edges_created" jsonschema:"edges new to the graph"`
+	EdgesUpdated  int      `json:"edges_updated" jsonschema:"existing edges whose kind, sources or column lineage changed"`
+	Unchanged     bool     `json:"unchanged" jsonschema:"true when the graph already held everything (an idempotent re-import)"`
+	GraphVersion  int64    `json:"graph_version" jsonschema:"graph version after the write"`
+	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why"`
+}
+
+// writer applies ingested facts inside one store transaction.
+type writer struct {
+	ctx     context.Context
+	tx      *store.Tx
+	now     int64
+	changed bool
+	stats   ImportStats
+}
+
+// write runs fn in a transaction and bumps the graph version when it
+// changed anything, so every agent's index reloads.
+func (g *Graph) write(ctx context.Context, fn func(w *writer) error) (ImportStats, error) {
+	var stats ImportStats
+	err := g.db.InTx(ctx, func(tx *store.Tx) error {
+		w := &writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
+		if err := fn(w); err != nil {
+			return err
+		}
+		if w.changed {
+			if _, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1, updated_ms = ? WHERE id = 1", w.now); err != nil {
+				return fmt.Errorf("bump graph version: %w", err)
+			}
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT version FROM lineage_version WHERE id = 1").Scan(&w.stats.GraphVersion); err != nil {
+			return fmt.Errorf("read graph version: %w", err)
+		}
+		w.stats.Unchanged = !w.changed
+		stats = w.stats
+		return nil
+	})
+	return stats, err
+}
+
+func bindVars(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// lookupAliases returns alias -> (seq, weak) for the names present.
+func (w *writer) lookupAliases(names []string) (map[string]aliasHit, error) {
+	out := map[string]aliasHit{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	rows, err := w.tx.QueryContext(w.ctx, "SELECT alias, asset_seq, weak FROM lineage_aliases WHERE alias IN ("+bindVars(len(names))+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		var h aliasHit
+		if err := rows.Scan(&a, &h.seq, &h.weak); err != nil {
+			return nil, err
+		}
+		out[a] = h
+	}
+	return out, rows.Err()
+}
+
+type aliasHit struct {
+	seq  int64
+	weak int
+}
+
+// conflictsWithWeak reports whether asset seq already carries a full name
+// on the same platform that shares our partial name but not our full names:
+// then the partial name is someone else's table, not ours.
+func (w *writer) conflictsWithWeak(seq int64, in *assetInput) (bool, error) {
+	rows, err := w.tx.QueryContext(w.ctx, "SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND weak = 0", seq)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	ours := map[string]bool{}
+	for _, n := range in.Names {
+		ours[n] = true
+	}
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return false, err
+		}
+		if ours[a] {
+			continue
+		}
+		if wk := weakOf(a); wk != "" && slices.Contains(in.Weak, wk) {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
+}
+
+// upsertAsset finds the asset the input describes (through any of its
+// names), creates it when new, folds in the new facts and registers the
+// names. It returns the asset's seq.
+func (w *writer) upsertAsset(in *assetInput) (int64, error) {
+	if in.ID == "" {
+		return 0, errors.New("asset id is empty")
+	}
+	if !slices.Contains(in.Names, in.ID) {
+		in.Names = append([]string{in.ID}, in.Names...)
+	}
+	in.Weak = slices.DeleteFunc(slices.Clone(in.Weak), func(s string) bool { return s == "" || slices.Contains(in.Names, s) })
+	hits, err := w.lookupAliases(append(slices.Clone(in.Names), in.Weak...))
+	if err != nil {
+		return 0, fmt.Errorf("look up asset %s: %w", in.ID, err)
+	}
+	var found []int64
+	for _, n := range in.Names {
+		if h, ok := hits[n]; ok && h.seq > 0 && !slices.Contains(found, h.seq) {
+			found = append(found, h.seq)
+		}
+	}
+	if len(found) == 0 {
+		var cands []int64
+		for _, n := range in.Weak {
+			if h, ok := hits[n]; ok && h.seq > 0 && !slices.Contains(cands, h.seq) {
+				cands = append(cands, h.seq)
+			}
+		}
+		for _, c := range cands {
+			bad, err := w.conflictsWithWeak(c, in)
+			if err != nil {
+				return 0, err
+			}
+			if !bad {
+				found = append(found, c)
+			}
+		}
+		if len(found) > 1 {
+			found = nil // several tables share the partial name: link none
+		}
+	}
+	var seq int64
+	switch len(found) {
+	case 0:
+		seq, err = w.insertAsset(in)
+		if err != nil {
+			return 0, err
+		}
+	default:
+		orig, merged, err := w.mergeInto(found)
+		if err != nil {
+			return 0, err
+		}
+		seq = orig.Seq
+		applyInput(merged, in)
+		if !merged.same(orig) {
+			if err := w.saveAsset(merged); err != nil {
+				return 0, err
+			}
+		} else if orig.LastSeen != w.now {
+			if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_assets SET last_seen_ms = ? WHERE seq = ?", w.now, seq); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := w.registerAliases(seq, in); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func (w *writer) insertAsset(in *assetInput) (int64, error) {
+	r := &assetRow{ID: in.ID, FirstSeen: w.now, LastSeen: w.now, Kind: in.KindIfNew}
+	applyInput(r, in)
+	if r.Kind == "" {
+		r.Kind = KindDataset
+	}
+	if r.Platform == "" {
+		r.Platform, _, _ = SplitID(r.ID)
+	}
+	var seq int64
+	err := w.tx.QueryRowContext(w.ctx, `INSERT INTO lineage_assets (id, name, name_key, title, kind, platform, owner, owner_email,
+		domain, description, tags, flags, cron, timezone, columns_json, sql_text, url, sources, first_seen_ms, last_seen_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
+		r.Domain, r.Description, mustJSON(r.Tags), int(r.flags()), r.Cron, r.Timezone, mustJSON(r.Columns), r.SQL, r.URL,
+		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("insert asset %s: %w", in.ID, err)
+	}
+	w.changed = true
+	w.stats.AssetsCreated++
+	return seq, nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only slices of strings and Columns reach here
+	}
+	if string(b) == "null" {
+		return "[]"
+	}
+	return string(b)
+}
+
+// applyInput folds an ingestion's facts into a row. The last non-empty
+// value wins for single facts; tags and columns accumulate; a kind only
+// moves to one that says more (a table stays a dbt model once dbt says so).
+func applyInput(r *assetRow, in *assetInput) {
+	newRank, oldRank := kindRank(in.Kind), kindRank(r.Kind)
+	if in.Kind != "" && (r.Kind == "" || newRank >= oldRank) {
+		if newRank == 3 && oldRank < 3 && r.ID != "" && in.ID != "" {
+			// dbt nodes are known by their dbt id; the table name stays an alias.
+			r.ID = in.ID
+		}
+		r.Kind = in.Kind
+	}
+	if in.Platform != "" && (r.Platform == "" || newRank >= oldRank) {
+		r.Platform = in.Platform
+	}
+	set := func(dst *string, v string) {
+		if v = strings.TrimSpace(v); v != "" {
+			*dst = v
+		}
+	}
+	set(&r.Title, in.Title)
+	set(&r.Owner, in.Owner)
+	set(&r.OwnerEmail, in.OwnerEmail)
+	set(&r.Domain, in.Domain)
+	set(&r.Description, in.Description)
+	set(&r.URL, in.URL)
+	set(&r.SQL, in.SQL)
+	if in.Schedule != nil && strings.TrimSpace(in.Schedule.Cron) != "" {
+		r.Cron = strings.TrimSpace(in.Schedule.Cron)
+		r.Timezone = strings.TrimSpace(in.Schedule.Timezone)
+	}
+	tags := normalizeTags(append(slices.Clone(r.Tags), in.Tags...))
+	if len(in.RemoveTags) > 0 {
+		rm := normalizeTags(in.RemoveTags)
+		tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(rm, t) })
+	}
+	r.Tags = tags
+	r.Columns = mergeColumns(r.Columns, in.Columns)
+	if in.Source != "" && !slices.Contains(r.Sources, string(in.Source)) {
+		r.Sources = append(slices.Clone(r.Sources), string(in.Source))
+		sort.Strings(r.Sources)
+	}
+}
+
+// mergeColumns keeps existing columns in order, refreshes their type and
+// description from the new list and appends new ones.
+func mergeColumns(old, add []Column) []Column {
+	out := slices.Clone(old)
+	for _, c := range add {
+		c.Name = strings.TrimSpace(c.Name)
+		if c.Name == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o Column) bool { return strings.EqualFold(o.Name, c.Name) })
+		if i < 0 {
+			out = append(out, c)
+			continue
+		}
+		if c.Type != "" {
+			out[i].Type = c.Type
+		}
+		if c.Description != "" {
+			out[i].Description = c.Description
+		}
+	}
+	return out
+}
+
+func (w *writer) saveAsset(r *assetRow) error {
+	_, err := w.tx.ExecContext(w.ctx, `UPDATE lineage_assets SET id = ?, name = ?, name_key = ?, title = ?, kind = ?, platform = ?,
+		owner = ?, owner_email = ?, domain = ?, description = ?, tags = ?, flags = ?, cron = ?, timezone = ?, columns_json = ?,
+		sql_text = ?, url = ?, sources = ?, first_seen_ms = ?, last_seen_ms = ? WHERE seq = ?`,
+		r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
+		r.Domain, r.Description, mustJSON(r.Tags), int(r.flags()), r.Cron, r.Timezone, mustJSON(r.Columns), r.SQL, r.URL,
+		strings.Join(r.Sources, ","), r.FirstSeen, w.now, r.Seq)
+	if err != nil {
+		return fmt.Errorf("update asset %s: %w", r.ID, err)
+	}
+	w.changed = true
+	w.stats.AssetsUpdated++
+	return nil
+}
+
+// registerAliases points every strong name at seq and records the partial
+// names, marking a partial name two assets share as ambiguous (seq 0).
+func (w *writer) registerAliases(seq int64, in *assetInput) error {
+	for _, n := range in.Names {
+		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 0)
+			ON CONFLICT (alias) DO UPDATE SET asset_seq = excluded.asset_seq, weak = 0
+			WHERE lineage_aliases.asset_seq <> excluded.asset_seq OR lineage_aliases.weak <> 0`, n, seq)
+		if err != nil {
+			return fmt.Errorf("register name %s: %w", n, err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			w.changed = true
+		}
+	}
+	for _, n := range in.Weak {
+		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 1)
+			ON CONFLICT (alias) DO UPDATE SET asset_seq = 0
+			WHERE lineage_aliases.weak = 1 AND lineage_aliases.asset_seq <> excluded.asset_seq AND lineage_aliases.asset_seq <> 0`, n, seq)
+		if err != nil {
+			return fmt.Errorf("register partial name %s: %w", n, err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			w.changed = true
+		}
+	}
+	return nil
+}
+
+// mergeInto folds several assets that turned out to be one into the one
+// that says most (a dbt node over a table, then the oldest), re-pointing
+// names, edges and column lineage. It returns the survivor as stored and
+// the survivor with the others' facts folded in, not yet saved.
+func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
+	rows := make([]*assetRow, 0, len(seqs))
+	for _, s := range seqs {
+		r, err := loadAsset(w.ctx, w.tx, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if a, b := kindRank(rows[i].Kind), kindRank(rows[j].Kind); a != b {
+			return a > b
+		}
+		return rows[i].Seq < rows[j].Seq
+	})
+	keep := rows[0]
+	m := *keep
+	for _, d := range rows[1:] {
+		// The dropped asset fills gaps; the survivor's own facts win.
+		applyInput(&m, &assetInput{Kind: d.Kind, Platform: d.Platform, Title: d.Title, Owner: d.Owner,
+			OwnerEmail: d.OwnerEmail, Domain: d.Domain, Description: d.Description, URL: d.URL, SQL: d.SQL, Tags: d.Tags,
+			Schedule: scheduleOf(d), Columns: d.Columns})
+		applyInput(&m, &assetInput{Kind: keep.Kind, Platform: keep.Platform, Title: keep.Title, Owner: keep.Owner,
+			OwnerEmail: keep.OwnerEmail, Domain: keep.Domain, Description: keep.Description, URL: keep.URL, SQL: keep.SQL,
+			Schedule: scheduleOf(keep)})
+		for _, s := range d.Sources {
+			if !slices.Contains(m.Sources, s) {
+				m.Sources = append(m.Sources, s)
+			}
+		}
+		sort.Strings(m.Sources)
+		if err := w.repoint(d.Seq, keep.Seq); err != nil {
+			return nil, nil, err
+		}
+		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_assets WHERE seq = ?", d.Seq); err != nil {
+			return nil, nil, err
+		}
+		w.stats.AssetsMerged++
+		w.changed = true
+	}
+	m.ID = keep.ID
+	m.FirstSeen = minFirstSeen(rows)
+	return keep, &m, nil
+}
+
+func minFirstSeen(rows []*assetRow) int64 {
+	m := rows[0].FirstSeen
+	for _, r := range rows {
+		m = min(m, r.FirstSeen)
+	}
+	return m
+}
+
+func scheduleOf(r *assetRow) *Schedule {
+	if r.Cron == "" {
+		return nil
+	}
+	return &Schedule{Cron: r.Cron, Timezone: r.Timezone}
+}
+
+// repoint moves names, edges and column lineage from asset drop to keep.
+func (w *writer) repoint(drop, keep int64) error {
+	if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_aliases SET asset_seq = ? WHERE asset_seq = ?", keep, drop); err != nil {
+		return err
+	}
+	type edgeRow struct {
+		from, to        int64
+		kind, sources   string
+		first, lastSeen int64
+	}
+	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms FROM lineage_edges WHERE from_seq = ? OR to_seq = ?", drop, drop)
+	if err != nil {
+		return err
+	}
+	var edges []edgeRow
+	for rows.Next() {
+		var e edgeRow
+		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.first, &e.lastSeen); err != nil {
+			rows.Close()
+			return err
+		}
+		edges = append(edges, e)
+	}
+	rows.Close()
+	remap := func(s int64) int64 {
+		if s == drop {
+			return keep
+		}
+		return s
+	}
+	for _, e := range edges {
+		nf, nt := remap(e.from), remap(e.to)
+		if nf != nt {
+			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (from_seq, to_seq) DO NOTHING`, nf, nt, e.kind, e.sources, e.first, e.lastSeen); err != nil {
+				return err
+			}
+			var cur string
+			if err := w.tx.QueryRowContext(w.ctx, "SELECT sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", nf, nt).Scan(&cur); err != nil {
+				return err
+			}
+			if merged := mergeSourceList(cur, e.sources); merged != cur {
+				if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET sources = ? WHERE from_seq = ? AND to_seq = ?", merged, nf, nt); err != nil {
+					return err
+				}
+			}
+			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source)
+				SELECT ?, ?, from_col, to_col, source FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ?
+				ON CONFLICT DO NOTHING`, nf, nt, e.from, e.to); err != nil {
+				return err
+			}
+		}
+		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
+			return err
+		}
+		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mergeSourceList(a, b string) string {
+	set := map[string]bool{}
+	for _, s := range strings.Split(a+","+b, ",") {
+		if s != "" {
+			set[s] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// edgeInput is what one ingestion says about one edge. Columns, when not
+// nil, replace the column lineage this source gave the edge before.
+type edgeInput struct {
+	From, To int64
+	Kind     EdgeKind
+	Source   Source
+	Columns  []ColumnMapping
+	// override lets a team's note correct the kind another source chose.
+	override bool
+}
+
+// upsertEdge records an edge; the first kind recorded stays unless a note
+// overrides it, so sources that name the same edge differently don't
+// flip it on every import.
+func (w *writer) upsertEdge(e edgeInput) error {
+	if e.From == e.To {
+		return nil
+	}
+	var kind, sources string
+	err := w.tx.QueryRowContext(w.ctx, "SELECT kind, sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.From, e.To).Scan(&kind, &sources)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
+			VALUES (?, ?, ?, ?, ?, ?)`, e.From, e.To, string(e.Kind), string(e.Source), w.now, w.now); err != nil {
+			return fmt.Errorf("insert edge: %w", err)
+		}
+		w.changed = true
+		w.stats.EdgesCreated++
+	case err != nil:
+		return fmt.Errorf("read edge: %w", err)
+	default:
+		newKind := kind
+		if e.override && e.Kind != "" {
+			newKind = string(e.Kind)
+		}
+		newSources := mergeSourceList(sources, string(e.Source))
+		if newKind != kind || newSources != sources {
+			if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET kind = ?, sources = ?, last_seen_ms = ? WHERE from_seq = ? AND to_seq = ?",
+				newKind, newSources, w.now, e.From, e.To); err != nil {
+				return err
+			}
+			w.changed = true
+			w.stats.EdgesUpdated++
+		} else if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET last_seen_ms = ? WHERE from_seq = ? AND to_seq = ? AND last_seen_ms <> ?",
+			w.now, e.From, e.To, w.now); err != nil {
+			return err
+		}
+	}
+	if e.Columns != nil {
+		return w.replaceEdgeColumns(e)
+	}
+	return nil
+}
+
+func (w *writer) replaceEdgeColumns(e edgeInput) error {
+	want := normalizeMappings(e.Columns)
+	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_col, to_col FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source))
+	if err != nil {
+		return err
+	}
+	var have []ColumnMapping
+	for rows.Next() {
+		var m ColumnMapping
+		if err := rows.Scan(&m.From, &m.To); err != nil {
+			rows.Close()
+			return err
+		}
+		have = append(have, m)
+	}
+	rows.Close()
+	if slices.Equal(normalizeMappings(have), want) {
+		return nil
+	}
+	if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source)); err != nil {
+		return err
+	}
+	for _, m := range want {
+		if _, err := w.tx.ExecContext(w.ctx, "INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source) VALUES (?, ?, ?, ?, ?)",
+			e.From, e.To, m.From, m.To, string(e.Source)); err != nil {
+			return err
+		}
+	}
+	w.changed = true
+	w.stats.EdgesUpdated++
+	return nil
+}
+
+func normalizeMappings(ms []ColumnMapping) []ColumnMapping {
+	out := make([]ColumnMapping, 0, len(ms))
+	for _, m := range ms {
+		m.From, m.To = strings.TrimSpace(m.From), strings.TrimSpace(m.To)
+		if m.From == "" {
+			continue
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].From != out[j].From {
+			return out[i].From < out[j].From
+		}
+		return out[i].To < out[j].To
+	})
+	return out
+}
+
+// kindOf reads a stored asset's kind, for default edge kinds.
+func (w *writer) kindOf(seq int64) (Kind, error) {
+	var k string
+	err := w.tx.QueryRowContext(w.ctx, "SELECT kind FROM lineage_assets WHERE seq = ?", seq).Scan(&k)
+	return Kind(k), err
+}
+
+// link records from -> to with the given kind, or one chosen from the two
+// assets' kinds when kind is "".
+func (w *writer) link(from, to int64, kind EdgeKind, src Source, cols []ColumnMapping, override bool) error {
+	if kind == "" {
+		fk, err := w.kindOf(from)
+		if err != nil {
+			return err
+		}
+		tk, err := w.kindOf(to)
+		if err != nil {
+			return err
+		}
+		kind = defaultEdgeKind(fk, tk)
+	}
+	return w.upsertEdge(edgeInput{From: from, To: to, Kind: kind, Source: src, Columns: cols, override: override})
+}
+
+// GraphVersion reads the store's graph version: it moves on every write
+// that changes the graph, so a process can tell cheaply that its index is
+// stale.
+func GraphVersion(ctx context.Context, q store.Querier) (int64, time.Time, error) {
+	var v, ms int64
+	if err := q.QueryRowContext(ctx, "SELECT version, updated_ms FROM lineage_version WHERE id = 1").Scan(&v, &ms); err != nil {
+		return 0, time.Time{}, fmt.Errorf("read lineage graph version: %w", err)
+	}
+	return v, store.FromMillis(ms), nil
+}

@@ -1,0 +1,78 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Boom bool   `json:"boom,omitempty" jsonschema:"panic instead of answering"`
+	Word string `json:"word" jsonschema:"what to echo"`
+}
+
+type echoOut struct {
+	Word string `json:"word" jsonschema:"the word"`
+}
+
+func connect(t *testing.T, s *Server) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.MCP.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestPanicBecomesToolErrorAndServerKeepsServing(t *testing.T) {
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "echo", Description: "echoes", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, in echoIn) (*echoOut, string, error) {
+				if in.Boom {
+					panic("kaboom")
+				}
+				return &echoOut{Word: in.Word}, "echoed " + in.Word, nil
+			})
+		return nil
+	}}, "1.2.3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"word": "x", "boom": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "kaboom") {
+		t.Errorf("panic result: %+v", res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"word": "again"}})
+	if err != nil || res.IsError {
+		t.Fatalf("after panic: %v %+v", err, res)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "echoed again" {
+		t.Errorf("summary = %q", got)
+	}
+	if res.StructuredContent == nil {
+		t.Error("no structured content")
+	}
+	if v := cs.InitializeResult().ServerInfo.Version; v != "1.2.3" {
+		t.Errorf("version = %q", v)
+	}
+	tools, _ := cs.ListTools(ctx, nil)
+	a := tools.Tools[0].Annotations
+	if a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+		t.Errorf("hints not explicit: %+v", a)
+	}
+}

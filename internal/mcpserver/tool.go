@@ -1,0 +1,118 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool describes one tool. Every hint is stated, never left to the spec's
+// defaults.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// ReadOnly: the tool changes nothing anywhere.
+	ReadOnly bool
+	// Destructive: the tool may overwrite or delete (only meaningful when
+	// not ReadOnly).
+	Destructive bool
+	// Idempotent: calling again with the same arguments has no further effect.
+	Idempotent bool
+	// OpenWorld: the tool reaches systems outside Data Workers' own store
+	// (a warehouse, Kafka, a registry).
+	OpenWorld bool
+	// InputSchema overrides the schema inferred from the input type, for
+	// enums, defaults and bounds (see InputSchema).
+	InputSchema *jsonschema.Schema
+}
+
+func (t Tool) mcpTool() *mcp.Tool {
+	destructive, open := t.Destructive, t.OpenWorld
+	mt := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Title,
+			ReadOnlyHint:    t.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Idempotent,
+			OpenWorldHint:   &open,
+		},
+	}
+	if t.InputSchema != nil {
+		mt.InputSchema = t.InputSchema
+	}
+	return mt
+}
+
+// Handler is a tool's logic: plain input in, structured output and a short
+// summary for a person out. A returned error is shown to the model as a
+// tool error; make it say what was wrong and what is valid.
+type Handler[In, Out any] func(ctx context.Context, in In) (out *Out, summary string, err error)
+
+// Add registers a tool with a plain handler.
+func Add[In, Out any](s *Server, t Tool, h Handler[In, Out]) {
+	AddRaw(s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, *Out, error) {
+		out, summary, err := h(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: summary}}}, out, nil
+	})
+}
+
+// RawHandler sees the whole request, for tools that use the multi-round-trip
+// form (input requests and their responses).
+type RawHandler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, *Out, error)
+
+// AddRaw registers a tool whose handler sees the request and builds the
+// result itself. Panics become tool errors.
+func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
+	logger := s.Logger
+	name := t.Name
+	wrapped := func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out *Out, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+				res, out, err = nil, nil, fmt.Errorf("internal error in %s: %v (the server keeps running; please report this)", name, p)
+			}
+		}()
+		res, out, err = h(ctx, req, in)
+		if err != nil {
+			logger.Debug("tool error", "tool", name, "err", err)
+		}
+		return res, out, err
+	}
+	mcp.AddTool(s.MCP, t.mcpTool(), wrapped)
+	s.tools = append(s.tools, name)
+}
+
+// InputSchema infers the schema of In and lets the caller patch it (enums,
+// defaults, bounds) before it is used.
+func InputSchema[In any](patch func(s *jsonschema.Schema)) *jsonschema.Schema {
+	sch, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("input schema for %T: %v", *new(In), err))
+	}
+	if patch != nil {
+		patch(sch)
+	}
+	return sch
+}
+
+// Enum sets a property's allowed values.
+func Enum(s *jsonschema.Schema, prop string, values ...string) {
+	p := s.Properties[prop]
+	if p == nil {
+		panic("no property " + prop)
+	}
+	p.Enum = make([]any, len(values))
+	for i, v := range values {
+		p.Enum[i] = v
+	}
+}

@@ -1,0 +1,181 @@
+package notify
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/config"
+)
+
+// Action ids of the two buttons carry the proposal id, so a click names
+// what it decides without any state in the listener.
+const (
+	approvePrefix = "dw_approve:"
+	rejectPrefix  = "dw_reject:"
+)
+
+// ActionID is the button action id for a verdict on a proposal.
+func ActionID(v approvals.Verdict, proposalID string) string {
+	if v == approvals.VerdictApprove {
+		return approvePrefix + proposalID
+	}
+	return rejectPrefix + proposalID
+}
+
+// ParseActionID reads a button action id; ok is false for other actions.
+func ParseActionID(id string) (v approvals.Verdict, proposalID string, ok bool) {
+	if p, found := strings.CutPrefix(id, approvePrefix); found && p != "" {
+		return approvals.VerdictApprove, p, true
+	}
+	if p, found := strings.CutPrefix(id, rejectPrefix); found && p != "" {
+		return approvals.VerdictReject, p, true
+	}
+	return "", "", false
+}
+
+// Slack's limits: a header is at most 150 characters, a field 2000.
+const (
+	maxHeader = 150
+	maxField  = 2000
+)
+
+// RequestBlocks is the Block Kit request: what, why, blast radius, undo,
+// expiry and who decides; with buttons it also carries Approve and Reject.
+func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack.Block {
+	p := n.Proposal
+	intro := fmt.Sprintf("*%s* · `%s` in *%s* · proposed by %s\nApprover: %s", p.ID, p.Kind, esc(p.Domain), esc(p.Proposer), mention(cfg, n.Approver))
+	if n.Previous != "" {
+		intro += fmt.Sprintf("\nEscalated: no answer from %s in time.", mention(cfg, n.Previous))
+	}
+	blast := "the targets only"
+	if len(p.Scope) > 0 {
+		blast = bullets(p.Scope)
+	}
+	fields := []*slack.TextBlockObject{
+		mrkdwn("*Why*\n" + esc(p.Why)),
+		mrkdwn("*Blast radius*\n" + blast),
+		mrkdwn("*Undo*\n" + esc(p.Undo)),
+		mrkdwn("*Expires*\n" + slackDate(p.ExpiresAt) + "\nthen it escalates; never granted by default"),
+		mrkdwn("*Targets*\n" + bullets(p.Targets)),
+	}
+	if len(p.Copied) > 0 {
+		var cc []string
+		for _, id := range p.Copied {
+			cc = append(cc, mention(cfg, id))
+		}
+		fields = append(fields, mrkdwn("*Copied*\n"+strings.Join(cc, ", ")))
+	}
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(plain("Approval needed: " + p.What)),
+		slack.NewSectionBlock(mrkdwn(intro), nil, nil),
+		slack.NewSectionBlock(nil, fields, nil),
+	}
+	if p.Class == approvals.ClassLive {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("Live data stack change: only the asset owner may approve, never a delegate.")))
+	}
+	if buttons {
+		approve := slack.NewButtonBlockElement(ActionID(approvals.VerdictApprove, p.ID), p.ID, plain("Approve")).
+			WithStyle(slack.StylePrimary).
+			WithConfirm(slack.NewConfirmationBlockObject(plain("Approve "+p.ID+"?"),
+				mrkdwn(esc(p.What)+"\nUndo: "+esc(p.Undo)), plain("Approve"), plain("Cancel")))
+		reject := slack.NewButtonBlockElement(ActionID(approvals.VerdictReject, p.ID), p.ID, plain("Reject")).
+			WithStyle(slack.StyleDanger)
+		blocks = append(blocks, slack.NewActionBlock(fmt.Sprintf("dw_decide:%s:r%d", p.ID, n.Round), approve, reject))
+	}
+	return blocks
+}
+
+// OutcomeBlocks replace a request's buttons once it is closed, so nobody
+// clicks on a stale request.
+func OutcomeBlocks(cfg *config.Config, n approvals.Notice) []slack.Block {
+	p := n.Proposal
+	var head, body string
+	switch {
+	case n.Outcome == "escalated" && p.State.Open():
+		head = "Escalated: " + p.What
+		body = fmt.Sprintf("No answer from %s in time; %s now decides %s.", mention(cfg, n.Approver), mention(cfg, p.Approver), p.ID)
+	case p.Decision != nil:
+		verb := "Approved"
+		if p.Decision.Verdict == approvals.VerdictReject {
+			verb = "Rejected"
+		}
+		head = verb + ": " + p.What
+		body = fmt.Sprintf("*%s* %s by %s via %s at %s.", p.ID, strings.ToLower(verb), mention(cfg, p.Decision.PersonID), p.Decision.Channel, slackDate(p.Decision.At))
+		if p.Decision.Reason != "" {
+			body += "\nReason: " + esc(p.Decision.Reason)
+		}
+	case p.State == approvals.StateExpired:
+		head = "Expired: " + p.What
+		body = fmt.Sprintf("*%s* expired unanswered; nothing was granted.", p.ID)
+	default:
+		head = "Closed: " + p.What
+		body = fmt.Sprintf("*%s* is %s.", p.ID, p.State)
+	}
+	body += fmt.Sprintf("\nReceipt: `dw receipt show %s`", p.ReceiptID)
+	return []slack.Block{
+		slack.NewHeaderBlock(plain(head)),
+		slack.NewSectionBlock(mrkdwn(body), nil, nil),
+	}
+}
+
+// fallbackText is the notification text for clients that show no blocks.
+func fallbackText(n approvals.Notice) string {
+	return fmt.Sprintf("Approval needed for %s: %s (undo: %s; expires %s)", n.Proposal.ID, n.Proposal.What, n.Proposal.Undo,
+		n.Proposal.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, truncate(s, maxHeader), false, false)
+}
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, truncate(s, maxField), false, false)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// esc escapes the three characters Slack's mrkdwn treats as control.
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func bullets(items []string) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("• " + esc(it))
+	}
+	return b.String()
+}
+
+// mention is <@U…> with the name for people with a Slack id, else the name.
+func mention(cfg *config.Config, personID string) string {
+	if p, ok := cfg.Person(personID); ok {
+		name := p.Name
+		if name == "" {
+			name = p.ID
+		}
+		if p.SlackID != "" {
+			return fmt.Sprintf("<@%s> (%s)", p.SlackID, esc(name))
+		}
+		return esc(name)
+	}
+	return esc(personID)
+}
+
+// slackDate shows a time in each reader's time zone, with UTC as fallback.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}

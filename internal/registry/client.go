@@ -1,0 +1,227 @@
+// Package registry talks to a Confluent Schema Registry: subjects, versions,
+// compatibility levels, the registry's own compatibility verdict with its
+// messages, registration and lookup.
+//
+// Listing, version numbers and lookup go through riferrei/srclient, bound
+// to the caller's context per call and with its cache off (srclient keeps
+// "latest" forever otherwise). The rest is plain REST, because srclient
+// drops what we need: the verbose compatibility messages, a subject's own
+// config versus the global one, and the metadata of a version.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/riferrei/srclient"
+
+	"github.com/dataworkers/dw/internal/suggest"
+)
+
+// DefaultTimeout bounds one request when the configuration gives none.
+const DefaultTimeout = 5 * time.Second
+
+const contentType = "application/vnd.schemaregistry.v1+json"
+
+// Config says where the registry is. Credentials are values: the config
+// layer resolves them from the environment.
+type Config struct {
+	URL      string
+	Username string
+	Password string
+	// Timeout bounds each request, connection included.
+	Timeout time.Duration
+}
+
+// SetDefaults fills in the timeout.
+func (c *Config) SetDefaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+}
+
+// Validate checks the URL and that a password comes with a username.
+func (c Config) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("schema registry url %q is not an http(s) URL such as http://localhost:8081", c.URL)
+	}
+	if c.Password != "" && c.Username == "" {
+		return errors.New("schema registry password is set but username is empty; basic auth needs both")
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("schema registry timeout %s is negative", c.Timeout)
+	}
+	return nil
+}
+
+// Client is a Schema Registry client. It is safe for concurrent use.
+type Client struct {
+	base      string
+	user      string
+	pass      string
+	timeout   time.Duration
+	transport http.RoundTripper
+	hc        *http.Client
+}
+
+// New returns a client for cfg after applying defaults and validating it.
+func New(cfg Config) (*Client, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.ResponseHeaderTimeout = cfg.Timeout
+	return &Client{
+		base:      strings.TrimRight(cfg.URL, "/"),
+		user:      cfg.Username,
+		pass:      cfg.Password,
+		timeout:   cfg.Timeout,
+		transport: tr,
+		hc:        &http.Client{Transport: tr},
+	}, nil
+}
+
+// URL is the registry's base URL.
+func (c *Client) URL() string { return c.base }
+
+// Timeout is the bound on each request.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// ctxTransport puts the caller's context on requests srclient builds
+// without one, so cancellation and the timeout reach srclient's calls.
+type ctxTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+// RoundTrip sends r under the bound context.
+func (t ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.base.RoundTrip(r.WithContext(t.ctx))
+}
+
+// sr returns an srclient bound to ctx. It is cheap, and a fresh one per call
+// also means no cached answer can outlive the call.
+func (c *Client) sr(ctx context.Context) *srclient.SchemaRegistryClient {
+	s := srclient.NewSchemaRegistryClient(c.base, srclient.WithClient(&http.Client{Transport: ctxTransport{ctx: ctx, base: c.transport}}))
+	s.CachingEnabled(false)
+	s.CodecCreationEnabled(false)
+	if c.user != "" {
+		s.SetCredentials(c.user, c.pass)
+	}
+	return s
+}
+
+// srErr turns an srclient error into this package's errors.
+func (c *Client) srErr(parent context.Context, method, path string, err error) error {
+	u := c.base + path
+	var se srclient.Error
+	if errors.As(err, &se) {
+		return &APIError{Method: method, URL: u, Code: se.Code, Message: se.Message}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return c.transportErr(parent, method, u, err)
+	}
+	// srclient reports a non-JSON error body as the bare HTTP status.
+	return &APIError{Method: method, URL: u, Message: err.Error()}
+}
+
+func (c *Client) transportErr(parent context.Context, method, u string, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("schema registry %s %s: %w", method, u, perr)
+	}
+	return &UnreachableError{URL: c.base, Endpoint: method + " " + u, Timeout: c.timeout, Cause: cause(err), Err: err}
+}
+
+// do sends one REST request and decodes a 2xx answer into out.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u := c.base + path
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("schema registry %s %s: encoding request: %w", method, u, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(cctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("schema registry %s %s: %w", method, u, err)
+	}
+	req.Header.Set("Accept", contentType+", application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.user != "" {
+		req.SetBasicAuth(c.user, c.pass)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportErr(ctx, method, u, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return c.transportErr(ctx, method, u, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ae := &APIError{Method: method, URL: u, Status: resp.StatusCode, Code: resp.StatusCode}
+		var e struct {
+			Code    int    `json:"error_code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Code != 0 {
+			ae.Code, ae.Message = e.Code, e.Message
+		} else {
+			ae.Message = strings.TrimSpace(resp.Status + " " + truncate(string(data), 200))
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("schema registry %s %s: unexpected answer %q: %w", method, u, truncate(string(data), 200), err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// subjectErr turns "subject not found" into an error naming the closest
+// subjects the registry has.
+func (c *Client) subjectErr(ctx context.Context, subject string, err error) error {
+	if ErrorCode(err) != CodeSubjectNotFound {
+		return err
+	}
+	nf := &SubjectNotFoundError{Subject: subject, URL: c.base, Err: err}
+	if all, lerr := c.Subjects(ctx); lerr == nil {
+		nf.Closest = []string{}
+		if len(all) > 0 {
+			nf.Closest = suggest.Closest(subject, all, 5)
+		}
+	}
+	return nf
+}
+
+func subjectPath(subject string) string { return "/subjects/" + url.PathEscape(subject) }

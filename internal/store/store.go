@@ -1,0 +1,297 @@
+// Package store is the state store every agent shares: metric history, the
+// context graph, incidents, the change log, proposals, decisions and receipts.
+//
+// Five agent processes run at once, so nothing important lives in one
+// process's memory: every write goes through this package inside a
+// transaction. The same SQL runs on SQLite (the embedded default, one file)
+// and PostgreSQL (for a team). Queries are written once with `?`
+// placeholders in the portable subset of SQL both engines accept
+// (INSERT … ON CONFLICT … DO UPDATE, RETURNING, conditional UPDATEs instead
+// of SELECT … FOR UPDATE) and rebound for PostgreSQL here.
+//
+// Times are stored as BIGINT Unix milliseconds (see Millis and FromMillis)
+// so that ordering and range scans behave the same on both engines.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+)
+
+// Dialect names the SQL engine behind a DB.
+type Dialect string
+
+// The engines a store can run on.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Querier is what a DB and a Tx have in common, so repository code can be
+// written once and run inside or outside a transaction.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	Dialect() Dialect
+}
+
+// DB is an open store.
+type DB struct {
+	db      *sql.DB
+	dialect Dialect
+	// source is the path or the redacted URL, for messages.
+	source string
+}
+
+// OpenSQLite opens (creating if needed) the SQLite store at path and applies
+// any pending migrations.
+//
+// WAL lets readers proceed while one process writes; _txlock=immediate takes
+// the write lock at BEGIN so two processes never deadlock upgrading a read
+// transaction; busy_timeout makes a writer wait for the lock instead of
+// failing with SQLITE_BUSY.
+func OpenSQLite(ctx context.Context, path string) (*DB, error) {
+	dsn := "file:" + path + "?_txlock=immediate" +
+		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite store %s: %w", path, err)
+	}
+	// SQLite allows one writer at a time; a small pool keeps readers
+	// concurrent without piling up writers waiting on the file lock.
+	sdb.SetMaxOpenConns(4)
+	db := &DB{db: sdb, dialect: SQLite, source: path}
+	if err := db.ping(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// OpenPostgres opens the PostgreSQL store at url (a libpq URL or key=value
+// string) and applies any pending migrations.
+func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+	sdb, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL store %s: %w", Redact(url), err)
+	}
+	sdb.SetMaxOpenConns(8)
+	db := &DB{db: sdb, dialect: Postgres, source: Redact(url)}
+	if err := db.ping(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("reach %s store %s: %w", db.dialect, db.source, err)
+	}
+	return nil
+}
+
+// Redact hides a password in a connection URL so it can be logged.
+func Redact(url string) string {
+	at := strings.LastIndex(url, "@")
+	scheme := strings.Index(url, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return url
+	}
+	creds := url[scheme+3 : at]
+	if i := strings.Index(creds, ":"); i >= 0 {
+		return url[:scheme+3] + creds[:i] + ":***" + url[at:]
+	}
+	return url
+}
+
+// Close closes the store.
+func (db *DB) Close() error { return db.db.Close() }
+
+// Dialect reports the engine.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// Source is the store's path or redacted URL.
+func (db *DB) Source() string { return db.source }
+
+// SQL exposes the underlying handle for tests and benchmarks that need it.
+func (db *DB) SQL() *sql.DB { return db.db }
+
+// ExecContext runs a statement written with `?` placeholders.
+func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return db.db.ExecContext(ctx, rebind(db.dialect, query), args...)
+}
+
+// QueryContext runs a query written with `?` placeholders.
+func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return db.db.QueryContext(ctx, rebind(db.dialect, query), args...)
+}
+
+// QueryRowContext runs a single-row query written with `?` placeholders.
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return db.db.QueryRowContext(ctx, rebind(db.dialect, query), args...)
+}
+
+// Tx is a transaction on the store.
+type Tx struct {
+	tx      *sql.Tx
+	dialect Dialect
+}
+
+// ExecContext runs a statement written with `?` placeholders.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, rebind(tx.dialect, query), args...)
+}
+
+// QueryContext runs a query written with `?` placeholders.
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, rebind(tx.dialect, query), args...)
+}
+
+// QueryRowContext runs a single-row query written with `?` placeholders.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, rebind(tx.dialect, query), args...)
+}
+
+// Dialect reports the engine.
+func (tx *Tx) Dialect() Dialect { return tx.dialect }
+
+// InTx runs fn in a serializable transaction, committing when it returns
+// nil and rolling back otherwise. Several agent processes write at once, and
+// a read-modify-write under PostgreSQL's default READ COMMITTED would lose
+// updates, so PostgreSQL transactions run SERIALIZABLE; SQLite's immediate
+// transactions already are. A transaction that loses a race (serialization
+// failure, deadlock, busy file) is retried with jittered backoff, so fn
+// must be safe to run again.
+func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 30; attempt++ {
+		if attempt > 0 {
+			slog.Debug("store: retrying transaction", "attempt", attempt, "err", err)
+			backoff := time.Duration(min(attempt, 10)) * 5 * time.Millisecond
+			backoff += time.Duration(rand.Int64N(int64(backoff)))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+		}
+		err = db.runTx(ctx, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (db *DB) runTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	var opts *sql.TxOptions
+	if db.dialect == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
+	}
+	stx, err := db.db.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = stx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(&Tx{tx: stx, dialect: db.dialect}); err != nil {
+		_ = stx.Rollback()
+		return err
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a transient conflict between writers.
+func retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"SQLSTATE 40001", "SQLSTATE 40P01", "SQLITE_BUSY", "database is locked"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNotFound is returned by repository lookups that find no row.
+var ErrNotFound = errors.New("not found")
+
+// rebind turns `?` placeholders into PostgreSQL's `$n`. Question marks
+// inside single-quoted literals are left alone.
+func rebind(d Dialect, q string) string {
+	if d != Postgres || !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n, inQuote := 0, false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			inQuote = !inQuote
+			b.WriteByte(c)
+		case c == '?' && !inQuote:
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Millis converts a time to the stored representation.
+func Millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// FromMillis converts a stored time back; 0 is the zero time.
+func FromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// NullMillis converts an optional stored time.
+func NullMillis(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return FromMillis(ms.Int64)
+}

@@ -1,0 +1,191 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+func TestMigrationsApplyOnceOnBoth(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		all, err := store.Migrations()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != len(all) {
+			t.Errorf("%d migrations recorded, %d embedded", n, len(all))
+		}
+	})
+}
+
+func TestSettingsRoundTrip(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 3, 14, 5, 0, 0, time.UTC)
+		if _, _, ok, err := store.GetSetting(ctx, db, "stop"); err != nil || ok {
+			t.Fatalf("unset setting: ok=%v err=%v", ok, err)
+		}
+		if err := store.PutSetting(ctx, db, "stop", "first", at); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.PutSetting(ctx, db, "stop", "second", at.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		v, when, ok, err := store.GetSetting(ctx, db, "stop")
+		if err != nil || !ok || v != "second" || !when.Equal(at.Add(time.Minute)) {
+			t.Fatalf("got %q %v %v %v", v, when, ok, err)
+		}
+		// A literal question mark is not a placeholder.
+		var s string
+		if err := db.QueryRowContext(ctx, "SELECT 'a?b' || ?", "c").Scan(&s); err != nil || s != "a?bc" {
+			t.Fatalf("rebind: %q %v", s, err)
+		}
+	})
+}
+
+func TestTransactionRollsBack(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if err := store.PutSetting(ctx, tx, "k", "v", time.Now()); err != nil {
+				return err
+			}
+			return fmt.Errorf("abort")
+		})
+		if err == nil || err.Error() != "abort" {
+			t.Fatalf("err = %v", err)
+		}
+		if _, _, ok, _ := store.GetSetting(ctx, db, "k"); ok {
+			t.Fatal("rolled-back write is visible")
+		}
+	})
+}
+
+// The writer subprocess: when DW_STORE_WRITER is set, this test binary
+// acts as one of several agent processes hammering the same store.
+func TestMain(m *testing.M) {
+	if kind := os.Getenv("DW_STORE_WRITER"); kind != "" {
+		os.Exit(writer(kind, os.Getenv("DW_STORE_TARGET"), os.Getenv("DW_STORE_ID")))
+	}
+	os.Exit(m.Run())
+}
+
+const writesPerProcess = 150
+
+func writer(kind, target, id string) int {
+	ctx := context.Background()
+	var db *store.DB
+	var err error
+	if kind == "sqlite" {
+		db, err = store.OpenSQLite(ctx, target)
+	} else {
+		db, err = store.OpenPostgres(ctx, target)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer db.Close()
+	for i := 0; i < writesPerProcess; i++ {
+		// A read-modify-write in one transaction: a lost update would show
+		// as a counter lower than the number of writes.
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			v, _, _, err := store.GetSetting(ctx, tx, "counter")
+			if err != nil {
+				return err
+			}
+			n, _ := strconv.Atoi(v)
+			res, err := tx.ExecContext(ctx, "UPDATE kv SET value = ? WHERE key = 'counter' AND value = ?", strconv.Itoa(n+1), v)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("counter moved under a transaction: isolation is broken")
+			}
+			return store.PutSetting(ctx, tx, "w-"+id+"-"+strconv.Itoa(i), "x", time.Now())
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestConcurrentProcessesLoseNothing runs several OS processes writing to
+// one store at once, as five agents do, and checks every write landed.
+func TestConcurrentProcessesLoseNothing(t *testing.T) {
+	const procs = 5
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			var target string
+			var db *store.DB
+			var err error
+			if kind == "sqlite" {
+				target = filepath.Join(t.TempDir(), "dw.db")
+				db, err = store.OpenSQLite(ctx, target)
+			} else {
+				target = storetest.PostgresSchemaURL(t)
+				db, err = store.OpenPostgres(ctx, target)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := store.PutSetting(ctx, db, "counter", "0", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			self, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, procs)
+			for p := 0; p < procs; p++ {
+				wg.Add(1)
+				go func(p int) {
+					defer wg.Done()
+					cmd := exec.Command(self, "-test.run=^$")
+					cmd.Env = append(os.Environ(), "DW_STORE_WRITER="+kind, "DW_STORE_TARGET="+target, "DW_STORE_ID="+strconv.Itoa(p))
+					if out, err := cmd.CombinedOutput(); err != nil {
+						errs <- fmt.Errorf("writer %d: %v: %s", p, err, out)
+					}
+				}(p)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			v, _, _, err := store.GetSetting(ctx, db, "counter")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strconv.Itoa(procs * writesPerProcess); v != want {
+				t.Errorf("counter = %s, want %s: updates were lost", v, want)
+			}
+			var rows int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv WHERE key LIKE 'w-%'").Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if rows != procs*writesPerProcess {
+				t.Errorf("%d rows, want %d", rows, procs*writesPerProcess)
+			}
+		})
+	}
+}

@@ -1,0 +1,138 @@
+package story
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/compat"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/packload"
+	"github.com/dataworkers/dw/internal/registry/registrytest"
+	"github.com/dataworkers/dw/internal/storeconfig"
+)
+
+// peers are the in-process stand-ins for systems a story needs: they speak
+// the real REST APIs on loopback, and the agents reach them through
+// ordinary configuration.
+type peers struct {
+	registry *registrytest.Server
+}
+
+func (p *peers) close() {
+	if p.registry != nil {
+		p.registry.Close()
+	}
+}
+
+// fileConfig is the dw.yaml a story writes: the same keys a team writes.
+type fileConfig struct {
+	Home           string            `yaml:"home"`
+	Warehouses     []config.Warehouse `yaml:"warehouses"`
+	SchemaRegistry *config.Service   `yaml:"schema_registry,omitempty"`
+	People         []config.Person   `yaml:"people"`
+	Domains        []config.Domain   `yaml:"domains"`
+}
+
+// prepare loads the pack into a fresh home, starts the peers it needs and
+// writes dw.yaml. The person at this terminal stands in for approver: the
+// config maps their login to that person, as a team maps its own.
+func (e *Env) prepare(ctx context.Context, pack, approver string) (*demo.Pack, demo.Instants, *peers, error) {
+	if err := os.MkdirAll(e.Home, 0o755); err != nil {
+		return nil, demo.Instants{}, nil, err
+	}
+	p, tl, err := packload.Read(pack, e.Now)
+	if err != nil {
+		return nil, tl, nil, err
+	}
+	pr := &peers{}
+	cfg := fileConfig{Home: e.Home, People: p.People, Domains: p.Domains,
+		Warehouses: []config.Warehouse{{Name: "demo", Kind: "duckdb", Path: filepath.Join(e.Home, "demo.duckdb")}}}
+	if len(p.Subjects) > 0 {
+		pr.registry = registrytest.NewServer()
+		for _, s := range p.Subjects {
+			level, err := compat.ParseLevel(s.Compatibility)
+			if err != nil {
+				pr.close()
+				return nil, tl, nil, err
+			}
+			var seeds []registrytest.Seeded
+			for _, v := range s.Versions {
+				if v.State == "registered" {
+					seeds = append(seeds, registrytest.Seeded{Kind: compat.Avro, Schema: v.Schema, Version: v.Version})
+				}
+			}
+			if _, err := pr.registry.SeedVersions(s.Subject, level, seeds...); err != nil {
+				pr.close()
+				return nil, tl, nil, err
+			}
+		}
+		cfg.SchemaRegistry = &config.Service{URL: pr.registry.URL()}
+		e.say("Started an in-process Schema Registry at %s (a test server speaking the Confluent REST API, seeded with the pack's registered versions).", pr.registry.URL())
+	}
+	login := config.CurrentOSUser()
+	for i := range cfg.People {
+		if cfg.People[i].ID == approver {
+			cfg.People[i].OSUsers = append(cfg.People[i].OSUsers, login)
+			e.say("dw.yaml maps your login %q to %s, so `dw approve` at this terminal decides as them.", login, cfg.People[i].Name)
+		}
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(e.Home, "dw.yaml"), raw, 0o644); err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	loaded, err := config.Parse(filepath.Join(e.Home, "dw.yaml"), raw)
+	if err != nil {
+		pr.close()
+		return nil, tl, nil, fmt.Errorf("the demo's own dw.yaml: %w", err)
+	}
+	if err := demo.LoadWarehouse(ctx, filepath.Join(e.Home, "demo.duckdb"), pack, e.Now); err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	db, err := storeconfig.Open(ctx, loaded)
+	if err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	defer db.Close()
+	rep, err := packload.LoadStore(ctx, db, clock.NewFake(tl.QualityCheck), p, "demo")
+	if err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	e.say("Loaded pack %s into %s: warehouse tables with 21 days of hourly history; %d graph assets, %d edges; %d changes; %d schema versions seen.",
+		pack, e.Home, rep.GraphAssets, rep.GraphEdges, rep.Changes, rep.Versions)
+	e.say("Incident day %s; the agents run as if it were %s (DW_CLOCK).", tl.Day.Format("Mon 2006-01-02"), tl.QualityCheck.Format("15:04 MST"))
+	return p, tl, pr, nil
+}
+
+// schemaFile finds a pack subject's version text.
+func schemaFile(p *demo.Pack, subject string, version int) (string, error) {
+	for _, s := range p.Subjects {
+		if s.Subject != subject {
+			continue
+		}
+		for _, v := range s.Versions {
+			if v.Version == version {
+				return v.Schema, nil
+			}
+		}
+	}
+	var names []string
+	for _, s := range p.Subjects {
+		names = append(names, s.Subject)
+	}
+	return "", fmt.Errorf("pack %s has no version %d of %s (subjects: %s)", p.Name, version, subject, strings.Join(names, ", "))
+}
