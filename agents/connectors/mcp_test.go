@@ -59,10 +59,11 @@ func TestToolsThroughMCP(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	slices.Sort(names)
-	want := "emit_lineage_event,get_connector_status,get_consumer_lag,get_latest_schema,get_topic_health,list_subjects,read_flink_restores,register_stream_schema,validate_connector_config"
-	if strings.Join(names, ",") != want {
-		t.Errorf("tools: %v", names)
+	for _, want := range []string{"get_consumer_lag", "get_topic_health", "get_connector_status", "validate_connector_config",
+		"list_subjects", "get_latest_schema", "register_stream_schema", "emit_lineage_event", "read_flink_restores"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %s is not served (tools: %v)", want, names)
+		}
 	}
 
 	call := func(name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {

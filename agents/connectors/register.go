@@ -29,6 +29,7 @@ func Register(s *mcpserver.Server, d *deps.Deps) {
 	mcpserver.Add(s, registerSchemaTool, h.registerSchema)
 	mcpserver.Add(s, emitLineageTool, h.emitLineage)
 	mcpserver.Add(s, flinkRestoresTool, h.flinkRestores)
+	registerRuns(s, h)
 }
 
 // defaultCluster names the Kafka cluster in asset ids (kafka://<cluster>/<topic>)

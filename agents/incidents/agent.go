@@ -2,9 +2,13 @@
 package incidents
 
 import (
+	"sync"
+
 	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/packload"
+	"github.com/dataworkers/dw/internal/warehouses"
 )
 
 // Name is the binary's and the server's name.
@@ -12,9 +16,11 @@ const Name = "dw-incidents"
 
 const instructions = `dw-incidents turns symptoms into a diagnosed incident with a fix a named person can approve, and then proves the fix.
 
-monitor_metrics records the metrics a team says define a right table (a value pushed with its time, or a SQL definition computed per hour) and scores each point against its seasonal baseline; an anomaly opens an incident or joins an open one on a related asset. record_change writes deploys, schema versions, restores, config, connector, partitioning and pipeline changes to the change log (dw-schema and dw-connectors write there too).
-diagnose_incident ranks the changes before the onset as causes, with evidence a person can check and a confidence, and includes the blast radius. get_incident_history shows how this feed broke before.
-propose_remediation sends structured proposals (hold, diff, delete with undo, replay, schema version, rerun) to the named approver; this agent never approves and never runs stream, job or table changes itself. After the owners' steps, remediate re-runs every assertion that fired and every check in scope: all pass means verified, any failure goes to a person. get_receipt prints the hash-chained record of cause, approvals, steps, checks and undo.`
+define_metric records a metric a team says defines a right table: pushed values, or one SELECT on a warehouse returning a value per hour bucket (list_metrics shows them). monitor_metrics records pushed values or computes the SQL over a window, scores each point against the metric's seasonal baseline, and reports every anomaly (and any pair of metrics that moved apart) as a symptom that opens an incident or joins an open one on a related asset; its output says which. Failed quality checks (dw-quality) open and join incidents the same way.
+record_change writes deploys, releases, schema versions, restores (with state_skipped), config, connector, partitioning and pipeline changes to the change log; dw-schema and dw-connectors write there too. list_changes reads it.
+list_incidents and get_incident show incidents through their life: open → diagnosed → proposed → approved → fixing → verified → closed (escalated when a fix fails verification). diagnose_incident ranks the changes before the onset as causes, deterministically, each with evidence a person can check (lineage path, timing, the jobs that read a changed field, how the kind of change fits the symptom, earlier incidents) and a confidence, plus the blast radius from the catalog, critical and scheduled assets first. get_incident_history shows how this feed broke before and whether the cause recurs.
+propose_remediation sends structured proposals (hold, diff, delete_with_undo, replay, schema_version, rerun) with targets, scope and a concrete undo to the approver approvals names from the domain owners, copying the other owners involved. A schema_version proposal carries the schema text; this agent binds its canonical SHA-256 so dw-connectors' register_stream_schema can register exactly that schema once approved. This agent never approves or rejects and never changes a stream, job or table: people decide (dw approve <id>, or Slack) and owners carry the steps out.
+After the owners' steps, remediate re-runs every assertion that fired (for real: the quality check on the table, or the replacement table an approved proposal names in details.verify_table; the metric's SQL) and every check in scope: all pass means verified, written to the receipt; any failure escalates to a person with the evidence, never verified. get_receipt prints the hash-chained record of cause, approvals, steps, checks and undo (dw receipt verify checks it). close_incident closes a verified incident or dismisses a false alarm with a note.`
 
 // Agent is the dw-incidents server.
 func Agent() mcpserver.Agent {
@@ -27,6 +33,7 @@ func Agent() mcpserver.Agent {
 			if err != nil {
 				return err
 			}
+			d.OpenWarehouse = warehouses.Open
 			d.SeedStore = packload.SeedDefault
 			Register(s, d)
 			return nil
@@ -34,4 +41,12 @@ func Agent() mcpserver.Agent {
 	}
 }
 
-type handlers struct{ d *deps.Deps }
+// handlers carries the dependencies. The context graph is kept so its
+// in-memory index is reused between calls; it reloads by itself when
+// another process changes the graph.
+type handlers struct {
+	d *deps.Deps
+
+	mu    sync.Mutex
+	graph *lineage.Graph
+}

@@ -40,7 +40,6 @@ type Reader struct {
 	Owner    string   `json:"owner,omitempty" jsonschema:"owner to ask"`
 	Fields   []string `json:"fields" jsonschema:"the changed fields it reads (as they reach it)"`
 	Evidence string   `json:"evidence,omitempty" jsonschema:"where it reads them, e.g. the SQL expression"`
-	Distance int      `json:"distance" jsonschema:"hops from the schema subject"`
 	Critical []string `json:"critical,omitempty" jsonschema:"outbound, money, regulator or customer-facing"`
 	NextRun  string   `json:"next_run,omitempty" jsonschema:"next scheduled run (RFC 3339), for scheduled jobs"`
 }
@@ -197,7 +196,11 @@ func breakingFields(changes []compat.Change) []string {
 var readerKinds = map[string]bool{"stream_job": true, "dbt_model": true, "view": true, "dashboard": true, "report": true,
 	"orchestrator_job": true, "reverse_etl_sync": true, "connector": true, "job": true, "application": true, "snapshot": true}
 
-// readers finds what reads the given fields of an asset downstream.
+// readers finds the statements, jobs, models and reports downstream that
+// read the given fields of an asset: column lineage and recorded readers,
+// following renames, carrying a field across edges that have no column
+// lineage (a subject to its topic), and stopping where lineage shows the
+// field is not passed on.
 func (h *handlers) readers(ctx context.Context, asset string, fields []string) ([]Reader, string, []lineage.EdgeRef, error) {
 	out := []Reader{}
 	if len(fields) == 0 {
@@ -208,32 +211,50 @@ func (h *handlers) readers(ctx context.Context, asset string, fields []string) (
 		return nil, "", nil, err
 	}
 	g := lineage.New(db, h.d.Clock)
-	br, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: asset, Columns: fields, Limit: 1000})
+	frs, err := g.FieldReaders(ctx, asset, fields, 12)
 	if err != nil {
 		return out, fmt.Sprintf("readers unknown: %v (record the subject's lineage with dw-context-catalog record_lineage)", err), nil, nil
 	}
-	var note string
-	if br.Partial {
-		note = fmt.Sprintf("the lineage walk stopped at its %s budget; more readers may exist", br.Budget)
-	}
-	for _, a := range br.Assets {
-		if !readerKinds[string(a.Kind)] {
+	byID := map[string]int{}
+	for _, fr := range frs {
+		if i, ok := byID[fr.Reader]; ok {
+			r := &out[i]
+			r.Fields = appendNew(r.Fields, fr.Field)
+			if fr.Evidence != "" && !strings.Contains(r.Evidence, fr.Evidence) {
+				r.Evidence += "; " + fr.Evidence
+			}
 			continue
 		}
-		r := Reader{Asset: a.ID, Kind: string(a.Kind), Title: a.Title, Owner: a.Owner, Distance: a.Distance, Critical: a.Critical,
-			Fields: a.AffectedColumns}
-		if r.Fields == nil {
-			r.Fields = []string{}
+		r := Reader{Asset: fr.Reader, Fields: []string{fr.Field}, Evidence: fr.Evidence}
+		if lr, err := g.GetLineage(ctx, lineage.LineageParams{Asset: fr.Reader}); err == nil {
+			a := lr.Asset
+			r.Kind, r.Title, r.Owner = string(a.Kind), a.Title, a.Owner
+			if !a.NextRun.IsZero() {
+				r.NextRun = a.NextRun.Format("2006-01-02T15:04:05Z07:00")
+			}
+			for _, t := range a.Tags {
+				switch t {
+				case "outbound", "money", "regulator", "customer-facing":
+					r.Critical = append(r.Critical, t)
+				}
+			}
+			if a.SQL != "" && r.Evidence == "" {
+				r.Evidence = sqlEvidence(a.SQL, fields)
+			}
 		}
-		if !a.NextRun.IsZero() {
-			r.NextRun = a.NextRun.Format("2006-01-02T15:04:05Z07:00")
-		}
-		if lr, err := g.GetLineage(ctx, lineage.LineageParams{Asset: a.ID}); err == nil && lr.Asset.SQL != "" {
-			r.Evidence = sqlEvidence(lr.Asset.SQL, append(append([]string{}, fields...), a.AffectedColumns...))
-		}
+		byID[fr.Reader] = len(out)
 		out = append(out, r)
 	}
-	return out, note, br.NoColumnLineage, nil
+	return out, "", nil, nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // sqlEvidence finds the expressions in a job's SQL that mention one of
@@ -270,7 +291,7 @@ func verdictSentence(o *CheckOut) string {
 		r := o.Readers[0]
 		how := "reads " + strings.Join(r.Fields, ", ")
 		if r.Evidence != "" {
-			how = r.Evidence
+			how = strings.TrimPrefix(r.Evidence, "recorded SQL: ")
 		}
 		more := ""
 		if len(o.Readers) > 1 {

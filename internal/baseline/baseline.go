@@ -97,7 +97,9 @@ type Options struct {
 
 // Seasonal slots need this many points before they are trusted.
 const (
-	minHourOfWeek = 3
+	// Three weeks give a slot median that is itself noise; four is the
+	// least that separates a weekly pattern from chance.
+	minHourOfWeek = 4
 	minHourOfDay  = 7
 )
 

@@ -251,7 +251,7 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		w := plan.Window
 		rep.Window = &w
 	}
-	rep.Results = buildResults(plan, all, now)
+	rep.Results = buildResults(plan, all)
 	summarize(rep, plan)
 	return rep, nil
 }
@@ -355,7 +355,7 @@ type metricKey struct {
 	metric string
 }
 
-func buildResults(plan *ScanPlan, all []judged, now time.Time) []MetricResult {
+func buildResults(plan *ScanPlan, all []judged) []MetricResult {
 	groups := map[metricKey][]judged{}
 	var order []metricKey
 	for _, jd := range all {
@@ -367,15 +367,12 @@ func buildResults(plan *ScanPlan, all []judged, now time.Time) []MetricResult {
 	}
 	// A check with no observation at all (freshness over no rows) still
 	// gets a result, so silence is never mistaken for a pass.
+	observed := map[int]bool{}
+	for _, k := range order {
+		observed[k.check] = true
+	}
 	for ci := range plan.Checks {
-		found := false
-		for _, k := range order {
-			if k.check == ci {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !observed[ci] {
 			order = append(order, metricKey{ci, ""})
 		}
 	}
@@ -383,12 +380,12 @@ func buildResults(plan *ScanPlan, all []judged, now time.Time) []MetricResult {
 
 	out := make([]MetricResult, 0, len(order))
 	for _, k := range order {
-		out = append(out, buildResult(plan, k, groups[k], now))
+		out = append(out, buildResult(plan, k, groups[k]))
 	}
 	return out
 }
 
-func buildResult(plan *ScanPlan, k metricKey, js []judged, now time.Time) MetricResult {
+func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 	pc := plan.Checks[k.check]
 	r := MetricResult{Check: pc.Label, Metric: k.metric, Inferred: pc.Spec.Inferred}
 	if len(js) == 0 {
@@ -458,7 +455,12 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged, now time.Time) Metric
 			r.Buckets = append(r.Buckets, br)
 		}
 	}
-	r.Message = message(plan, pc, r, focus, total, buckets)
+	r.Message = message(plan, pc, focus, buckets)
+	// A rate judged per bucket is read first for the whole window ("18% of
+	// today's rows"), then for the bucket that fired.
+	if total != nil && focus != total && isRate(k.metric) && (r.Status == Fail || r.Status == Anomalous) {
+		r.Message = subject(pc, total.obs) + " over the window; " + r.Message
+	}
 	return r
 }
 

@@ -98,7 +98,7 @@ func basisText(j *baseline.Judgement) string {
 	return fmt.Sprintf("%d earlier points", j.N)
 }
 
-func message(plan *ScanPlan, pc PlannedCheck, r MetricResult, focus, total *judged, buckets []judged) string {
+func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) string {
 	o := focus.obs
 	text := subject(pc, o) + where(plan, o)
 	switch focus.status {

@@ -402,37 +402,27 @@ func parseAge(s string) (time.Duration, error) {
 // statements packs the aggregates into as few statements as fit the
 // dialect's size limit.
 func (p *ScanPlan) statements(sp *spelling) ([]Statement, error) {
-	head := "SELECT"
-	var where []string
-	var tail strings.Builder
-	if p.Window.Column != "" {
-		col, _ := p.Table.Column(sp, p.Window.Column)
+	head, foot := "SELECT", "\nFROM "+sp.Table(p.Table.Ref)
+	if w := p.Window; w.Column != "" {
+		col, _ := p.Table.Column(sp, w.Column)
 		k := classify(sp.Name(), col.Type)
 		q := sp.QuoteIdent(col.Name)
-		where = append(where, q+" >= "+sp.timeLiteral(p.Window.Start, k), q+" < "+sp.timeLiteral(p.Window.End, k))
+		foot += "\nWHERE " + q + " >= " + sp.timeLiteral(w.Start, k) + " AND " + q + " < " + sp.timeLiteral(w.End, k)
 		if p.bucketed() {
-			b := sp.bucket(col.Name, k, p.Window.Grain)
+			b := sp.bucket(col.Name, k, w.Grain)
 			head += "\n  " + b + " AS bucket"
+			// ROLLUP adds one row for the whole window beside the buckets,
+			// so window-wide values that cannot be combined from buckets
+			// (distinct keys, percentiles) come from the same scan. Without
+			// such values the window's row is combined from the buckets
+			// instead, which is cheaper.
+			if p.rollup {
+				foot += "\nGROUP BY ROLLUP (" + b + ")"
+			} else {
+				foot += "\nGROUP BY " + b
+			}
 		}
 	}
-	tail.WriteString("\nFROM " + sp.Table(p.Table.Ref))
-	if len(where) > 0 {
-		tail.WriteString("\nWHERE " + strings.Join(where, " AND "))
-	}
-	// ROLLUP adds one row for the whole window beside the buckets, so
-	// window-wide values that cannot be combined from buckets (distinct
-	// keys, percentiles) come from the same scan. Without such values the
-	// window's row is combined from the buckets instead, which is cheaper.
-	groupBy := ""
-	if p.bucketed() {
-		col, _ := p.Table.Column(sp, p.Window.Column)
-		b := sp.bucket(col.Name, classify(sp.Name(), col.Type), p.Window.Grain)
-		groupBy = "\nGROUP BY " + b
-		if p.rollup {
-			groupBy = "\nGROUP BY ROLLUP (" + b + ")"
-		}
-	}
-	foot := tail.String() + groupBy
 	limit := sp.MaxStatementBytes()
 	fixed := len(head) + len(foot)
 	piece := func(i int, first bool) string {

@@ -71,9 +71,12 @@ type Warehouse struct {
 	Path string `yaml:"path"`
 
 	// BigQuery.
-	Project            string `yaml:"project"`
-	Location           string `yaml:"location"`
-	CredentialsEnv     string `yaml:"credentials_env"`
+	Project        string `yaml:"project"`
+	Location       string `yaml:"location"`
+	Dataset        string `yaml:"dataset"`
+	CredentialsEnv string `yaml:"credentials_env"`
+	// Endpoint overrides the BigQuery API address (an emulator or a test
+	// server); it turns authentication off.
 	Endpoint           string `yaml:"endpoint"`
 	MaxBytesPerQuery   int64  `yaml:"max_bytes_per_query"`
 	MaxBytesPerSession int64  `yaml:"max_bytes_per_session"`

@@ -38,3 +38,16 @@ func smallWarehouse(t *testing.T) map[string]string {
 	}
 	return map[string]string{"DW_CONFIG": cfg, "DW_HOME": home}
 }
+
+// withRegistry adds a Schema Registry to the environment's dw.yaml.
+func withRegistry(t *testing.T, env map[string]string, url string) {
+	t.Helper()
+	f, err := os.OpenFile(env["DW_CONFIG"], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("schema_registry:\n  url: " + url + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,14 +2,15 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/compat"
+	"github.com/dataworkers/dw/internal/registry/registrytest"
 )
 
 // readCall is one read-only call each agent must answer on a small
@@ -21,7 +22,11 @@ type readCall struct {
 }
 
 var smoke = map[string]readCall{
-	"dw-quality": {"list_tables", map[string]any{}, "shop.orders: 1000 rows"},
+	"dw-quality":         {"list_tables", map[string]any{}, "shop.orders: 1000 rows"},
+	"dw-incidents":       {"list_changes", map[string]any{}, "No recorded change"},
+	"dw-context-catalog": {"search_assets", map[string]any{"query": "orders"}, "0 assets found"},
+	"dw-schema":          {"list_schema_changes", map[string]any{}, "0 schema changes detected in shop"},
+	"dw-connectors":      {"list_subjects", map[string]any{}, "orders-value"},
 }
 
 // TestStdioSmoke spawns every agent: initialize, tools/list, one read-only
@@ -30,6 +35,11 @@ func TestStdioSmoke(t *testing.T) {
 	for name, rc := range smoke {
 		t.Run(name, func(t *testing.T) {
 			env := smallWarehouse(t)
+			if name == "dw-connectors" {
+				sr := registrytest.New(t)
+				sr.Seed("orders-value", compat.Backward, `{"type":"record","name":"Order","fields":[{"name":"order_id","type":"string"}]}`)
+				withRegistry(t, env, sr.URL())
+			}
 			p := spawn(t, name, env)
 			init := p.session.InitializeResult()
 			if init.ServerInfo.Name != name || init.ServerInfo.Version == "" {
@@ -123,18 +133,20 @@ func TestSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		if p.cmd.ProcessState.ExitCode() != 0 {
-			t.Errorf("exit code %d after SIGTERM; stderr:\n%s", p.cmd.ProcessState.ExitCode(), p.stderr)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no exit within 5s of SIGTERM")
+	// The transport reaps the process; closing the session waits for it.
+	start := time.Now()
+	_ = p.session.Close()
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("no exit within 3s of SIGTERM")
+	}
+	st := p.cmd.ProcessState
+	if st == nil {
+		t.Fatal("process state unknown")
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Errorf("killed by %v: SIGTERM should end the server cleanly", ws.Signal())
+	}
+	if st.ExitCode() != 0 {
+		t.Errorf("exit code %d after SIGTERM; stderr:\n%s", st.ExitCode(), p.stderr)
 	}
 }

@@ -36,7 +36,7 @@ var allAgents = []string{"dw-quality", "dw-incidents", "dw-context-catalog", "dw
 // Billing runs story A: a compatible schema change empties a column.
 func Billing(ctx context.Context, e *Env) (*BillingRun, error) {
 	e.say("Story A — usage billing: a compatible schema change empties a column.")
-	pack, tl, pr, err := e.prepare(ctx, "billing", "sam")
+	pack, tl, pr, err := e.prepare(ctx, "billing", "sam", "bea")
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +105,8 @@ func Billing(ctx context.Context, e *Env) (*BillingRun, error) {
 	}
 
 	e.say("\n— The named approver decides, as a person, at the terminal (no agent can approve) —")
-	for _, id := range run.ProposalIDs {
-		out, err := e.runDW(ctx, tl.QualityCheck, "approve", id, "--reason", "reviewed the diagnosis and the blast radius")
+	for i, id := range run.ProposalIDs {
+		out, err := e.runDW(ctx, tl.QualityCheck, str(run.Proposals.Out, "proposals", i, "approver"), "approve", id, "--reason", "reviewed the diagnosis and the blast radius")
 		if err != nil {
 			return run, err
 		}
@@ -120,12 +120,12 @@ func Billing(ctx context.Context, e *Env) (*BillingRun, error) {
 	if err := demo.ApplyBillingFix(ctx, filepath.Join(e.Home, "demo.duckdb"), e.Now); err != nil {
 		return run, err
 	}
-	for _, id := range run.ProposalIDs {
+	for i, id := range run.ProposalIDs {
 		if id == run.SchemaID {
 			continue
 		}
 		did := stepText(run.Proposals.Out, id)
-		out, err := e.runDW(ctx, tl.QualityCheck.Add(35*time.Minute), "step", id, "--did", did, "--done")
+		out, err := e.runDW(ctx, tl.QualityCheck.Add(35*time.Minute), str(run.Proposals.Out, "proposals", i, "approver"), "step", id, "--did", did, "--done")
 		if err != nil {
 			return run, err
 		}
@@ -144,7 +144,7 @@ func Billing(ctx context.Context, e *Env) (*BillingRun, error) {
 	if run.Receipt, err = a.must(ctx, "dw-incidents", "get_receipt", map[string]any{"id": run.IncidentID}); err != nil {
 		return run, err
 	}
-	if run.ReceiptVerify, err = e.runDW(ctx, tl.QualityCheck.Add(time.Hour), "receipt", "verify", run.IncidentID); err != nil {
+	if run.ReceiptVerify, err = e.runDW(ctx, tl.QualityCheck.Add(time.Hour), e.primary, "receipt", "verify", run.IncidentID); err != nil {
 		return run, err
 	}
 	if md := str(run.Receipt.Out, "markdown"); md != "" {
@@ -161,7 +161,7 @@ func stepText(proposals map[string]any, id string) string {
 			return "carried out the approved change"
 		}
 		if pid == id {
-			return "did: " + str(proposals, "proposals", i, "what")
+			return "carried out: " + str(proposals, "proposals", i, "what")
 		}
 	}
 }
@@ -183,9 +183,9 @@ func billingProposals(incident, v13 string) map[string]any {
 				"why":  "version 12 removed response_bytes, which usage-hourly-rollup sums",
 				"undo": "register version 12's schema again as the latest version", "schema": v13},
 			{"kind": "replay", "targets": []string{"flink://usage-hourly-rollup"},
-				"what": "Deploy usage-hourly-v2 summing COALESCE(response_kib * 1024, response_bytes), replaying from today's 00:00 offsets",
-				"why":  "today's rows read null response_bytes since the v12 rollout",
-				"undo": "stop usage-hourly-v2; the old statement's output is untouched",
+				"what":    "Deploy usage-hourly-v2 summing COALESCE(response_kib * 1024, response_bytes), replaying from today's 00:00 offsets",
+				"why":     "today's rows read null response_bytes since the v12 rollout",
+				"undo":    "stop usage-hourly-v2; the old statement's output is untouched",
 				"details": map[string]any{"verify_table": "usage.usage_hourly_v2"}},
 			{"kind": "diff", "targets": []string{"dbt://model.billing.fct_billable_egress"},
 				"what": "dbt diff: read today's hours of usage from usage_hourly_v2",

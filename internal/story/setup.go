@@ -33,17 +33,18 @@ func (p *peers) close() {
 
 // fileConfig is the dw.yaml a story writes: the same keys a team writes.
 type fileConfig struct {
-	Home           string            `yaml:"home"`
+	Home           string             `yaml:"home"`
 	Warehouses     []config.Warehouse `yaml:"warehouses"`
-	SchemaRegistry *config.Service   `yaml:"schema_registry,omitempty"`
-	People         []config.Person   `yaml:"people"`
-	Domains        []config.Domain   `yaml:"domains"`
+	SchemaRegistry *config.Service    `yaml:"schema_registry,omitempty"`
+	People         []config.Person    `yaml:"people"`
+	Domains        []config.Domain    `yaml:"domains"`
 }
 
 // prepare loads the pack into a fresh home, starts the peers it needs and
-// writes dw.yaml. The person at this terminal stands in for approver: the
-// config maps their login to that person, as a team maps its own.
-func (e *Env) prepare(ctx context.Context, pack, approver string) (*demo.Pack, demo.Instants, *peers, error) {
+// writes dw.yaml. The person at this terminal stands in for each of the
+// approvers in turn: dw.yaml maps their login to the first, and
+// dw-<person>.yaml to each other one, as a team maps its own people.
+func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*demo.Pack, demo.Instants, *peers, error) {
 	if err := os.MkdirAll(e.Home, 0o755); err != nil {
 		return nil, demo.Instants{}, nil, err
 	}
@@ -77,20 +78,29 @@ func (e *Env) prepare(ctx context.Context, pack, approver string) (*demo.Pack, d
 		e.say("Started an in-process Schema Registry at %s (a test server speaking the Confluent REST API, seeded with the pack's registered versions).", pr.registry.URL())
 	}
 	login := config.CurrentOSUser()
-	for i := range cfg.People {
-		if cfg.People[i].ID == approver {
-			cfg.People[i].OSUsers = append(cfg.People[i].OSUsers, login)
-			e.say("dw.yaml maps your login %q to %s, so `dw approve` at this terminal decides as them.", login, cfg.People[i].Name)
+	var raw []byte
+	for i, who := range approvers {
+		as := cfg
+		as.People = append([]config.Person(nil), cfg.People...)
+		for j := range as.People {
+			if as.People[j].ID == who {
+				as.People[j].OSUsers = append(append([]string(nil), as.People[j].OSUsers...), login)
+				e.say("%s maps your login %q to %s, so `dw approve` with it decides as them.", e.configFor(who, i == 0), login, as.People[j].Name)
+			}
 		}
-	}
-	raw, err := yaml.Marshal(cfg)
-	if err != nil {
-		pr.close()
-		return nil, tl, nil, err
-	}
-	if err := os.WriteFile(filepath.Join(e.Home, "dw.yaml"), raw, 0o644); err != nil {
-		pr.close()
-		return nil, tl, nil, err
+		out, err := yaml.Marshal(as)
+		if err != nil {
+			pr.close()
+			return nil, tl, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(e.Home, e.configFor(who, i == 0)), out, 0o644); err != nil {
+			pr.close()
+			return nil, tl, nil, err
+		}
+		if i == 0 {
+			raw = out
+			e.primary = who
+		}
 	}
 	loaded, err := config.Parse(filepath.Join(e.Home, "dw.yaml"), raw)
 	if err != nil {
@@ -116,6 +126,14 @@ func (e *Env) prepare(ctx context.Context, pack, approver string) (*demo.Pack, d
 		pack, e.Home, rep.GraphAssets, rep.GraphEdges, rep.Changes, rep.Versions)
 	e.say("Incident day %s; the agents run as if it were %s (DW_CLOCK).", tl.Day.Format("Mon 2006-01-02"), tl.QualityCheck.Format("15:04 MST"))
 	return p, tl, pr, nil
+}
+
+// configFor names the config file that maps this terminal's login to who.
+func (e *Env) configFor(who string, primary bool) string {
+	if primary || who == e.primary {
+		return "dw.yaml"
+	}
+	return "dw-" + who + ".yaml"
 }
 
 // schemaFile finds a pack subject's version text.

@@ -29,6 +29,9 @@ type Env struct {
 	Out io.Writer
 	// Now is the wall time the pack's timeline is placed from.
 	Now time.Time
+
+	// primary is the person dw.yaml maps this terminal's login to.
+	primary string
 }
 
 // Call is one tool call and its answer.
@@ -147,11 +150,17 @@ func indent(s, pad string) string {
 	return pad + strings.Join(lines, "\n"+pad)
 }
 
-// runDW runs the human command as the person at this terminal and narrates it.
-func (e *Env) runDW(ctx context.Context, at time.Time, args ...string) (string, error) {
-	e.say("\n$ dw %s", strings.Join(args, " "))
+// runDW runs the human command at this terminal, as the person the
+// config maps its login to, and narrates it.
+func (e *Env) runDW(ctx context.Context, at time.Time, as string, args ...string) (string, error) {
+	cfg := e.configFor(as, false)
+	if cfg == "dw.yaml" {
+		e.say("\n$ dw %s", strings.Join(args, " "))
+	} else {
+		e.say("\n$ DW_CONFIG=%s dw %s", cfg, strings.Join(args, " "))
+	}
 	cmd := exec.CommandContext(ctx, filepath.Join(e.BinDir, "dw"), args...)
-	cmd.Env = append(os.Environ(), "DW_CONFIG="+filepath.Join(e.Home, "dw.yaml"), "DW_HOME="+e.Home,
+	cmd.Env = append(os.Environ(), "DW_CONFIG="+filepath.Join(e.Home, cfg), "DW_HOME="+e.Home,
 		"DW_CLOCK="+at.UTC().Format(time.RFC3339))
 	out, err := cmd.CombinedOutput()
 	e.say("%s", indent(string(out), "  "))

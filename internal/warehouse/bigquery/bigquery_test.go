@@ -64,7 +64,7 @@ func (f *fakeBigQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		writeJSON(w, map[string]any{"kind": "bigquery#jobCancelResponse"})
 	case r.Method == http.MethodGet && parts[n-2] == "queries":
-		f.results_(w, r, parts[n-1])
+		f.serveResults(w, r, parts[n-1])
 	case r.Method == http.MethodGet && parts[n-2] == "jobs":
 		f.mu.Lock()
 		job := f.jobs[parts[n-1]]
@@ -115,7 +115,7 @@ func (f *fakeBigQuery) insert(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, job)
 }
 
-func (f *fakeBigQuery) results_(w http.ResponseWriter, r *http.Request, id string) {
+func (f *fakeBigQuery) serveResults(w http.ResponseWriter, r *http.Request, id string) {
 	f.mu.Lock()
 	job := f.jobs[id]
 	hang := f.hang

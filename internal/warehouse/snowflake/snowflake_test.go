@@ -254,6 +254,7 @@ func TestEasyLoggingIsPinnedOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SF_CLIENT_CONFIG_FILE", stray)
+	t.Setenv("TMPDIR", t.TempDir()) // where the private config is written
 	t.Setenv("DW_TEST_SF_PASSWORD", "x")
 	sf, err := driverConfig(Config{Name: "sf", Account: "acme", User: "u", Database: "D", PasswordEnv: "DW_TEST_SF_PASSWORD", Timeout: time.Minute})
 	if err != nil {

@@ -1,0 +1,89 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+var changeKinds = []string{"deploy", "release", "schema_version", "restore", "config", "connector", "partitioning", "pipeline"}
+
+var recordChangeTool = mcpserver.Tool{
+	Name:  "record_change",
+	Title: "Record a change in the change log",
+	Description: "Adds a change to the change log diagnoses rank causes from: a deploy or release, a schema version, a restore (state_skipped when a snapshot's state was not restored, e.g. allowNonRestoredState), a config, connector, partitioning or pipeline change; with when it took effect, the system, the assets and fields it touched (removed, added, type_changed, renamed) and who made it. " +
+		"With a key (e.g. schema-registry:api-usage-value:12) recording the same event again changes nothing. Times in the future are refused.",
+	ReadOnly:    false,
+	Destructive: false,
+	Idempotent:  false,
+	OpenWorld:   false,
+	InputSchema: mcpserver.InputSchema[incidents.RecordChangeParams](func(s *jsonschema.Schema) {
+		mcpserver.Enum(s, "kind", changeKinds...)
+	}),
+}
+
+func (h *handlers) recordChange(ctx context.Context, in incidents.RecordChangeParams) (*incidents.RecordChangeResult, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if strings.TrimSpace(in.Source) == "" {
+		in.Source = Name
+	}
+	res, err := e.svc.RecordChange(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	c := res.Change
+	verb := "Recorded"
+	if !res.Created {
+		verb = "Already recorded (same key; nothing changed):"
+	}
+	return res, fmt.Sprintf("%s change %d: %s (%s on %s at %s, assets %s).", verb, c.ID, c.Summary, c.Kind, c.System,
+		c.At.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(c.Assets, ", ")), nil
+}
+
+var listChangesTool = mcpserver.Tool{
+	Name:        "list_changes",
+	Title:       "List recorded changes",
+	Description: "Lists the change log, newest first, optionally only changes touching an asset, of a kind or system, or in a time range (since inclusive, until exclusive).",
+	ReadOnly:    true,
+	Destructive: false,
+	Idempotent:  true,
+	OpenWorld:   false,
+	InputSchema: mcpserver.InputSchema[incidents.ChangeFilter](func(s *jsonschema.Schema) {
+		mcpserver.Enum(s, "kind", changeKinds...)
+	}),
+}
+
+func (h *handlers) listChanges(ctx context.Context, in incidents.ChangeFilter) (*incidents.ChangeList, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	list, err := e.svc.ListChanges(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(list.Changes) == 0 {
+		return list, "No recorded change matches.", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d change(s), newest first:", len(list.Changes))
+	for i, c := range list.Changes {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n… and %d more", len(list.Changes)-10)
+			break
+		}
+		fmt.Fprintf(&b, "\n- %s %s (%s): %s", c.At.UTC().Format("2006-01-02 15:04"), c.Kind, c.System, c.Summary)
+	}
+	if list.Truncated {
+		b.WriteString("\nMore changes match: raise limit or narrow the filter.")
+	}
+	return list, b.String(), nil
+}

@@ -1,0 +1,396 @@
+package incidents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+var statusNames = []string{"open", "diagnosed", "proposed", "approved", "fixing", "verified", "escalated", "closed"}
+
+// ListIncidentsOut lists incidents.
+type ListIncidentsOut struct {
+	Incidents []incidents.IncidentSummary `json:"incidents" jsonschema:"incidents, newest first"`
+}
+
+var listIncidentsTool = mcpserver.Tool{
+	Name:        "list_incidents",
+	Title:       "List incidents",
+	Description: "Lists incidents newest first with their status (open, diagnosed, proposed, approved, fixing, verified, escalated, closed), onset and top-ranked cause; optionally only those in one status or with a symptom on one asset.",
+	ReadOnly:    true,
+	Destructive: false,
+	Idempotent:  true,
+	OpenWorld:   false,
+	InputSchema: mcpserver.InputSchema[incidents.IncidentFilter](func(s *jsonschema.Schema) {
+		mcpserver.Enum(s, "status", statusNames...)
+	}),
+}
+
+func (h *handlers) listIncidents(ctx context.Context, in incidents.IncidentFilter) (*ListIncidentsOut, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	list, err := e.svc.ListIncidents(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(list) == 0 {
+		return &ListIncidentsOut{Incidents: list}, "No incidents match.", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d incident(s):", len(list))
+	for _, inc := range list {
+		fmt.Fprintf(&b, "\n- %s [%s] %s", inc.ID, inc.Status, inc.Title)
+	}
+	return &ListIncidentsOut{Incidents: list}, b.String(), nil
+}
+
+// IncidentIn names an incident.
+type IncidentIn struct {
+	Incident string `json:"incident" jsonschema:"incident id, e.g. INC-3"`
+}
+
+// ProposalState is where one of an incident's proposals stands.
+type ProposalState struct {
+	ID        string    `json:"id" jsonschema:"proposal id"`
+	Kind      string    `json:"kind" jsonschema:"action kind"`
+	What      string    `json:"what" jsonschema:"the change in one line"`
+	Targets   []string  `json:"targets" jsonschema:"assets acted on"`
+	State     string    `json:"state" jsonschema:"pending, escalated, approved, rejected, expired, executed or undone"`
+	Approver  string    `json:"approver" jsonschema:"person whose decision is awaited or was given"`
+	Copied    []string  `json:"copied,omitempty" jsonschema:"people copied on the request"`
+	ExpiresAt time.Time `json:"expires_at" jsonschema:"when the current request expires and escalates (never grants)"`
+	DecidedBy string    `json:"decided_by,omitempty" jsonschema:"who decided, once decided"`
+	Via       string    `json:"via,omitempty" jsonschema:"channel of the decision: slack, elicitation or terminal"`
+	Reason    string    `json:"reason,omitempty" jsonschema:"the decider's reason, if given"`
+}
+
+func proposalState(p *approvals.Proposal) ProposalState {
+	ps := ProposalState{ID: p.ID, Kind: p.Kind, What: p.What, Targets: p.Targets, State: string(p.State),
+		Approver: p.Approver, Copied: p.Copied, ExpiresAt: p.ExpiresAt}
+	if d := p.Decision; d != nil {
+		ps.DecidedBy, ps.Via, ps.Reason = d.PersonID, string(d.Channel), d.Reason
+	}
+	return ps
+}
+
+// IncidentOut is an incident with what remediate will re-run and where its
+// proposals stand.
+type IncidentOut struct {
+	Incident   incidents.Incident    `json:"incident" jsonschema:"the incident with symptoms, ranked causes and timeline"`
+	Assertions []incidents.Assertion `json:"assertions" jsonschema:"what remediate re-runs to verify a fix: one per distinct symptom that fired"`
+	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
+	Next       string                `json:"next" jsonschema:"what to do next at this status"`
+}
+
+var getIncidentTool = mcpserver.Tool{
+	Name:        "get_incident",
+	Title:       "Show an incident",
+	Description: "Shows an incident: status in its life (open → diagnosed → proposed → approved → fixing → verified → closed; escalated after a failed verification), symptoms, ranked causes with evidence, timeline, the assertions a fix must pass again, its proposals and their decisions, and what to do next.",
+	ReadOnly:    true,
+	Destructive: false,
+	Idempotent:  true,
+	OpenWorld:   false,
+}
+
+func (h *handlers) getIncident(ctx context.Context, in IncidentIn) (*IncidentOut, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := h.incidentView(ctx, e, in.Incident)
+	if err != nil {
+		return nil, "", err
+	}
+	inc := out.Incident
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%s] %s\nOnset %s; %d symptom(s) on %s.", inc.ID, inc.Status, inc.Title,
+		inc.Onset.UTC().Format("2006-01-02 15:04 UTC"), len(inc.Symptoms), strings.Join(inc.Assets, ", "))
+	if len(inc.Causes) > 0 {
+		fmt.Fprintf(&b, "\nTop cause (%.2f): %s.", inc.Causes[0].Confidence, inc.Causes[0].Change.Summary)
+	}
+	for _, p := range out.Proposals {
+		fmt.Fprintf(&b, "\n- %s %s [%s] approver %s", p.ID, p.What, p.State, p.Approver)
+	}
+	fmt.Fprintf(&b, "\nNext: %s", out.Next)
+	return out, b.String(), nil
+}
+
+func (h *handlers) incidentView(ctx context.Context, e *env, id string) (*IncidentOut, error) {
+	inc, err := e.svc.GetIncident(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	asserts, err := e.svc.Assertions(ctx, inc.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &IncidentOut{Incident: *inc, Assertions: asserts, Proposals: []ProposalState{}}
+	var waiting []string
+	for _, pid := range inc.Proposals {
+		p, err := e.apv.Get(ctx, pid)
+		if err != nil {
+			return nil, err
+		}
+		out.Proposals = append(out.Proposals, proposalState(p))
+		if p.State.Open() {
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", p.ID, h.personLabel(p.Approver)))
+		}
+	}
+	switch inc.Status {
+	case incidents.StatusOpen:
+		out.Next = "diagnose_incident ranks the recorded changes before the onset; record_change any change you know of first"
+	case incidents.StatusDiagnosed:
+		out.Next = "propose_remediation for the top cause (hold the critical consumers, the fix, the undo)"
+	case incidents.StatusProposed:
+		if len(waiting) > 0 {
+			out.Next = "waiting for decisions on " + strings.Join(waiting, ", ") + "; people decide with `dw approve <id>` or in Slack, never an agent"
+		} else {
+			out.Next = "every proposal is decided: once the owners have carried out the approved steps, remediate verifies the fix"
+		}
+	case incidents.StatusApproved, incidents.StatusFixing:
+		out.Next = "once the owners have carried out the approved steps, remediate re-runs every assertion and check in scope"
+	case incidents.StatusEscalated:
+		out.Next = "a person reviews the failed verification; after further approved steps remediate verifies again, or diagnose_incident re-ranks the causes"
+	case incidents.StatusVerified:
+		out.Next = "close_incident closes it; get_receipt shows the record"
+	default:
+		out.Next = "nothing: the incident is closed; get_receipt shows the record"
+	}
+	return out, nil
+}
+
+// DiagnoseIn asks for a diagnosis.
+type DiagnoseIn struct {
+	Incident      string `json:"incident" jsonschema:"incident id, e.g. INC-3"`
+	LookbackHours int    `json:"lookback_hours,omitempty" jsonschema:"hours before the onset to consider changes from; default 72, at most 720"`
+}
+
+// BlastRadius is what the symptomatic data reaches downstream, from the
+// catalog.
+type BlastRadius struct {
+	From       []string                `json:"from" jsonschema:"the symptomatic assets it was computed from (canonical ids)"`
+	Assets     []lineage.ImpactedAsset `json:"assets" jsonschema:"assets downstream: critical (outbound, money, regulator, customer-facing) and scheduled first, soonest run first, then by distance"`
+	Critical   int                     `json:"critical" jsonschema:"critical assets among them"`
+	Scheduled  int                     `json:"scheduled" jsonschema:"scheduled jobs among them"`
+	More       bool                    `json:"more" jsonschema:"true when more assets are reached than listed"`
+	NotInGraph []string                `json:"not_in_graph,omitempty" jsonschema:"symptomatic assets the catalog does not know"`
+	Summary    string                  `json:"summary" jsonschema:"the blast radius in words"`
+}
+
+// DiagnoseOut is the ranked diagnosis with the blast radius.
+type DiagnoseOut struct {
+	Diagnosis   incidents.Diagnosis `json:"diagnosis" jsonschema:"ranked candidate causes with evidence and confidence"`
+	BlastRadius BlastRadius         `json:"blast_radius" jsonschema:"what the symptomatic data reaches downstream"`
+}
+
+var diagnoseTool = mcpserver.Tool{
+	Name:  "diagnose_incident",
+	Title: "Rank an incident's causes",
+	Description: "Ranks the recorded changes from lookback_hours before the onset to shortly after it as candidate causes, deterministically: lineage relation to the symptomatic assets (upstream, hops), time before the onset, whether a job on the path reads a field the change removed or retyped (column lineage, recorded SQL), how the kind of change fits the kind of symptom, and whether this feed broke the same way before. " +
+		"Each cause has evidence a person can check and a confidence. The answer includes the blast radius from the catalog: everything downstream of the symptomatic assets, critical and scheduled first with owners and next runs. Moves the incident to diagnosed.",
+	ReadOnly:    false,
+	Destructive: false,
+	Idempotent:  true,
+	OpenWorld:   false,
+}
+
+func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := e.svc.Diagnose(ctx, incidents.DiagnoseParams{IncidentID: in.Incident, LookbackHours: in.LookbackHours})
+	if err != nil {
+		return nil, "", err
+	}
+	br, err := blastRadius(ctx, e.graph, d.Assets)
+	if err != nil {
+		return nil, "", err
+	}
+	out := &DiagnoseOut{Diagnosis: *d, BlastRadius: *br}
+	var b strings.Builder
+	b.WriteString(d.Summary)
+	if len(d.Causes) > 0 {
+		for _, ev := range d.Causes[0].Evidence {
+			fmt.Fprintf(&b, "\n- %s", ev)
+		}
+	}
+	fmt.Fprintf(&b, "\n%s\nNext: propose_remediation %s.", br.Summary, d.IncidentID)
+	return out, b.String(), nil
+}
+
+// blastRadius merges the catalog's blast radius of each symptomatic asset.
+func blastRadius(ctx context.Context, g *lineage.Graph, assets []string) (*BlastRadius, error) {
+	br := &BlastRadius{From: []string{}, Assets: []lineage.ImpactedAsset{}}
+	byID := map[string]int{}
+	for _, a := range assets {
+		res, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: a, Limit: 100})
+		if errors.Is(err, lineage.ErrUnknownAsset) {
+			br.NotInGraph = append(br.NotInGraph, a)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("blast radius of %s: %w", a, err)
+		}
+		if slices.Contains(br.From, res.Asset) {
+			continue // another name of an asset already walked
+		}
+		br.From = append(br.From, res.Asset)
+		if res.Total > len(res.Assets) || res.Partial {
+			br.More = true
+		}
+		for _, ia := range res.Assets {
+			if i, ok := byID[ia.ID]; ok {
+				if ia.Distance < br.Assets[i].Distance {
+					br.Assets[i] = ia
+				}
+				continue
+			}
+			byID[ia.ID] = len(br.Assets)
+			br.Assets = append(br.Assets, ia)
+		}
+	}
+	sort.SliceStable(br.Assets, func(i, j int) bool {
+		a, b := br.Assets[i], br.Assets[j]
+		if ca, cb := len(a.Critical) > 0, len(b.Critical) > 0; ca != cb {
+			return ca
+		}
+		if sa, sb := !a.NextRun.IsZero(), !b.NextRun.IsZero(); sa != sb {
+			return sa
+		} else if sa && !a.NextRun.Equal(b.NextRun) {
+			return a.NextRun.Before(b.NextRun)
+		}
+		if a.Distance != b.Distance {
+			return a.Distance < b.Distance
+		}
+		return a.ID < b.ID
+	})
+	const listed = 50
+	if len(br.Assets) > listed {
+		br.Assets, br.More = br.Assets[:listed], true
+	}
+	var crit []string
+	for _, a := range br.Assets {
+		if len(a.Critical) > 0 {
+			br.Critical++
+			line := fmt.Sprintf("%s [%s]", a.ID, strings.Join(a.Critical, ", "))
+			if !a.NextRun.IsZero() {
+				line += " next run " + a.NextRun.UTC().Format("2006-01-02 15:04 UTC")
+			}
+			if a.Owner != "" {
+				line += " (owner " + a.Owner + ")"
+			}
+			crit = append(crit, line)
+		}
+		if !a.NextRun.IsZero() {
+			br.Scheduled++
+		}
+	}
+	var b strings.Builder
+	switch {
+	case len(br.From) == 0:
+		fmt.Fprintf(&b, "Blast radius unknown: the catalog does not know %s; record its lineage (dw-context-catalog record_lineage).", strings.Join(assets, ", "))
+	case len(br.Assets) == 0:
+		fmt.Fprintf(&b, "Blast radius: nothing recorded downstream of %s.", strings.Join(br.From, ", "))
+	default:
+		more := ""
+		if br.More {
+			more = " (more not listed)"
+		}
+		fmt.Fprintf(&b, "Blast radius: %d asset(s) downstream of %s%s", len(br.Assets), strings.Join(br.From, ", "), more)
+		if len(crit) > 0 {
+			fmt.Fprintf(&b, "; critical: %s", strings.Join(crit, "; "))
+		}
+		var others []string
+		for _, a := range br.Assets {
+			if len(a.Critical) == 0 {
+				others = append(others, a.ID)
+			}
+		}
+		if len(others) > 0 {
+			fmt.Fprintf(&b, "; also %s", strings.Join(others, ", "))
+		}
+		b.WriteString(".")
+	}
+	br.Summary = b.String()
+	return br, nil
+}
+
+var historyTool = mcpserver.Tool{
+	Name:        "get_incident_history",
+	Title:       "Earlier incidents on a feed",
+	Description: "Lists earlier incidents on an asset or its feed (assets within hops up- or downstream in the lineage), newest first, with their top cause, time to detect and to resolve, and which kinds of cause recur on the same asset.",
+	ReadOnly:    true,
+	Destructive: false,
+	Idempotent:  true,
+	OpenWorld:   false,
+}
+
+func (h *handlers) history(ctx context.Context, in incidents.HistoryParams) (*incidents.HistoryResult, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := e.svc.History(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	b.WriteString(res.Summary)
+	for i, pi := range res.Incidents {
+		if i == 10 {
+			break
+		}
+		cause := "not diagnosed"
+		if pi.TopCause != nil {
+			cause = fmt.Sprintf("%s: %s", pi.TopCause.Kind, pi.TopCause.Summary)
+		}
+		fmt.Fprintf(&b, "\n- %s [%s] on %s (%s): %s; detected in %s, resolved in %s", pi.ID, pi.Status, pi.Asset, pi.Relation, cause, pi.TimeToDetect, pi.TimeToResolve)
+	}
+	return res, b.String(), nil
+}
+
+// CloseIn closes an incident.
+type CloseIn struct {
+	Incident string `json:"incident" jsonschema:"incident id, e.g. INC-3"`
+	Note     string `json:"note,omitempty" jsonschema:"why; required to dismiss an incident that was never verified (e.g. a false alarm: the metric's definition changed)"`
+}
+
+var closeIncidentTool = mcpserver.Tool{
+	Name:        "close_incident",
+	Title:       "Close an incident",
+	Description: "Closes a verified incident, or dismisses an open or diagnosed one as a false alarm with a note saying why. An incident with a fix in progress cannot be closed: verify it with remediate first.",
+	ReadOnly:    false,
+	Destructive: false,
+	Idempotent:  false,
+	OpenWorld:   false,
+}
+
+func (h *handlers) closeIncident(ctx context.Context, in CloseIn) (*incidents.Incident, string, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	inc, err := e.svc.Transition(ctx, incidents.TransitionParams{IncidentID: in.Incident, To: string(incidents.StatusClosed), Actor: Name, Note: in.Note})
+	if err != nil {
+		return nil, "", err
+	}
+	how := "closed after its verified fix"
+	if inc.VerifiedAt.IsZero() {
+		how = "dismissed: " + strings.TrimSpace(in.Note)
+	}
+	return inc, fmt.Sprintf("%s %s.", inc.ID, how), nil
+}

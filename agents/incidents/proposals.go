@@ -1,0 +1,407 @@
+package incidents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/compat"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/warehouse"
+)
+
+// The details keys of a schema_version proposal, the contract with
+// dw-connectors' register_stream_schema (agents/connectors/registration.go):
+// subject, schema_type and the canonical SHA-256 of the schema
+// (compat.Canonicalize), which binds the approval to exactly one schema.
+// The schema text itself is kept beside them so whoever registers it has
+// the approved text at hand.
+const (
+	detailSubject    = "subject"
+	detailSchemaType = "schema_type"
+	detailSchemaSHA  = "schema_sha256"
+	detailSchema     = "schema"
+)
+
+// The details keys remediate reads from approved proposals: the table a
+// fix replaces the symptomatic table with (verify_table, schema.table in
+// the same warehouse), the symptomatic table or asset it replaces when the
+// incident has several (replaces), and the warehouse to check when several
+// of the asset's platform are configured (verify_warehouse).
+const (
+	detailVerifyTable     = "verify_table"
+	detailReplaces        = "replaces"
+	detailVerifyWarehouse = "verify_warehouse"
+)
+
+var proposalKinds = []string{"hold", "diff", "delete_with_undo", "replay", "schema_version", "rerun"}
+
+// ProposalSpec is one remediation to put to its approver.
+type ProposalSpec struct {
+	Kind       string         `json:"kind" jsonschema:"hold (pause a downstream job or sync), diff (a reviewed code or config change), delete_with_undo, replay (reprocess from offsets or a savepoint), schema_version (register a schema version) or rerun"`
+	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it, e.g. Pause sync_metered_usage_to_stripe until egress is verified"`
+	Why        string         `json:"why,omitempty" jsonschema:"why this action, in the approver's terms; the ranked cause it addresses is added"`
+	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>"`
+	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets"`
+	Undo       string         `json:"undo" jsonschema:"how to reverse it, concretely: unpause the DAG, revert the diff, point the dbt source back to usage.usage_hourly"`
+	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
+	Details    map[string]any `json:"details,omitempty" jsonschema:"parameters the person or tool carrying it out needs verbatim (job id, savepoint, offsets, diff); verify_table names a replacement table remediate checks instead of the symptomatic one, replaces which symptomatic table it replaces, verify_warehouse the warehouse"`
+	Schema     string         `json:"schema,omitempty" jsonschema:"for schema_version: the schema text to register; its canonical SHA-256 is bound into the proposal so only this schema can be registered under it"`
+	SchemaType string         `json:"schema_type,omitempty" jsonschema:"for schema_version: AVRO (default), JSON or PROTOBUF"`
+}
+
+// ProposeIn is a set of remediations for one incident.
+type ProposeIn struct {
+	Incident  string         `json:"incident" jsonschema:"incident id, e.g. INC-3; it must be diagnosed"`
+	Proposals []ProposalSpec `json:"proposals" jsonschema:"the remediations, each decided on its own by its named approver"`
+}
+
+// Proposed is one proposal as sent.
+type Proposed struct {
+	ID            string         `json:"id" jsonschema:"proposal id to decide, e.g. P-7K3M9QXA"`
+	Kind          string         `json:"kind" jsonschema:"action kind as approvals records it"`
+	Class         string         `json:"class" jsonschema:"standard (domain approvers in order) or live (only the asset owner, for schema versions)"`
+	Domain        string         `json:"domain" jsonschema:"domain whose rules apply"`
+	What          string         `json:"what" jsonschema:"the change in one line"`
+	Why           string         `json:"why" jsonschema:"why, with the cause it addresses"`
+	Targets       []string       `json:"targets" jsonschema:"assets acted on"`
+	Scope         []string       `json:"scope" jsonschema:"assets and consumers touched"`
+	Undo          string         `json:"undo" jsonschema:"how to reverse it"`
+	Approver      string         `json:"approver" jsonschema:"person id whose decision is awaited"`
+	ApproverName  string         `json:"approver_name" jsonschema:"the approver as a person reads it"`
+	ApproverOrder []string       `json:"approver_order" jsonschema:"escalation order when the approver does not answer in time"`
+	Copied        []string       `json:"copied" jsonschema:"person ids copied on the request"`
+	ExpiresAt     time.Time      `json:"expires_at" jsonschema:"when the request expires: it then escalates to the next approver, and expiry never grants"`
+	State         string         `json:"state" jsonschema:"pending until a person decides"`
+	Details       map[string]any `json:"details,omitempty" jsonschema:"action parameters, e.g. schema_sha256 for a schema version"`
+	HowToDecide   string         `json:"how_to_decide" jsonschema:"how the approver records a decision"`
+}
+
+// ProposeOut lists what was sent.
+type ProposeOut struct {
+	Incident  string     `json:"incident" jsonschema:"incident id"`
+	Status    string     `json:"status" jsonschema:"incident status after proposing (proposed)"`
+	ReceiptID string     `json:"receipt_id" jsonschema:"receipt recording the cause, these proposals and their decisions"`
+	Proposals []Proposed `json:"proposals" jsonschema:"the proposals, each waiting for its approver"`
+}
+
+var proposeTool = mcpserver.Tool{
+	Name:  "propose_remediation",
+	Title: "Propose remediations to their approvers",
+	Description: "Sends structured remediations for a diagnosed incident through the approvals core: hold a downstream job, a diff for the owning team, a delete with its named undo, a replay from a position, a schema version, a rerun; each with targets, scope, a concrete undo and the ranked cause it addresses. " +
+		"Approvals names the approver from the target's domain owners in dw.yaml (else the asset's owner in the catalog); the other owners involved in the incident are copied. A schema_version proposal carries the schema text: its canonical SHA-256 is bound in details (subject, schema_type, schema_sha256) so register_stream_schema (dw-connectors) can register exactly that schema once approved. " +
+		"Every proposal is checked before any is sent. This agent only proposes: a person decides (dw approve <id> at the terminal, or in Slack) and the owners carry the steps out; then call remediate.",
+	ReadOnly:    false,
+	Destructive: false,
+	Idempotent:  false,
+	OpenWorld:   false,
+	InputSchema: mcpserver.InputSchema[ProposeIn](func(s *jsonschema.Schema) {
+		item := s.Properties["proposals"].Items
+		item.Properties["kind"].Enum = []any{}
+		for _, k := range proposalKinds {
+			item.Properties["kind"].Enum = append(item.Properties["kind"].Enum, k)
+		}
+		item.Properties["schema_type"].Enum = []any{"AVRO", "JSON", "PROTOBUF"}
+	}),
+}
+
+// prepared is a proposal checked and ready to send.
+type prepared struct {
+	draft *incidents.ProposalDraft
+	np    approvals.NewProposal
+}
+
+func (h *handlers) propose(ctx context.Context, in ProposeIn) (*ProposeOut, string, error) {
+	if len(in.Proposals) == 0 {
+		return nil, "", errors.New("proposals is empty: give at least one remediation (kind, what, targets, undo)")
+	}
+	if len(in.Proposals) > 20 {
+		return nil, "", fmt.Errorf("%d proposals in one call; at most 20", len(in.Proposals))
+	}
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	inc, err := e.svc.GetIncident(ctx, in.Incident)
+	if err != nil {
+		return nil, "", err
+	}
+	// Check every proposal before sending any, so bad input sends nothing.
+	var ready []prepared
+	for i, spec := range in.Proposals {
+		p, err := h.prepare(ctx, e, inc, spec)
+		if err != nil {
+			return nil, "", fmt.Errorf("proposals[%d] (%s): %w", i, strings.TrimSpace(spec.What), err)
+		}
+		ready = append(ready, *p)
+	}
+	copies := h.involvedOwners(inc, ready)
+	if err := h.recordCause(ctx, e, inc); err != nil {
+		return nil, "", err
+	}
+	out := &ProposeOut{Incident: inc.ID, ReceiptID: inc.ID, Proposals: []Proposed{}}
+	var ids []string
+	for _, r := range ready {
+		r.np.Copy = copies
+		p, err := e.apv.Propose(ctx, r.np)
+		if err != nil {
+			if len(ids) > 0 {
+				// Record what was sent so the incident still points at it.
+				if _, merr := e.svc.MarkProposed(ctx, inc.ID, ids, Name); merr != nil {
+					err = errors.Join(err, merr)
+				}
+				return nil, "", fmt.Errorf("%s were sent to their approvers, then %q failed: %w", strings.Join(ids, ", "), r.np.What, err)
+			}
+			return nil, "", err
+		}
+		ids = append(ids, p.ID)
+		out.Proposals = append(out.Proposals, h.proposed(p))
+	}
+	updated, err := e.svc.MarkProposed(ctx, inc.ID, ids, Name)
+	if err != nil {
+		return nil, "", err
+	}
+	out.Status = string(updated.Status)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is proposed: %d proposal(s) sent; nothing changes until a person approves.", inc.ID, len(out.Proposals))
+	for _, p := range out.Proposals {
+		fmt.Fprintf(&b, "\n- %s %s (%s): approver %s", p.ID, p.What, p.Kind, p.ApproverName)
+		if len(p.Copied) > 0 {
+			fmt.Fprintf(&b, ", copied %s", strings.Join(p.Copied, ", "))
+		}
+		fmt.Fprintf(&b, "; expires %s. %s.", p.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"), p.HowToDecide)
+	}
+	b.WriteString("\nAfter the owners carry out the approved steps, call remediate.")
+	return out, b.String(), nil
+}
+
+func (h *handlers) proposed(p *approvals.Proposal) Proposed {
+	copied := p.Copied
+	if copied == nil {
+		copied = []string{}
+	}
+	scope := p.Scope
+	if scope == nil {
+		scope = []string{}
+	}
+	return Proposed{
+		ID: p.ID, Kind: p.Kind, Class: string(p.Class), Domain: p.Domain, What: p.What, Why: p.Why, Targets: p.Targets,
+		Scope: scope, Undo: p.Undo, Approver: p.Approver, ApproverName: h.personLabel(p.Approver), ApproverOrder: p.ApproverOrder,
+		Copied: copied, ExpiresAt: p.ExpiresAt, State: string(p.State), Details: p.Details, HowToDecide: h.decideHow(p),
+	}
+}
+
+// prepare validates one proposal against the incident's diagnosis and the
+// approval rules, binding a schema version's hash.
+func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident, spec ProposalSpec) (*prepared, error) {
+	details := map[string]any{}
+	for k, v := range spec.Details {
+		details[k] = v
+	}
+	kind := strings.ToLower(strings.TrimSpace(spec.Kind))
+	if kind == string(incidents.ProposalSchemaVersion) {
+		if err := bindSchema(spec, details); err != nil {
+			return nil, err
+		}
+	} else if strings.TrimSpace(spec.Schema) != "" || strings.TrimSpace(spec.SchemaType) != "" {
+		return nil, fmt.Errorf("schema and schema_type apply only to kind schema_version (this one is %s)", orDefault(kind, "without a kind"))
+	}
+	if err := checkVerifyDetails(details); err != nil {
+		return nil, err
+	}
+	draft, err := e.svc.DraftProposal(ctx, incidents.DraftParams{
+		IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
+		Undo: spec.Undo, CauseRank: spec.CauseRank, Details: details,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkRoute(ctx, e, draft); err != nil {
+		return nil, err
+	}
+	why := "Addresses " + draft.Why
+	if w := strings.TrimSpace(spec.Why); w != "" {
+		why = strings.TrimSuffix(w, ".") + ". " + why
+	}
+	var det map[string]any
+	if len(draft.Details) > 0 {
+		det = draft.Details
+	}
+	return &prepared{draft: draft, np: approvals.NewProposal{
+		IncidentID: inc.ID, Kind: draft.ApprovalKind, What: draft.What, Why: why, Targets: draft.Targets,
+		Scope: draft.Scope, Undo: draft.Undo, Details: det, Proposer: Name,
+	}}, nil
+}
+
+// bindSchema checks a schema_version proposal's schema and writes the
+// details register_stream_schema requires.
+func bindSchema(spec ProposalSpec, details map[string]any) error {
+	text := strings.TrimSpace(spec.Schema)
+	if text == "" {
+		return errors.New("a schema_version proposal needs schema: the schema text to register, so its hash can bind the approval to exactly that schema")
+	}
+	kind, err := compat.ParseKind(spec.SchemaType)
+	if err != nil {
+		return err
+	}
+	canon, err := compat.Canonicalize(kind, compat.Schema{Text: spec.Schema})
+	if err != nil {
+		return fmt.Errorf("the schema does not parse as %s: %w", kind, err)
+	}
+	var subjects []string
+	for _, t := range spec.Targets {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(t), "schema://"); ok && s != "" {
+			subjects = append(subjects, s)
+		}
+	}
+	subject, _ := details[detailSubject].(string)
+	subject = strings.TrimSpace(subject)
+	switch {
+	case len(subjects) != 1:
+		return fmt.Errorf("a schema_version proposal targets exactly one subject as schema://<subject> (targets: %s)", strings.Join(spec.Targets, ", "))
+	case subject != "" && subject != subjects[0]:
+		return fmt.Errorf("details.subject %q differs from the target schema://%s", subject, subjects[0])
+	}
+	if given, ok := details[detailSchemaSHA].(string); ok && strings.TrimSpace(given) != "" && !strings.EqualFold(strings.TrimSpace(given), canon.SHA256) {
+		return fmt.Errorf("details.schema_sha256 %s is not the schema's canonical SHA-256 %s; leave it out and it is computed from schema", given, canon.SHA256)
+	}
+	if given, ok := details[detailSchemaType].(string); ok && strings.TrimSpace(given) != "" {
+		if gk, err := compat.ParseKind(given); err != nil || gk != kind {
+			return fmt.Errorf("details.schema_type %q differs from schema_type %s", given, kind)
+		}
+	}
+	details[detailSubject] = subjects[0]
+	details[detailSchemaType] = string(kind)
+	details[detailSchemaSHA] = canon.SHA256
+	details[detailSchema] = spec.Schema
+	return nil
+}
+
+// checkVerifyDetails validates the keys remediate reads, so a typo is
+// caught when proposing rather than when verifying.
+func checkVerifyDetails(details map[string]any) error {
+	for _, k := range []string{detailVerifyTable, detailReplaces, detailVerifyWarehouse} {
+		v, ok := details[k]
+		if !ok {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString || strings.TrimSpace(s) == "" {
+			return fmt.Errorf("details.%s must be a non-empty string", k)
+		}
+	}
+	if v, ok := details[detailVerifyTable].(string); ok {
+		if _, err := warehouse.ParseTableName(v); err != nil {
+			return fmt.Errorf("details.%s: %w", detailVerifyTable, err)
+		}
+	}
+	if _, ok := details[detailReplaces]; ok {
+		if _, ok := details[detailVerifyTable]; !ok {
+			return fmt.Errorf("details.%s names the table replaced; give the replacement in details.%s too", detailReplaces, detailVerifyTable)
+		}
+	}
+	return nil
+}
+
+// checkRoute refuses, before anything is sent, a proposal approvals would
+// refuse: targets in no domain or in several, or no approver to ask.
+func (h *handlers) checkRoute(ctx context.Context, e *env, d *incidents.ProposalDraft) error {
+	var domain string
+	for _, t := range d.Targets {
+		dom, ok := approvals.DomainForAsset(h.d.Config, t)
+		if !ok {
+			return fmt.Errorf("target %s is in no domain: add a glob matching it to a domain's assets in dw.yaml so an owner can approve it", t)
+		}
+		if domain != "" && dom.Name != domain {
+			return fmt.Errorf("targets span domains %s and %s, which have different approvers: propose one change per domain", domain, dom.Name)
+		}
+		domain = dom.Name
+	}
+	dom, _ := approvals.DomainForAsset(h.d.Config, d.Targets[0])
+	if len(dom.Owners) > 0 || len(dom.Approvers) > 0 {
+		return nil
+	}
+	owner, ok := ownerLookup(e.graph)(ctx, d.Targets[0])
+	if !ok {
+		return fmt.Errorf("domain %s names no owners and the catalog records no owner for %s: add owners to the domain in dw.yaml", dom.Name, d.Targets[0])
+	}
+	if _, isPerson := h.d.Config.Person(owner); !isPerson {
+		return fmt.Errorf("the owner of %s is %q, who is not a person in dw.yaml: add them under people: so they can decide", d.Targets[0], owner)
+	}
+	return nil
+}
+
+// involvedOwners are the first owners of the domains the incident touches:
+// its symptomatic assets, the top cause's changed asset and every
+// proposal's targets and scope. Each request copies them (approvals leaves
+// out the approver), so the data owner hears of the platform owner's
+// decision and the reverse.
+func (h *handlers) involvedOwners(inc *incidents.Incident, ready []prepared) []string {
+	assets := append([]string{}, inc.Assets...)
+	if len(inc.Causes) > 0 && len(inc.Causes[0].Path) > 0 {
+		assets = append(assets, inc.Causes[0].Path[0])
+	}
+	for _, r := range ready {
+		assets = append(assets, r.draft.Targets...)
+		assets = append(assets, r.draft.Scope...)
+	}
+	var out []string
+	for _, a := range assets {
+		if d, ok := approvals.DomainForAsset(h.d.Config, a); ok && len(d.Owners) > 0 {
+			if _, isPerson := h.d.Config.Person(d.Owners[0]); isPerson {
+				out = uniq(out, d.Owners[0])
+			}
+		}
+	}
+	return out
+}
+
+// causeFacts is what the receipt keeps of a diagnosis.
+type causeFacts struct {
+	Incident   string   `json:"incident"`
+	Summary    string   `json:"summary"`
+	ChangeID   int64    `json:"change_id"`
+	Kind       string   `json:"kind"`
+	Confidence float64  `json:"confidence"`
+	Path       []string `json:"path"`
+	Readers    []string `json:"readers"`
+	Evidence   []string `json:"evidence"`
+	Symptoms   []string `json:"symptoms"`
+}
+
+// recordCause writes the incident's top cause to its receipt once per
+// diagnosis, before the proposals, so the receipt reads cause, then
+// approvals, then steps.
+func (h *handlers) recordCause(ctx context.Context, e *env, inc *incidents.Incident) error {
+	if len(inc.Causes) == 0 {
+		return nil
+	}
+	top := inc.Causes[0]
+	entries, err := approvals.Entries(ctx, e.db, inc.ID)
+	if err != nil {
+		return err
+	}
+	for _, en := range entries {
+		var f causeFacts
+		if en.Kind == approvals.EntryCause && json.Unmarshal(en.Payload, &f) == nil && f.ChangeID == top.Change.ID {
+			return nil
+		}
+	}
+	f := causeFacts{
+		Incident: inc.ID, ChangeID: top.Change.ID, Kind: string(top.Change.Kind), Confidence: top.Confidence,
+		Path: top.Path, Readers: top.Readers, Evidence: top.Evidence, Symptoms: []string{},
+		Summary: fmt.Sprintf("%s: %s (%s, confidence %.2f, %s the onset)", inc.Title, top.Change.Summary, top.Change.Kind, top.Confidence, top.LeadTime),
+	}
+	for _, s := range inc.Symptoms {
+		f.Symptoms = append(f.Symptoms, fmt.Sprintf("%s %s on %s at %s: %s", s.Kind, s.Metric, s.Asset, s.At.UTC().Format("2006-01-02 15:04"), orDefault(s.Detail, fmt.Sprint(s.Observed))))
+	}
+	_, err = approvals.AppendReceipt(ctx, e.db, h.d.Clock.Now(), inc.ID, approvals.EntryCause, Name, f)
+	return err
+}

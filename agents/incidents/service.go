@@ -1,0 +1,83 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/warehouse"
+)
+
+// env is what one tool call works with: the store, the context graph, the
+// incidents library over both, and the approvals core.
+type env struct {
+	db    *store.DB
+	graph *lineage.Graph
+	svc   *incidents.Service
+	apv   *approvals.Service
+}
+
+// env builds the services for one call. Only the graph is kept between
+// calls (its index is costly to load); the rest is cheap to build.
+func (h *handlers) env(ctx context.Context) (*env, error) {
+	db, err := h.d.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.graph == nil || h.graph.DB() != db {
+		h.graph = lineage.New(db, h.d.Clock)
+	}
+	g := h.graph
+	h.mu.Unlock()
+	svc := &incidents.Service{
+		DB:    db,
+		Clock: h.d.Clock,
+		Graph: incidents.LineageGraph(g),
+		OpenWarehouse: func(ctx context.Context, name string) (warehouse.Warehouse, error) {
+			return h.d.Warehouse(ctx, name)
+		},
+	}
+	return &env{db: db, graph: g, svc: svc, apv: approvals.New(db, h.d.Config, h.d.Clock, ownerLookup(g))}, nil
+}
+
+// ownerLookup names an asset's owner as the context graph records it, for
+// approvals to fall back on when a domain names no owners.
+func ownerLookup(g *lineage.Graph) approvals.OwnerLookup {
+	return func(ctx context.Context, asset string) (string, bool) {
+		res, err := g.Owners(ctx, lineage.OwnersParams{Assets: []string{asset}})
+		if err != nil || len(res.Assets) == 0 || res.Assets[0].Owner == "" {
+			return "", false
+		}
+		return res.Assets[0].Owner, true
+	}
+}
+
+// personLabel is "Sam Okafor (sam)" for a configured person, else the id.
+func (h *handlers) personLabel(id string) string { return approvals.PersonLabel(h.d.Config, id) }
+
+// decideHow says how a person records a decision on a proposal: the
+// terminal always, Slack when it is configured.
+func (h *handlers) decideHow(p *approvals.Proposal) string {
+	who := h.personLabel(p.Approver)
+	ways := []string{fmt.Sprintf("%s runs `dw approve %s` (or `dw reject %s --reason …`) as their own OS login", who, p.ID, p.ID)}
+	if h.d.Config.Slack != nil {
+		ways = append(ways, "or answers the request posted to them in Slack (`dw approvals listen` posts it)")
+	}
+	return strings.Join(ways, ", ")
+}
+
+// uniq appends values not yet present.
+func uniq(list []string, vals ...string) []string {
+	for _, v := range vals {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
+}

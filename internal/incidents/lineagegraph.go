@@ -1,0 +1,52 @@
+package incidents
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dataworkers/dw/internal/lineage"
+)
+
+// LineageGraph adapts the context graph in the store to Graph. Walks answer
+// under every name an asset is known by (its canonical id and its aliases,
+// such as duckdb://usage.usage_hourly for duckdb://demo.usage.usage_hourly),
+// so symptoms and changes recorded under any of them meet. An asset the
+// graph does not know reaches nothing and has no recorded readers: lineage
+// is often incomplete, and a diagnosis should still rank what it can.
+func LineageGraph(g *lineage.Graph) Graph { return lineageGraph{g} }
+
+type lineageGraph struct{ g *lineage.Graph }
+
+func (l lineageGraph) Upstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {
+	return convertHops(l.g.Upstream(ctx, start, maxDepth))
+}
+
+func (l lineageGraph) Downstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {
+	return convertHops(l.g.Downstream(ctx, start, maxDepth))
+}
+
+func (l lineageGraph) FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error) {
+	rs, err := l.g.FieldReaders(ctx, asset, fields, maxDepth)
+	if errors.Is(err, lineage.ErrUnknownAsset) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FieldReader, len(rs))
+	for i, r := range rs {
+		out[i] = FieldReader{Reader: r.Reader, Field: r.Field, From: r.From, Evidence: r.Evidence}
+	}
+	return out, nil
+}
+
+func convertHops(in map[string]lineage.Hop, err error) (map[string]Hop, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Hop, len(in))
+	for k, h := range in {
+		out[k] = Hop{Distance: h.Distance, Next: h.Next}
+	}
+	return out, nil
+}

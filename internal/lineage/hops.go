@@ -1,0 +1,594 @@
+package lineage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// Hop places an asset reached by Upstream or Downstream.
+type Hop struct {
+	// Distance is the number of edges from the nearest start asset.
+	Distance int `json:"distance" jsonschema:"edges from the nearest start asset"`
+	// Next is the neighbour one hop closer to the start ("" at a start);
+	// following Next repeatedly yields a shortest path back to a start.
+	Next string `json:"next,omitempty" jsonschema:"neighbour one hop closer to the start"`
+}
+
+// FieldReader is a job or model downstream of an asset that reads one of
+// the asset's fields, directly or under a name column lineage gave it.
+type FieldReader struct {
+	// Reader is the reading job or model's asset id.
+	Reader string `json:"reader" jsonschema:"asset id of the job or model that reads the field"`
+	// Field is the field as the caller named it on the start asset.
+	Field string `json:"field" jsonschema:"the field read, as named on the start asset"`
+	// From is the asset the reader reads the field from.
+	From string `json:"from" jsonschema:"asset the reader reads the field from"`
+	// Evidence says how the read is known: the reader's recorded SQL
+	// expression, else the source of the column lineage.
+	Evidence string `json:"evidence" jsonschema:"how the read is known, e.g. recorded SQL: SUM(response_bytes)"`
+}
+
+// Upstream walks edges against their direction from the start assets, at
+// most maxDepth hops, and returns every asset reached with its distance and
+// the neighbour one hop nearer a start.
+//
+// Start assets may be given by id or any alias; each appears in the answer
+// under the name given and under its canonical id, at distance 0, and the
+// Next of its neighbours is the name given, so a caller finds its own
+// names again. Every reached asset is keyed by its canonical id and by
+// each of its aliases (dbt unique id, warehouse relation, OpenLineage
+// name), so a lookup by any name another system uses succeeds. A start the
+// graph does not know reaches nothing but is still returned at distance 0.
+func (g *Graph) Upstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {
+	return g.hops(ctx, start, maxDepth, true)
+}
+
+// Downstream is Upstream along the edges' direction.
+func (g *Graph) Downstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {
+	return g.hops(ctx, start, maxDepth, false)
+}
+
+func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool) (map[string]Hop, error) {
+	if maxDepth < 0 || maxDepth > maxMaxDepth {
+		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
+	}
+	out := make(map[string]Hop, len(start))
+	idx, err := g.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// given maps a start node to the first name the caller used for it.
+	given := map[int32]string{}
+	var nodes []int32
+	for _, ref := range start {
+		ref = strings.TrimSpace(ref)
+		if ref == "" {
+			continue
+		}
+		out[ref] = Hop{}
+		r, ok, err := findAsset(ctx, g.db, ref)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		n, ok := idx.node(r.seq)
+		if !ok {
+			continue // added after the index was built: it has no edges yet
+		}
+		if _, dup := given[n]; !dup {
+			given[n] = ref
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return out, nil
+	}
+	w := idx.bfs(ctx, nodes, up, limits{maxDepth: maxDepth, maxNodes: idx.Len()})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	names, err := idx.names(ctx, g.db, w.order)
+	if err != nil {
+		return nil, err
+	}
+	nameOf := func(p int32) string {
+		n := w.order[p]
+		if int(p) < w.starts {
+			return given[n]
+		}
+		return names[n][0]
+	}
+	for p := range w.order {
+		pos := int32(p)
+		h := Hop{Distance: int(w.distance(pos))}
+		if par := w.parent[pos]; par >= 0 {
+			h.Next = nameOf(par)
+		}
+		n := w.order[pos]
+		for _, name := range names[n] {
+			if _, taken := out[name]; !taken || pos < int32(w.starts) {
+				out[name] = h
+			}
+		}
+	}
+	return out, nil
+}
+
+// findAsset resolves a reference like Resolve does, but reports an unknown
+// or unparsable name as not found instead of an error: a walk from assets
+// outside the recorded lineage is a question with an empty answer.
+func findAsset(ctx context.Context, q store.Querier, ref string) (resolved, bool, error) {
+	if !strings.Contains(ref, "://") {
+		if r, ok, err := byAlias(ctx, q, "dbt://"+ref); err != nil || ok {
+			return r, ok, err
+		}
+		r, ok, err := byName(ctx, q, ref)
+		if errors.Is(err, ErrUnknownAsset) {
+			return r, false, nil // ambiguous bare name
+		}
+		return r, ok, err
+	}
+	tries := []string{ref}
+	if c, err := CanonicalID(ref); err == nil && c != ref {
+		tries = append(tries, c)
+	}
+	for _, t := range tries {
+		if r, ok, err := byAlias(ctx, q, t); err != nil || ok {
+			return r, ok, err
+		}
+	}
+	return resolved{}, false, nil
+}
+
+// nameTable caches the ids and aliases of the assets walks have reached,
+// by node, for one index (the index itself keeps only numbers). Names are
+// loaded for the nodes an answer needs, so the cost follows what a walk
+// reaches rather than the size of the graph, and later walks on the same
+// index reuse them.
+type nameTable struct {
+	mu      sync.Mutex
+	ids     map[int32]string
+	aliases map[int32][]string
+}
+
+// nameTables caches one table per live index; the weak key lets an index
+// that is no longer used be collected, and its cleanup drops the entry.
+var nameTables sync.Map // weak.Pointer[Index] -> *nameTable
+
+// names returns every name (id first, then aliases) of the given nodes,
+// loading into the index's table those it does not hold yet. The answer is
+// a copy: the table keeps growing under its lock while callers read.
+func (ix *Index) names(ctx context.Context, q store.Querier, nodes []int32) (map[int32][]string, error) {
+	key := weak.Make(ix)
+	v, loaded := nameTables.LoadOrStore(key, &nameTable{ids: map[int32]string{}, aliases: map[int32][]string{}})
+	if !loaded {
+		runtime.AddCleanup(ix, func(k weak.Pointer[Index]) { nameTables.Delete(k) }, key)
+	}
+	t := v.(*nameTable)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var missing []any
+	bySeq := map[int64]int32{}
+	for _, n := range nodes {
+		if _, ok := t.ids[n]; !ok {
+			if _, dup := bySeq[ix.seqs[n]]; !dup {
+				bySeq[ix.seqs[n]] = n
+				missing = append(missing, ix.seqs[n])
+			}
+		}
+	}
+	for start := 0; start < len(missing); start += 500 {
+		chunk := missing[start:min(start+500, len(missing))]
+		in := "(" + bindVars(len(chunk)) + ")"
+		if err := scanPairs(ctx, q, "SELECT seq, id FROM lineage_assets WHERE seq IN "+in, chunk, func(seq int64, id string) {
+			t.ids[bySeq[seq]] = id
+		}); err != nil {
+			return nil, fmt.Errorf("load asset ids: %w", err)
+		}
+		if err := scanPairs(ctx, q, "SELECT asset_seq, alias FROM lineage_aliases WHERE asset_seq IN "+in, chunk, func(seq int64, alias string) {
+			if n := bySeq[seq]; alias != t.ids[n] {
+				t.aliases[n] = append(t.aliases[n], alias)
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("load asset aliases: %w", err)
+		}
+		for _, seq := range chunk {
+			// An asset removed since the index was built is named by its
+			// seq, so answers stay well-formed.
+			if n := bySeq[seq.(int64)]; t.ids[n] == "" {
+				t.ids[n] = fmt.Sprintf("#%d", seq)
+			}
+		}
+	}
+	out := make(map[int32][]string, len(nodes))
+	for _, n := range nodes {
+		out[n] = append([]string{t.ids[n]}, t.aliases[n]...)
+	}
+	return out, nil
+}
+
+func scanPairs(ctx context.Context, q store.Querier, query string, args []any, fn func(int64, string)) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var seq int64
+	var s string
+	for rows.Next() {
+		if err := rows.Scan(&seq, &s); err != nil {
+			return err
+		}
+		fn(seq, s)
+	}
+	return rows.Err()
+}
+
+// FieldReaders lists the jobs and models downstream of asset, at most
+// maxDepth hops, that read any of fields. Field names are followed along
+// edges: where an edge has column lineage, a mapping with no target column
+// means the target job reads the field, a mapping to another column carries
+// the field on under that name (a rename or a derived column), and a field
+// the edge's column lineage does not mention stops there; an edge without
+// column lineage carries every name unchanged (a schema subject to its
+// topic, a topic to the table it lands in). A reader is reported once per
+// field, nearest first, with the reader's recorded SQL expression that
+// uses the field as evidence, else the source of the column lineage.
+//
+// An asset the graph does not know is an error wrapping ErrUnknownAsset
+// that lists the closest names.
+func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error) {
+	if maxDepth < 0 || maxDepth > maxMaxDepth {
+		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
+	}
+	asset = strings.TrimSpace(asset)
+	if asset == "" {
+		return nil, fmt.Errorf("asset is required: give an id like schema://api-usage-value")
+	}
+	r, ok, err := findAsset(ctx, g.db, asset)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, unknownAssetError(ctx, g.db, asset)
+	}
+	start := map[string]string{}
+	for _, f := range fields {
+		if f = strings.TrimSpace(f); f != "" {
+			start[strings.ToLower(f)] = f
+		}
+	}
+	if len(start) == 0 {
+		return nil, fmt.Errorf("fields: give at least one field name of %s", r.id)
+	}
+	idx, err := g.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := idx.node(r.seq)
+	if !ok {
+		return []FieldReader{}, nil // added after the index was built: no edges yet
+	}
+	reads := idx.fieldReads(n, start, maxDepth)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return g.describeReads(ctx, idx, reads)
+}
+
+// fieldRead is one read found by a field walk, in node numbers.
+type fieldRead struct {
+	reader, from int32
+	field        string // as the caller named it
+	readAs       string // the (lower-cased) name the reader reads it under
+	to           string // "" for a read, "*" for a filter or join key
+	dist         int32
+}
+
+// fieldReads walks from start carrying field names (lower-cased name at the
+// node -> the caller's name). A node is expanded again when its set of
+// names grows, so a field reaching a node by two paths is followed under
+// both names; sets only grow, so cycles end.
+func (ix *Index) fieldReads(start int32, fields map[string]string, maxDepth int) []fieldRead {
+	type state struct {
+		names map[string]string
+		dist  int32
+	}
+	states := map[int32]*state{start: {names: fields}}
+	queue := []int32{start}
+	queued := map[int32]bool{start: true}
+	type readKey struct {
+		reader int32
+		field  string
+	}
+	seen := map[readKey]bool{}
+	var out []fieldRead
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		queued[u] = false
+		su := states[u]
+		if int(su.dist) >= maxDepth {
+			continue
+		}
+		for _, v := range ix.outDst[ix.outOff[u]:ix.outOff[u+1]] {
+			carried := map[string]string{}
+			maps, hasCols := ix.cols[edgeKey(u, v)]
+			if !hasCols {
+				for k, orig := range su.names {
+					carried[k] = orig
+				}
+			}
+			for _, m := range maps {
+				orig, ok := su.names[m.from]
+				if !ok {
+					continue
+				}
+				switch m.to {
+				case "", "*":
+					key := readKey{v, orig}
+					if !seen[key] {
+						seen[key] = true
+						out = append(out, fieldRead{reader: v, from: u, field: orig, readAs: m.from, to: m.to, dist: su.dist + 1})
+					}
+					if m.to == "" {
+						// The job's own outputs refer to what it read by
+						// the input's name.
+						carried[m.from] = orig
+					}
+				default:
+					carried[m.to] = orig
+				}
+			}
+			if len(carried) == 0 {
+				continue
+			}
+			sv, ok := states[v]
+			grew := false
+			if !ok {
+				sv = &state{names: map[string]string{}, dist: su.dist + 1}
+				states[v] = sv
+				grew = true
+			}
+			for k, orig := range carried {
+				if _, has := sv.names[k]; !has {
+					sv.names[k] = orig
+					grew = true
+				}
+			}
+			if grew && !queued[v] {
+				queued[v] = true
+				queue = append(queue, v)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
+	return out
+}
+
+// describeReads names the reads and finds their evidence: the reader's
+// recorded SQL where it uses the field, else where the column lineage came
+// from.
+func (g *Graph) describeReads(ctx context.Context, idx *Index, reads []fieldRead) ([]FieldReader, error) {
+	out := make([]FieldReader, 0, len(reads))
+	if len(reads) == 0 {
+		return out, nil
+	}
+	var seqs []int64
+	for _, rd := range reads {
+		seqs = append(seqs, idx.seqs[rd.reader], idx.seqs[rd.from])
+	}
+	rows, err := loadRows(ctx, g.db, seqs)
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range reads {
+		reader, from := rows[idx.seqs[rd.reader]], rows[idx.seqs[rd.from]]
+		if reader == nil || from == nil {
+			continue // removed since the index was built
+		}
+		var ev []string
+		if rd.readAs != strings.ToLower(rd.field) {
+			ev = append(ev, fmt.Sprintf("reads %s, which column lineage derives from %s", rd.readAs, rd.field))
+		}
+		if exprs := SQLExpressions(reader.SQL, rd.readAs); len(exprs) > 0 {
+			ev = append(ev, "recorded SQL: "+strings.Join(exprs, ", "))
+		} else if len(SQLMentions(reader.SQL, []string{rd.readAs})) > 0 {
+			ev = append(ev, "recorded SQL names "+rd.readAs)
+		} else {
+			src, err := columnSources(ctx, g.db, from.Seq, reader.Seq, rd.readAs, rd.to)
+			if err != nil {
+				return nil, err
+			}
+			how := "column lineage"
+			if rd.to == "*" {
+				how = "column lineage (as a filter or join key)"
+			}
+			if src != "" {
+				how += " from " + src
+			}
+			ev = append(ev, how)
+		}
+		out = append(out, FieldReader{Reader: reader.ID, Field: rd.field, From: from.ID, Evidence: strings.Join(ev, "; ")})
+	}
+	return out, nil
+}
+
+// columnSources names the ingestions (dbt, openlineage, note, connect)
+// that recorded a column mapping.
+func columnSources(ctx context.Context, q store.Querier, from, to int64, col, toCol string) (string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT source FROM lineage_edge_columns
+		WHERE from_seq = ? AND to_seq = ? AND LOWER(from_col) = ? AND to_col = ? ORDER BY source`, from, to, col, toCol)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s sql.NullString
+		if err := rows.Scan(&s); err != nil {
+			return "", err
+		}
+		if s.String != "" {
+			out = append(out, s.String)
+		}
+	}
+	return strings.Join(out, "/"), rows.Err()
+}
+
+// SQLExpressions returns the expressions of a SQL statement that use a
+// column: for each place the column is named (not as an output alias, not
+// inside a string or comment), the innermost function call around it, such
+// as SUM(response_bytes) or COALESCE(response_kib * 1024, response_bytes),
+// with whitespace collapsed. Distinct expressions are returned in the
+// order they appear, at most three; a column named only bare (SELECT
+// response_bytes) gives none (SQLMentions tells whether it is named).
+func SQLExpressions(sqlText, column string) []string {
+	column = strings.ToLower(strings.TrimSpace(column))
+	if sqlText == "" || column == "" {
+		return nil
+	}
+	toks := scanSQL(sqlText)
+	var out []string
+	add := func(e string) {
+		for _, have := range out {
+			if have == e {
+				return
+			}
+		}
+		out = append(out, e)
+	}
+	var opens []int // token index of each unclosed '('
+	for i, t := range toks {
+		switch {
+		case t.punct == '(':
+			opens = append(opens, i)
+		case t.punct == ')':
+			if len(opens) > 0 {
+				opens = opens[:len(opens)-1]
+			}
+		case t.word && strings.ToLower(t.text) == column:
+			if i > 0 && toks[i-1].word && !toks[i-1].quoted && strings.EqualFold(toks[i-1].text, "as") {
+				continue // an output alias, not a read
+			}
+			for k := len(opens) - 1; k >= 0; k-- {
+				o := opens[k]
+				if o > 0 && toks[o-1].word && !toks[o-1].quoted {
+					if end := matchParen(toks, o); end > o {
+						if expr := collapseSpace(sqlText[toks[o-1].start:toks[end].end]); len(expr) <= 120 {
+							add(expr)
+						}
+					}
+					break
+				}
+			}
+		}
+		if len(out) == 3 {
+			break
+		}
+	}
+	return out
+}
+
+// sqlTok is a token of a SQL text with its byte span.
+type sqlTok struct {
+	text       string
+	word       bool
+	quoted     bool
+	punct      byte
+	start, end int
+}
+
+// scanSQL tokenizes SQL keeping positions: words (bare or quoted with " or
+// `), single punctuation; string literals and comments are skipped.
+func scanSQL(s string) []sqlTok {
+	var out []sqlTok
+	isWord := func(c byte) bool {
+		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '-' && i+1 < len(s) && s[i+1] == '-':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			j := strings.Index(s[i+2:], "*/")
+			if j < 0 {
+				return out
+			}
+			i += j + 4
+		case c == '\'':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			i = j + 1
+		case c == '"' || c == '`':
+			j := strings.IndexByte(s[i+1:], c)
+			if j < 0 {
+				return out
+			}
+			out = append(out, sqlTok{text: s[i+1 : i+1+j], word: true, quoted: true, start: i, end: i + j + 2})
+			i += j + 2
+		case isWord(c) && !(c >= '0' && c <= '9'):
+			j := i
+			for j < len(s) && isWord(s[j]) {
+				j++
+			}
+			out = append(out, sqlTok{text: s[i:j], word: true, start: i, end: j})
+			i = j
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(s) && (isWord(s[j]) || s[j] == '.') {
+				j++
+			}
+			out = append(out, sqlTok{text: s[i:j], start: i, end: j})
+			i = j
+		default:
+			out = append(out, sqlTok{text: s[i : i+1], punct: c, start: i, end: i + 1})
+			i++
+		}
+	}
+	return out
+}
+
+// matchParen finds the ')' closing the '(' at token index open, or -1.
+func matchParen(toks []sqlTok, open int) int {
+	depth := 0
+	for i := open; i < len(toks); i++ {
+		switch toks[i].punct {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
