@@ -50,7 +50,7 @@ var startStepFunctionsTool = mcpserver.Tool{
 var getRunStatusTool = mcpserver.Tool{
 	Name: "get_run_status", Title: "Status of an approved run",
 	Description: "Reads the status of a run started by a trigger tool from its system (optionally waiting up to 10 minutes for it to end) and records it; a finished run's outcome is written to the receipt once.",
-	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: true,
+	ReadOnly:    false, Destructive: false, Idempotent: true, OpenWorld: true,
 }
 
 // dispatcher builds the dispatcher over the configured orchestrators.
