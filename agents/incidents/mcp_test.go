@@ -94,7 +94,7 @@ func TestToolsThroughMCP(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{"close_incident", "define_metric", "diagnose_incident", "get_incident", "get_incident_history", "get_receipt",
-		"list_changes", "list_incidents", "list_metrics", "monitor_metrics", "propose_remediation", "record_change", "remediate"}
+		"list_changes", "list_incidents", "list_metrics", "monitor_metrics", "propose_remediation", "record_change", "remediate", "request_confirmation"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

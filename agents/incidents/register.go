@@ -22,4 +22,5 @@ func Register(s *mcpserver.Server, d *deps.Deps) {
 	mcpserver.Add(s, remediateTool, h.remediate)
 	mcpserver.Add(s, getReceiptTool, h.getReceipt)
 	mcpserver.Add(s, closeIncidentTool, h.closeIncident)
+	mcpserver.AddRaw(s, askApproverTool, h.askApprover)
 }

@@ -1,0 +1,63 @@
+package incidents
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/mcpserver"
+)
+
+// ConfirmIn names the proposal to put to the person at this client.
+type ConfirmIn struct {
+	Proposal string `json:"proposal" jsonschema:"proposal id to put to its named approver in this client, e.g. P-7K3M9QXA"`
+}
+
+// ConfirmOut is what the person answered; the model cannot answer for them.
+type ConfirmOut struct {
+	approvals.ElicitationOutcome
+	Channel string `json:"channel" jsonschema:"how the person was asked: elicitation (the client's own confirmation form)"`
+}
+
+var askApproverTool = mcpserver.Tool{
+	Name:  "request_confirmation",
+	Title: "Put a proposal to its approver in this client",
+	Description: "When the OS user running this agent is mapped in dw.yaml to a proposal's named approver, shows that person the proposal (what, why, blast radius, undo, expiry) in the client's own confirmation form and records their answer as their decision (channel elicitation). " +
+		"The model cannot answer the form: only the person can. It fails closed: a client that cannot ask, a declined or cancelled form, an error or no answer records nothing and the proposal stays pending for Slack or `dw approve`.",
+	ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false,
+}
+
+// askApprover uses the multi-round-trip form: the first call returns the
+// question as an input request with a sealed state naming the proposal and
+// the person; the client asks its user and calls again with the answer,
+// which is checked against that state before anything is recorded.
+func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in ConfirmIn) (*mcp.CallToolResult, *ConfirmOut, error) {
+	e, err := h.env(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	login := config.CurrentOSUser()
+	if req.Params.RequestState == "" && len(req.Params.InputResponses) == 0 {
+		params, state, err := e.apv.StartElicitation(ctx, login, in.Proposal)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{approvals.ElicitationInputKey: params},
+			RequestState:  state,
+		}, nil, nil
+	}
+	outcome, err := e.apv.DecideFromElicitation(ctx, login, req.Params.RequestState, approvals.ElicitResultFrom(req.Params.InputResponses), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &ConfirmOut{ElicitationOutcome: outcome, Channel: string(approvals.ChannelElicitation)}
+	text := outcome.Message
+	if text == "" {
+		text = fmt.Sprintf("%s: nothing recorded", in.Proposal)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
