@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/schemahistory"
 	"github.com/dataworkers/dw/internal/store"
@@ -61,11 +63,18 @@ func (h *handlers) subjectHistory(ctx context.Context, db *store.DB, c *registry
 				versions = append(versions, schemahistory.SubjectVersion{Subject: subject, Version: v.Version, ID: v.ID,
 					SchemaType: kind, Schema: v.Schema, References: cvs[i].References, SHA256: sum})
 			}
-			if _, err := schemahistory.RecordVersions(ctx, db, versions, h.d.Clock.Now()); err != nil {
+			fresh, err := schemahistory.RecordVersions(ctx, db, versions, h.d.Clock.Now())
+			if err != nil {
 				return nil, true, "", err
 			}
 			stored, err := schemahistory.Versions(ctx, db, subject)
-			return stored, true, "", err
+			if err != nil {
+				return nil, true, "", err
+			}
+			if err := h.recordVersionChanges(ctx, db, stored, fresh); err != nil {
+				return nil, true, "", err
+			}
+			return stored, true, "", nil
 		case registry.IsUnreachable(err):
 			note = fmt.Sprintf("the schema registry was not reached (%v); the local verdict uses the versions Data Workers stored when it last read the registry", err)
 		default:
@@ -87,4 +96,62 @@ func (h *handlers) subjectHistory(ctx context.Context, db *store.DB, c *registry
 		return nil, false, note, fmt.Errorf("no versions of subject %q are known (%s); closest known subjects: %v", subject, note, suggest.Closest(subject, known, 5))
 	}
 	return stored, false, note, nil
+}
+
+// recordVersionChanges writes each newly seen version to the change log,
+// so a diagnosis can rank "version 12 of api-usage-value" as a cause. The
+// key is the one dw-connectors uses, so whichever agent sees a version
+// first records it and the other changes nothing. The registry keeps no
+// registration time: the change is dated when first seen, and says so.
+func (h *handlers) recordVersionChanges(ctx context.Context, db *store.DB, stored, fresh []schemahistory.SubjectVersion) error {
+	if len(fresh) == 0 || len(fresh) == len(stored) {
+		// The first sight of a whole subject is its history, not a change.
+		return nil
+	}
+	svc := &incidents.Service{DB: db, Clock: h.d.Clock}
+	for _, v := range fresh {
+		var prev *schemahistory.SubjectVersion
+		for i := range stored {
+			if stored[i].Version < v.Version && (prev == nil || stored[i].Version > prev.Version) {
+				prev = &stored[i]
+			}
+		}
+		params := incidents.RecordChangeParams{
+			Key: "schema-registry:" + v.Subject + ":" + strconv.Itoa(v.Version), At: v.FirstSeen, Kind: "schema_version",
+			System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Source: Name,
+			Summary: fmt.Sprintf("%s version %d seen in the registry", v.Subject, v.Version),
+			Details: map[string]string{"version": strconv.Itoa(v.Version), "schema_id": strconv.Itoa(v.ID),
+				"at_is": "first seen by Data Workers; the registry keeps no registration time"},
+		}
+		if prev != nil {
+			kind := compat.Kind(v.SchemaType)
+			changes, err := compat.Diff(kind, compat.Schema{Text: prev.Schema, References: prev.References}, compat.Schema{Text: v.Schema, References: v.References})
+			if err == nil {
+				for _, c := range changes {
+					var how incidents.FieldOp
+					switch c.Kind {
+					case "removed":
+						how = incidents.FieldRemoved
+					case "added":
+						how = incidents.FieldAdded
+					case "renamed":
+						how = incidents.FieldRenamed
+					case "type_changed":
+						how = incidents.FieldTypeChanged
+					default:
+						continue
+					}
+					fc := incidents.FieldChange{Name: c.Path, How: how}
+					if how == incidents.FieldRenamed {
+						fc.Name, fc.NewName = c.OldPath, c.Path
+					}
+					params.Fields = append(params.Fields, fc)
+				}
+			}
+		}
+		if _, err := svc.RecordChange(ctx, params); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,11 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouses"
 )
 
 const v11 = `{"type":"record","name":"ApiUsage","namespace":"com.example.usage","fields":[
@@ -133,5 +137,84 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: v12, Level: "BACKWARDS"}); err == nil || !strings.Contains(err.Error(), "BACKWARD") {
 		t.Errorf("bad level: %v", err)
+	}
+}
+
+// TestNewRegistryVersionIsAChange: a version that appears after the
+// subject was first read is written to the change log with the fields it
+// removed, under the key dw-connectors uses too.
+func TestNewRegistryVersionIsAChange(t *testing.T) {
+	sr := registrytest.New(t)
+	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v11, Version: 11})
+	d := testDeps(t, sr.URL())
+	h := &handlers{d: d}
+	ctx := context.Background()
+	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: v12}); err != nil {
+		t.Fatal(err)
+	}
+	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v12, Version: 12})
+	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: v13}); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := d.Store(ctx)
+	list, err := (&incidents.Service{DB: db, Clock: d.Clock}).ListChanges(ctx, incidents.ChangeFilter{Asset: "schema://api-usage-value"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Changes) != 1 || list.Changes[0].Key != "schema-registry:api-usage-value:12" {
+		t.Fatalf("changes = %+v", list.Changes)
+	}
+	removed := false
+	for _, f := range list.Changes[0].Fields {
+		removed = removed || (f.Name == "response_bytes" && f.How == incidents.FieldRemoved)
+	}
+	if !removed {
+		t.Errorf("version 12's change should name response_bytes as removed: %+v", list.Changes[0].Fields)
+	}
+}
+
+func TestDetectSchemaChange(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "wh.duckdb")
+	write := func(stmts ...string) {
+		db, err := duckdb.OpenWrite(context.Background(), path, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, s := range stmts {
+			if _, err := db.Exec(s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	write(`CREATE SCHEMA usage`, `CREATE TABLE usage.usage_hourly (usage_id VARCHAR, egress_bytes BIGINT, region VARCHAR)`)
+	cfg, err := config.Parse("dw.yaml", []byte("home: "+home+"\nwarehouses:\n  - {name: wh, kind: duckdb, path: "+path+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps.New(Name, cfg, clock.NewFake(time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)), nil)
+	d.OpenWarehouse = warehouses.Open
+	t.Cleanup(func() { d.Close() })
+	h := &handlers{d: d}
+	ctx := context.Background()
+	first, _, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.usage_hourly"})
+	if err != nil || !first.First {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	write(`ALTER TABLE usage.usage_hourly RENAME COLUMN egress_bytes TO egress_kib`, `ALTER TABLE usage.usage_hourly DROP COLUMN region`)
+	out, summary, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.usage_hourly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Changed || out.ChangeID == 0 || !strings.Contains(summary, "egress_bytes likely renamed to egress_kib") || !strings.Contains(summary, "dropped region") {
+		t.Errorf("second: %+v %q", out, summary)
+	}
+	if _, _, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.usage_hourli"}); err == nil || !strings.Contains(err.Error(), "usage_hourly") {
+		t.Errorf("unknown table: %v", err)
+	}
+	list, _, err := h.listSchemaChanges(ctx, ListIn{})
+	if err != nil || len(list.Changes) != 1 {
+		t.Fatalf("list: %+v %v", list, err)
 	}
 }

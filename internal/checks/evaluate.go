@@ -216,9 +216,10 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		jd := judged{obs: o, slot: slotOf(plan, o, now)}
 		jd.partial = jd.slot.end.After(now)
 		series := baseline.Series{Asset: plan.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: jd.slot.grain}
-		// A bucket that has not ended has fewer rows than a whole one; its
-		// volume is neither judged nor kept as history.
-		if !(o.Metric == MetricRowCount && jd.partial) {
+		// A bucket that has not ended has fewer rows than a whole one, and
+		// rows counted by their latest change are not arrivals: neither is
+		// a volume to judge or keep as history.
+		if !(o.Metric == MetricRowCount && (jd.partial || plan.rewritten)) {
 			j := baseline.Score(history[series], jd.slot.at, o.Value, baselineOptions(o.Metric, jd.slot.trainBefore))
 			jd.j = &j
 			samples = append(samples, baseline.Sample{Series: series, Point: baseline.Point{At: jd.slot.at, Value: o.Value}})

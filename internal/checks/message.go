@@ -121,6 +121,11 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 			text += fmt.Sprintf(", expected %s–%s", inUnits(o.Metric, focus.j.Low), inUnits(o.Metric, focus.j.High))
 		}
 	case Learning:
+		if plan.rewritten && o.Metric == MetricRowCount {
+			text += fmt.Sprintf("; not judged as volume: %s records each row's latest change, so rows per %s are the rows last changed then, not arrivals",
+				plan.Window.Column, orWindow(plan.Window.Grain))
+			break
+		}
 		if focus.partial && o.Metric == MetricRowCount {
 			text += "; the period has not ended, so its volume is not judged yet"
 			break
@@ -175,8 +180,13 @@ func summarize(rep *Report, plan *ScanPlan) {
 	rep.Status = Learning
 	found := map[Problem][]MetricResult{}
 	checked := map[Problem]bool{}
-	learning := 0
+	learning, unjudged := 0, false
 	for _, r := range rep.Results {
+		// Rows counted by their latest change were not checked as volume.
+		if plan.rewritten && r.Metric == MetricRowCount && r.Status == Learning {
+			unjudged = true
+			continue
+		}
 		checked[r.Problem] = true
 		if r.Status.rank() > rep.Status.rank() {
 			rep.Status = r.Status
@@ -239,6 +249,10 @@ func summarize(rep *Report, plan *ScanPlan) {
 		}
 		b.WriteString(". If a number still looks wrong, it is a value problem: check that metric itself against its own history next, not this table's shape.")
 	}
+	if unjudged {
+		fmt.Fprintf(&b, " Volume is not judged per %s: %s records each row's latest change (the table holds current state), so rows rewritten later leave earlier %ss; the row count of the whole table (no period) is judged against earlier checks instead.",
+			orWindow(plan.Window.Grain), plan.Window.Column, orWindow(plan.Window.Grain))
+	}
 	if learning > 0 {
 		fmt.Fprintf(&b, " %d of %d results have too little history to judge yet.", learning, len(rep.Results))
 	}
@@ -255,6 +269,14 @@ func windowPhrase(plan *ScanPlan) string {
 		s += ", by " + string(w.Grain)
 	}
 	return s + ")"
+}
+
+// orWindow names a grain for a sentence; the window itself when unbucketed.
+func orWindow(g Grain) string {
+	if g == Whole {
+		return "window"
+	}
+	return string(g)
 }
 
 func joinAnd(xs []string) string { return joinWith(xs, "and") }

@@ -27,6 +27,9 @@ type ScanPlan struct {
 	Statements []Statement
 
 	aggs []aggregate // distinct aggregate expressions
+	// rewritten says the window's column records each row's latest
+	// change, so the table holds current state: see recordsLatestChange.
+	rewritten bool
 	// rollup says the scan needs ROLLUP's window-wide row, because some
 	// aggregate's window value cannot be combined from its buckets.
 	rollup bool
@@ -94,6 +97,7 @@ func Plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window) (
 	if p.Window, err = validateWindow(table, d, w); err != nil {
 		return nil, err
 	}
+	p.rewritten = !p.Window.IsZero() && recordsLatestChange(p.Window.Column)
 	index := map[string]int{}
 	add := func(expr string, c combine) int {
 		if i, ok := index[expr]; ok {

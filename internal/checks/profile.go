@@ -139,6 +139,26 @@ var eventNames = map[string]bool{
 	"window_start": true, "window_end": true, "event_date": true,
 }
 
+// latestChangePrefixes begin the names of time columns that record a
+// row's latest change (last_activity_at, updated_at, modified_ts).
+var latestChangePrefixes = []string{"last_", "latest_", "most_recent_", "updated", "modified", "changed"}
+
+// recordsLatestChange reports whether a time column records each row's
+// latest change. Such a table holds current state (an upsert or merge
+// target): a row rewritten later leaves the hour it was counted in, so
+// rows counted per bucket of that column are the rows whose latest change
+// fell there, which shrink as they change again. They are not arrivals,
+// and a history read back from the table is biased towards the present.
+func recordsLatestChange(column string) bool {
+	n := strings.ToLower(column)
+	for _, p := range latestChangePrefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func isIngestName(name string) bool {
 	n := strings.ToLower(name)
 	for _, h := range ingestHints {

@@ -62,7 +62,7 @@ func New(a Agent, version string, logger *slog.Logger) (*Server, error) {
 	impl := &mcp.Implementation{Name: a.Name, Title: a.Title, Version: version}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: a.Instructions,
-		Logger:       logger,
+		Logger:       sdkLogger(logger),
 		// Tools are fixed for the life of the process; no logging
 		// capability is advertised because logs go to stderr.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
@@ -114,6 +114,30 @@ func isClosed(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "closed") || strings.Contains(msg, "EOF")
 }
+
+// sdkLogger quiets the SDK's own session bookkeeping (connect, disconnect)
+// below debug: an operator reading an agent's stderr wants its warnings and
+// errors, not a line per session.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l.Enabled(context.Background(), slog.LevelDebug) {
+		return l
+	}
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler { return minLevel{m.Handler.WithAttrs(a), m.min} }
+
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }
 
 // NewLogger logs text to w at the level named by DW_LOG_LEVEL (default info).
 func NewLogger(w io.Writer) *slog.Logger {
