@@ -3,8 +3,8 @@ package story
 import (
 	"context"
 	"fmt"
-	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/demo"
@@ -102,7 +102,8 @@ func Loyalty(ctx context.Context, e *Env) (*LoyaltyRun, error) {
 	if run.Savepoint == "" || job == "" {
 		return run, fmt.Errorf("the top cause records no savepoint and job id to redeploy from: %s", run.Diagnosis.Text)
 	}
-	run.StopSavepoint = path.Dir(run.Savepoint) + "/stop-" + job[:min(6, len(job))] + "-before-v4.1-redeploy"
+	// The new savepoint goes beside the old one (path.Dir would fold s3://).
+	run.StopSavepoint = run.Savepoint[:strings.LastIndex(run.Savepoint, "/")+1] + "stop-" + job[:min(6, len(job))] + "-before-v4.1-redeploy"
 	if run.Proposals, err = a.must(ctx, "dw-incidents", "propose_remediation", loyaltyProposals(run.IncidentID, run.Savepoint, run.StopSavepoint, job)); err != nil {
 		return run, err
 	}
@@ -131,7 +132,12 @@ func Loyalty(ctx context.Context, e *Env) (*LoyaltyRun, error) {
 		return run, err
 	}
 	for i, id := range run.ProposalIDs {
-		out, err := e.runDW(ctx, tl.Fix, str(run.Proposals.Out, "proposals", i, "approver"), "step", id, "--did", stepText(run.Proposals.Out, id), "--done")
+		did := stepText(run.Proposals.Out, id)
+		if str(run.Proposals.Out, "proposals", i, "kind") == "diff" {
+			did = fmt.Sprintf("stopped points-balance v4.2 (job %s) with a savepoint to %s; redeployed v4.1 from %s with allowNonRestoredState: false (every operator's state restored)",
+				job, run.StopSavepoint, run.Savepoint)
+		}
+		out, err := e.runDW(ctx, tl.Fix, str(run.Proposals.Out, "proposals", i, "approver"), "step", id, "--did", did, "--done")
 		if err != nil {
 			return run, err
 		}

@@ -14,6 +14,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"github.com/dataworkers/dw/internal/suggest"
 	"regexp"
@@ -236,4 +237,26 @@ func firstWord(s string) string {
 		}
 	}
 	return s
+}
+
+// ScanRows reads every row of a database/sql result into a Result, for
+// the drivers that speak database/sql (DuckDB, Snowflake).
+func ScanRows(rows *sql.Rows) (*Result, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: cols}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	return res, rows.Err()
 }

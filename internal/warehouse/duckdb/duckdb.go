@@ -106,34 +106,13 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 			return err
 		}
 		defer rows.Close()
-		res, err = ReadAll(rows)
+		res, err = warehouse.ScanRows(rows)
 		return err
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("query on %s timed out after %s", w.name, timeout)
 	}
 	return res, err
-}
-
-// ReadAll reads every row of rows into a Result.
-func ReadAll(rows *sql.Rows) (*warehouse.Result, error) {
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	res := &warehouse.Result{Columns: cols}
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		res.Rows = append(res.Rows, vals)
-	}
-	return res, rows.Err()
 }
 
 // ListTables lists base tables and views outside the system schemas.

@@ -304,31 +304,11 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 		return nil, fmt.Errorf("query on %s: %w", w.cfg.Name, err)
 	}
 	defer rows.Close()
-	res, err := readAll(rows)
+	res, err := warehouse.ScanRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("query on %s: %w", w.cfg.Name, err)
 	}
 	return res, nil
-}
-
-func readAll(rows *sql.Rows) (*warehouse.Result, error) {
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	res := &warehouse.Result{Columns: cols}
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		res.Rows = append(res.Rows, vals)
-	}
-	return res, rows.Err()
 }
 
 func (w *Warehouse) database(t warehouse.TableRef) string {
