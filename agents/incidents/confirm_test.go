@@ -79,10 +79,12 @@ func TestApproverConfirmsInClient(t *testing.T) {
 // records nothing.
 func TestConfirmFailsClosed(t *testing.T) {
 	for name, answer := range map[string]func() (*mcp.ElicitResult, error){
-		"decline":  func() (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil },
-		"cancel":   func() (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "cancel"}, nil },
-		"no field": func() (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil },
-		"cannot":   nil,
+		"decline": func() (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil },
+		"cancel":  func() (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "cancel"}, nil },
+		"no field": func() (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+		"cannot": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs, svc, id := confirmSetup(t, answer)
