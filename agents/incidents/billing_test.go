@@ -10,6 +10,7 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/incidents"
 )
 
@@ -195,7 +196,7 @@ func TestBillingStory(t *testing.T) {
 	wantErr(t, err, "usage.usage_hourly_v2", "is not in warehouse demo", "nothing was changed")
 
 	s.clk.Set(s.tl.Fix)
-	if err := demo.ApplyBillingFix(ctx, s.whPath, s.tl.Fix); err != nil {
+	if err := tables.ApplyBillingFix(ctx, s.whPath, s.tl.Fix); err != nil {
 		t.Fatal(err)
 	}
 	s.clk.Set(s.tl.Verify)

@@ -12,6 +12,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/store"
@@ -56,7 +57,7 @@ func newStory(t *testing.T, pack string) *story {
 	d := deps.New(Name, cfg, clk, nil)
 	d.OpenWarehouse = warehouses.Open
 	t.Cleanup(func() { d.Close() })
-	if err := demo.LoadWarehouse(ctx, whPath, pack, storyNow); err != nil {
+	if err := tables.LoadWarehouse(ctx, whPath, pack, storyNow); err != nil {
 		t.Fatalf("load warehouse: %v", err)
 	}
 	s := &story{t: t, ctx: ctx, cfg: cfg, clk: clk, d: d, h: &handlers{d: d}, tl: tl, pack: p, whPath: whPath}

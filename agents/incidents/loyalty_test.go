@@ -8,7 +8,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/baseline"
-	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/incidents"
 )
 
@@ -113,7 +113,7 @@ func TestLoyaltyStory(t *testing.T) {
 	}
 
 	s.clk.Set(s.tl.Fix)
-	if err := demo.ApplyLoyaltyFix(ctx, s.whPath, s.tl.Fix); err != nil {
+	if err := tables.ApplyLoyaltyFix(ctx, s.whPath, s.tl.Fix); err != nil {
 		t.Fatal(err)
 	}
 	s.clk.Set(s.tl.Verify)

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dataworkers/dw/internal/approvals"
-	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
@@ -175,7 +175,7 @@ func TestToolsThroughMCP(t *testing.T) {
 		s.decide(p.ID, p.Approver, approvals.VerdictApprove)
 	}
 	s.clk.Set(s.tl.Fix)
-	if err := demo.ApplyBillingFix(s.ctx, s.whPath, s.tl.Fix); err != nil {
+	if err := tables.ApplyBillingFix(s.ctx, s.whPath, s.tl.Fix); err != nil {
 		t.Fatal(err)
 	}
 	s.clk.Set(s.tl.Verify)

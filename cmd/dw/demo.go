@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/story"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -88,7 +89,7 @@ func demoLoad(ctx context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(filepath.Dir(wc.Path), 0o755); err != nil {
 		return err
 	}
-	if err := demo.LoadWarehouse(ctx, wc.Path, pack, now); err != nil {
+	if err := tables.LoadWarehouse(ctx, wc.Path, pack, now); err != nil {
 		return err
 	}
 	p, tl, err := packload.Read(pack, now)

@@ -132,7 +132,7 @@ func billingFiles(tl Instants) (map[string][]byte, error) {
 		Assets: []NoteAsset{
 			{ID: assetGateway, Kind: "service", Platform: "kubernetes", Name: "api-gateway", Owner: "kai", Domain: "gateway",
 				Description: "Public API gateway; produces one api-usage record per call.",
-				Properties:  map[string]string{"pods": strconv.Itoa(gatewayPods), "deploy_strategy": "rolling"}},
+				Properties:  map[string]string{"pods": strconv.Itoa(GatewayPods), "deploy_strategy": "rolling"}},
 			{ID: assetAPIUsageSchema, Kind: "schema_subject", Platform: "schema-registry", Name: "api-usage-value", Owner: "sam", Domain: "streaming",
 				Description: "Value schema of the api-usage topic.",
 				Properties:  map[string]string{"compatibility": "BACKWARD", "format": "AVRO"}},
@@ -223,7 +223,7 @@ gateway team; Noor owns the finance workbook.`, people, domains)
 		{ID: "billing-chg-5", At: tl.GatewayDeploy, Kind: "deploy", System: "kubernetes",
 			Assets: []string{assetGateway, assetAPIUsage}, Actor: "kai", Source: "argocd",
 			Summary: "api-gateway 3.18.0 rolling deploy: produces api-usage-value version 12",
-			Details: map[string]any{"version": "3.18.0", "previous_version": "3.17.4", "strategy": "rolling", "pods": gatewayPods,
+			Details: map[string]any{"version": "3.18.0", "previous_version": "3.17.4", "strategy": "rolling", "pods": GatewayPods,
 				"started_at": tl.GatewayDeploy.Format(time.RFC3339), "completed_at": tl.GatewayDeployEnd.Format(time.RFC3339),
 				"schema_version": 12}},
 	}

@@ -18,7 +18,7 @@ import (
 // tables), keyed by path relative to the pack directory. Times are on
 // PackDay; ReadPack moves them.
 func PackFiles(pack string) (map[string][]byte, error) {
-	if err := checkPack(pack); err != nil {
+	if err := CheckPack(pack); err != nil {
 		return nil, err
 	}
 	tl := Timeline(PackDay.Add(offQualityCheck))

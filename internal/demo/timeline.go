@@ -28,10 +28,21 @@ const (
 	offVerify = 16*time.Hour + 5*time.Minute
 )
 
-// historyDays is how many whole days of hourly history precede the
+// HistoryDays is how many whole days of hourly history precede the
 // incident day: three weeks, so a seasonal baseline has every hour of the
 // week at least three times.
-const historyDays = 21
+const HistoryDays = 21
+
+// The gateway's rolling deploy of schema version 12: the pack files
+// describe it and the billing tables follow it pod by pod, so both read
+// it from here.
+const (
+	// GatewayPods serve the API; an account is pinned to one pod.
+	GatewayPods = 24
+	// GatewayPodStep is the rolling deploy's pace: one pod every 2m46s, so
+	// the last of the 24 pods takes the new version at 15:13.
+	GatewayPodStep = 166 * time.Second
+)
 
 // Instants are the story's key moments, all in UTC. Both packs share one
 // incident day; the billing and loyalty stories happen on it side by side.
@@ -93,12 +104,12 @@ func Timeline(now time.Time) Instants {
 	return Instants{
 		Now:              now,
 		Day:              day,
-		HistoryStart:     day.AddDate(0, 0, -historyDays),
+		HistoryStart:     day.AddDate(0, 0, -HistoryDays),
 		PrevDayDBTDeploy: at(offPrevDayDBTDeploy),
 		DashboardChange:  at(offDashboardChange),
 		SchemaV12:        at(offSchemaV12),
 		GatewayDeploy:    at(offGatewayDeploy),
-		GatewayDeployEnd: at(offGatewayDeploy).Add(time.Duration(gatewayPods-1) * gatewayPodStep),
+		GatewayDeployEnd: at(offGatewayDeploy).Add(time.Duration(GatewayPods-1) * GatewayPodStep),
 		DBTBuild:         at(offDBTBuild),
 		QualityCheck:     at(offQualityCheck),
 		StripeDAG:        at(offStripeDAG),

@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// storyNow is a fixed "now" for tests: the incident day is 2026-05-19
+// (a Tuesday), so every number below is reproducible.
+var storyNow = time.Date(2026, 5, 19, 15, 30, 0, 0, time.UTC)
+
 func TestTimelinePicksTheLatestIncidentDay(t *testing.T) {
 	cases := []struct {
 		now  time.Time

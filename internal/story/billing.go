@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 )
 
 // BillingRun is what story A's tools answered, in order.
@@ -117,7 +118,7 @@ func Billing(ctx context.Context, e *Env) (*BillingRun, error) {
 	}
 
 	e.say("\n— 15:40: the owners run their approved steps (agents never change streams, jobs or tables) —")
-	if err := demo.ApplyBillingFix(ctx, filepath.Join(e.Home, "demo.duckdb"), e.Now); err != nil {
+	if err := tables.ApplyBillingFix(ctx, filepath.Join(e.Home, "demo.duckdb"), e.Now); err != nil {
 		return run, err
 	}
 	for i, id := range run.ProposalIDs {

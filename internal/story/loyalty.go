@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 )
 
 // LoyaltyRun is what story B's tools answered, in order.
@@ -128,7 +129,7 @@ func Loyalty(ctx context.Context, e *Env) (*LoyaltyRun, error) {
 	}
 
 	e.say("\n— 15:40: the owners run their approved steps (agents never change streams, jobs or tables) —")
-	if err := demo.ApplyLoyaltyFix(ctx, filepath.Join(e.Home, "demo.duckdb"), e.Now); err != nil {
+	if err := tables.ApplyLoyaltyFix(ctx, filepath.Join(e.Home, "demo.duckdb"), e.Now); err != nil {
 		return run, err
 	}
 	for i, id := range run.ProposalIDs {

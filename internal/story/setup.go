@@ -13,6 +13,7 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/storeconfig"
@@ -107,7 +108,7 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 		pr.close()
 		return nil, tl, nil, fmt.Errorf("the demo's own dw.yaml: %w", err)
 	}
-	if err := demo.LoadWarehouse(ctx, filepath.Join(e.Home, "demo.duckdb"), pack, e.Now); err != nil {
+	if err := tables.LoadWarehouse(ctx, filepath.Join(e.Home, "demo.duckdb"), pack, e.Now); err != nil {
 		pr.close()
 		return nil, tl, nil, err
 	}

@@ -4,7 +4,8 @@
 //
 //	go run ./internal/demo/gen [-root testdata/scenarios] [pack ...]
 //
-// The warehouse tables are not files: demo.LoadWarehouse generates them.
+// The warehouse tables are not files: tables.LoadWarehouse (package
+// internal/demo/tables) generates them.
 package main
 
 import (

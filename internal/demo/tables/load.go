@@ -1,4 +1,4 @@
-package demo
+package tables
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	duckdbdriver "github.com/duckdb/duckdb-go/v2"
 
-	"github.com/dataworkers/dw/internal/suggest"
+	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
 
@@ -20,19 +20,16 @@ import (
 // close before giving up on the file.
 const writeWait = 15 * time.Second
 
-// Packs are the scenario packs this package generates.
-func Packs() []string { return []string{"billing", "loyalty"} }
-
 // LoadWarehouse writes a pack's tables into the DuckDB file at duckdbPath
 // (created if missing), as they stood at the story's 15:05 check on the
-// incident day Timeline(now) picks. Every table of the pack is replaced,
+// incident day demo.Timeline(now) picks. Every table of the pack is replaced,
 // so loading twice gives the same file, and loading after a fix resets
 // the story.
 func LoadWarehouse(ctx context.Context, duckdbPath, pack string, now time.Time) error {
-	if err := checkPack(pack); err != nil {
+	if err := demo.CheckPack(pack); err != nil {
 		return err
 	}
-	tl := Timeline(now)
+	tl := demo.Timeline(now)
 	return withWriter(ctx, duckdbPath, func(db *sql.DB) error {
 		switch pack {
 		case "billing":
@@ -49,7 +46,7 @@ func LoadWarehouse(ctx context.Context, duckdbPath, pack string, now time.Time) 
 // with) and fct_billable_egress rebuilt with today's hours read from it.
 // The tables hold what had landed by the 16:05 verification.
 func ApplyBillingFix(ctx context.Context, duckdbPath string, now time.Time) error {
-	tl := Timeline(now)
+	tl := demo.Timeline(now)
 	return withWriter(ctx, duckdbPath, func(db *sql.DB) error {
 		if err := requireTables(ctx, db, "billing", "usage.usage_hourly", "billing.dim_accounts"); err != nil {
 			return err
@@ -64,7 +61,7 @@ func ApplyBillingFix(ctx context.Context, duckdbPath string, now time.Time) erro
 // the hourly activity model and nightly_tiers re-run for verification.
 // The tables hold what had landed by the 16:05 verification.
 func ApplyLoyaltyFix(ctx context.Context, duckdbPath string, now time.Time) error {
-	tl := Timeline(now)
+	tl := demo.Timeline(now)
 	return withWriter(ctx, duckdbPath, func(db *sql.DB) error {
 		if err := requireTables(ctx, db, "loyalty", "loyalty.member_balances", "loyalty.member_activity_hourly",
 			"loyalty.fct_member_tier", "loyalty.tier_changes_daily"); err != nil {
@@ -72,19 +69,6 @@ func ApplyLoyaltyFix(ctx context.Context, duckdbPath string, now time.Time) erro
 		}
 		return fixLoyalty(ctx, db, tl)
 	})
-}
-
-func checkPack(pack string) error {
-	for _, p := range Packs() {
-		if p == pack {
-			return nil
-		}
-	}
-	msg := fmt.Sprintf("unknown scenario pack %q; valid: %s", pack, strings.Join(Packs(), ", "))
-	if c := suggest.Closest(pack, Packs(), 1); len(c) > 0 && pack != "" {
-		msg += fmt.Sprintf(" (closest: %s)", c[0])
-	}
-	return fmt.Errorf("%s", msg)
 }
 
 func withWriter(ctx context.Context, path string, fn func(db *sql.DB) error) error {
@@ -120,7 +104,7 @@ func requireTables(ctx context.Context, db *sql.DB, pack string, tables ...strin
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("table %s is missing: load the %s pack first (demo.LoadWarehouse with pack %q)", t, pack, pack)
+			return fmt.Errorf("table %s is missing: load the %s pack first (tables.LoadWarehouse with pack %q)", t, pack, pack)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package demo
+package tables
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
 
@@ -18,7 +19,7 @@ import (
 // is well under 5 s per pack on 2 cores.
 func BenchmarkLoadWarehouse(b *testing.B) {
 	ctx := context.Background()
-	for _, pack := range Packs() {
+	for _, pack := range demo.Packs() {
 		b.Run(pack, func(b *testing.B) {
 			dir := b.TempDir()
 			path := filepath.Join(dir, "demo.duckdb")
@@ -43,13 +44,13 @@ func BenchmarkLoadWarehouse(b *testing.B) {
 }
 
 func packRowCount(pack string) int {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	if pack == "billing" {
 		m := newBillingModel(billingSeed, tl)
 		usage := m.rows(tl.HistoryStart, tl.QualityCheck, rollupV1)
 		return len(usage) + len(m.billable(usage)) + 2*len(m.accounts)
 	}
-	return 2*loyaltyMembers + historyDays*24 + historyDays
+	return 2*loyaltyMembers + demo.HistoryDays*24 + demo.HistoryDays
 }
 
 func baselineWrite(ctx context.Context, path string, rows int) error {

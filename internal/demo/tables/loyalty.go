@@ -1,10 +1,12 @@
-package demo
+package tables
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 // The loyalty story's generator. The Flink job points-balance keeps
@@ -109,7 +111,7 @@ type tierDay struct {
 
 type loyaltyModel struct {
 	seed        uint64
-	tl          Instants
+	tl          demo.Instants
 	storeWeight []float64
 	members     []loyaltyMember
 	tierHistory []tierDay
@@ -120,7 +122,7 @@ type loyaltyModel struct {
 
 func storeID(i int) string { return fmt.Sprintf("store-%02d", i+1) }
 
-func newLoyaltyModel(seed uint64, tl Instants) *loyaltyModel {
+func newLoyaltyModel(seed uint64, tl demo.Instants) *loyaltyModel {
 	m := &loyaltyModel{seed: seed, tl: tl}
 	r := rand.New(rand.NewPCG(seed, 0))
 	var sum float64
@@ -132,10 +134,10 @@ func newLoyaltyModel(seed uint64, tl Instants) *loyaltyModel {
 	for i := range m.storeWeight {
 		m.storeWeight[i] /= sum
 	}
-	days := make([]tierDay, historyDays)
+	days := make([]tierDay, demo.HistoryDays)
 	for d := range days {
-		day := tl.Day.AddDate(0, 0, d-historyDays)
-		days[d] = tierDay{Day: day, EvaluatedAt: day.Add(offNightlyTiers), Members: loyaltyMembers}
+		back := d - demo.HistoryDays
+		days[d] = tierDay{Day: tl.Day.AddDate(0, 0, back), EvaluatedAt: tl.NightlyTiers.AddDate(0, 0, back), Members: loyaltyMembers}
 	}
 	m.members = make([]loyaltyMember, loyaltyMembers)
 	for i := range m.members {
@@ -188,7 +190,7 @@ func (m *loyaltyModel) simulateMember(i int, mem *loyaltyMember, days []tierDay)
 	mem.lastUpdate = mem.lastPurchase
 	prevTier := tierOf(bal)
 	mem.tierD2, mem.tierD1 = prevTier, prevTier
-	for d := 0; d <= historyDays; d++ {
+	for d := 0; d <= demo.HistoryDays; d++ {
 		day := tl.HistoryStart.AddDate(0, 0, d)
 		expiryU, expiryShare := r.Float64(), r.Float64()
 		shopU, shopTime, ptsN := r.Float64(), r.Float64(), r.NormFloat64()
@@ -196,7 +198,7 @@ func (m *loyaltyModel) simulateMember(i int, mem *loyaltyMember, days []tierDay)
 			bal -= int64(math.Round(float64(bal) * (expiryMin + (expiryMax-expiryMin)*expiryShare)))
 			mem.lastUpdate = day.Add(5 * time.Minute)
 		}
-		today := d == historyDays
+		today := d == demo.HistoryDays
 		chance := dailyShopChance
 		if today {
 			chance *= 0.5 // the morning: purchases before 14:00
@@ -405,7 +407,7 @@ type tierRow struct {
 // tiers is fct_member_tier as last night's nightly_tiers built it.
 func (m *loyaltyModel) tiers() []tierRow {
 	out := make([]tierRow, len(m.members))
-	at := m.tl.Day.Add(offNightlyTiers - 24*time.Hour)
+	at := m.tl.NightlyTiers.Add(-24 * time.Hour)
 	for i := range m.members {
 		mem := &m.members[i]
 		out[i] = tierRow{MemberID: mem.ID, Tier: tierNames[mem.tierD1], PreviousTier: tierNames[mem.tierD2], Balance: mem.balanceD1, EvaluatedAt: at}

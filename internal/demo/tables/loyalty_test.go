@@ -1,10 +1,12 @@
-package demo
+package tables
 
 import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 func hashLoyalty(m *loyaltyModel, asOf time.Time, mode jobMode) string {
@@ -23,7 +25,7 @@ func hashLoyalty(m *loyaltyModel, asOf time.Time, mode jobMode) string {
 }
 
 func TestLoyaltyModelIsDeterministic(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	a := hashLoyalty(newLoyaltyModel(loyaltySeed, tl), tl.QualityCheck, jobV42Skipped)
 	if b := hashLoyalty(newLoyaltyModel(loyaltySeed, tl), tl.QualityCheck, jobV42Skipped); a != b {
 		t.Fatal("same seed, same timeline: different members")
@@ -38,7 +40,7 @@ func TestLoyaltyModelIsDeterministic(t *testing.T) {
 // 6,400-point member who buys milk shows 12); the redeploy with state
 // gives the old balance plus those points.
 func TestSkippedStateRestartsBalances(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	m := newLoyaltyModel(loyaltySeed, tl)
 	broken := m.balances(tl.QualityCheck, jobV42Skipped)
 	fixed := m.balances(tl.Verify, jobV41Restored)

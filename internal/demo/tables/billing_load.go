@@ -1,9 +1,11 @@
-package demo
+package tables
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 const usageHourlyDDL = `(
@@ -27,7 +29,7 @@ const billableDDL = `(
 	built_at         TIMESTAMP NOT NULL
 )`
 
-func loadBilling(ctx context.Context, db *sql.DB, tl Instants) error {
+func loadBilling(ctx context.Context, db *sql.DB, tl demo.Instants) error {
 	m := newBillingModel(billingSeed, tl)
 	if err := execAll(ctx, db,
 		`CREATE SCHEMA IF NOT EXISTS crm`,
@@ -90,7 +92,7 @@ func appendUsage(ctx context.Context, db *sql.DB, table string, rows []usageRow)
 // days are backfilled from usage_hourly (complete and correct then) so
 // checks on the new table have a baseline. The dbt diff points the
 // source's today's hours at the new table.
-func fixBilling(ctx context.Context, db *sql.DB, tl Instants) error {
+func fixBilling(ctx context.Context, db *sql.DB, tl demo.Instants) error {
 	m := newBillingModel(billingSeed, tl)
 	if err := execAll(ctx, db,
 		`CREATE OR REPLACE TABLE usage.usage_hourly_v2 `+usageHourlyDDL,

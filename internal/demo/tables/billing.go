@@ -1,10 +1,12 @@
-package demo
+package tables
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 // The billing story's generator: per-account hourly usage as the Flink
@@ -29,11 +31,6 @@ import (
 const (
 	billingSeed     uint64 = 0xB111_0001
 	billingAccounts        = 400
-	// gatewayPods serve the API; an account is pinned to one pod.
-	gatewayPods = 24
-	// gatewayPodStep is the rolling deploy's pace: one pod every 2m46s, so
-	// the last of the 24 pods takes the new version at 15:13.
-	gatewayPodStep = 166 * time.Second
 	// kibRoundingBytes is the average rounding added by response_kib*1024
 	// (the gateway reports whole KiB, rounded up).
 	kibRoundingBytes = 512
@@ -86,7 +83,7 @@ const (
 
 type billingModel struct {
 	seed     uint64
-	tl       Instants
+	tl       demo.Instants
 	accounts []billingAccount
 }
 
@@ -98,7 +95,7 @@ var (
 		"Bank", "Cloud"}
 )
 
-func newBillingModel(seed uint64, tl Instants) *billingModel {
+func newBillingModel(seed uint64, tl demo.Instants) *billingModel {
 	m := &billingModel{seed: seed, tl: tl}
 	r := rand.New(rand.NewPCG(seed, 0))
 	for i := 0; i < billingAccounts; i++ {
@@ -130,7 +127,7 @@ func newBillingModel(seed uint64, tl Instants) *billingModel {
 			utcOffset:       reg.utcOffset,
 			peakRequests:    peak,
 			bytesPerRequest: bpr,
-			pod:             r.IntN(gatewayPods),
+			pod:             r.IntN(demo.GatewayPods),
 			CreatedAt:       tl.HistoryStart.Add(-time.Duration(30+r.IntN(900)) * 24 * time.Hour).Truncate(time.Hour),
 		})
 	}
@@ -151,7 +148,7 @@ func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 
 // podUpgrade is when a gateway pod starts producing schema version 12.
 func (m *billingModel) podUpgrade(pod int) time.Time {
-	return m.tl.GatewayDeploy.Add(time.Duration(pod) * gatewayPodStep)
+	return m.tl.GatewayDeploy.Add(time.Duration(pod) * demo.GatewayPodStep)
 }
 
 // weekFactor scales request volume by the account's local weekday.

@@ -1,4 +1,4 @@
-package demo
+package tables
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 // storyNow is a fixed "now" for tests: the incident day is 2026-05-19
@@ -22,7 +24,7 @@ func hashUsage(rows []usageRow) string {
 }
 
 func TestBillingRowsAreDeterministic(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	a := newBillingModel(billingSeed, tl).rows(tl.HistoryStart, tl.QualityCheck, rollupV1)
 	b := newBillingModel(billingSeed, tl).rows(tl.HistoryStart, tl.QualityCheck, rollupV1)
 	if hashUsage(a) != hashUsage(b) {
@@ -71,7 +73,7 @@ func statsByHour(rows []usageRow) map[time.Time]*hourStats {
 func TestBillingNullShareAtTheCheck(t *testing.T) {
 	for d := 0; d < 7; d++ { // every weekday gives the story's numbers
 		now := storyNow.AddDate(0, 0, d)
-		tl := Timeline(now)
+		tl := demo.Timeline(now)
 		from := tl.Day
 		if d == 0 {
 			from = tl.HistoryStart
@@ -105,7 +107,7 @@ func TestBillingNullShareAtTheCheck(t *testing.T) {
 }
 
 func TestBillingUsageIDUnique(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	m := newBillingModel(billingSeed, tl)
 	for _, rows := range [][]usageRow{m.rows(tl.HistoryStart, tl.QualityCheck, rollupV1), m.rows(tl.Day, tl.Verify, rollupV2)} {
 		seen := make(map[string]bool, len(rows))
@@ -135,7 +137,7 @@ func abs(v float64) float64 {
 
 // checkVolumeAndLag compares today's closed hours with the same hour of the
 // previous days.
-func checkVolumeAndLag(t *testing.T, tl Instants, rows []usageRow, asOf time.Time) {
+func checkVolumeAndLag(t *testing.T, tl demo.Instants, rows []usageRow, asOf time.Time) {
 	t.Helper()
 	byHour := statsByHour(rows)
 	for h := tl.Day; h.Before(asOf); h = h.Add(time.Hour) {
@@ -144,7 +146,7 @@ func checkVolumeAndLag(t *testing.T, tl Instants, rows []usageRow, asOf time.Tim
 			t.Fatalf("no rows for the %s bucket", h.Format("15:04"))
 		}
 		var counts, lags []float64
-		for d := 1; d <= historyDays; d++ {
+		for d := 1; d <= demo.HistoryDays; d++ {
 			s := byHour[h.AddDate(0, 0, -d)]
 			if s == nil {
 				continue
@@ -168,7 +170,7 @@ func checkVolumeAndLag(t *testing.T, tl Instants, rows []usageRow, asOf time.Tim
 }
 
 func TestBillingVolumeAndLagNormalAtTheCheck(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	rows := newBillingModel(billingSeed, tl).rows(tl.HistoryStart, tl.QualityCheck, rollupV1)
 	checkVolumeAndLag(t, tl, rows, tl.QualityCheck)
 	for _, r := range rows {
@@ -179,7 +181,7 @@ func TestBillingVolumeAndLagNormalAtTheCheck(t *testing.T) {
 }
 
 func TestBillingFixedRowsNeverNull(t *testing.T) {
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	m := newBillingModel(billingSeed, tl)
 	history := m.rows(tl.HistoryStart, tl.Day, rollupV1)
 	v2 := m.rows(tl.Day, tl.Verify, rollupV2)

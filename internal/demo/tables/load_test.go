@@ -1,4 +1,4 @@
-package demo
+package tables
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/warehouse"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
@@ -95,7 +96,7 @@ func TestFixBeforeLoadSaysToLoad(t *testing.T) {
 func TestBillingWarehouse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	path := filepath.Join(t.TempDir(), "demo.duckdb")
 	if err := LoadWarehouse(ctx, path, "billing", storyNow); err != nil {
 		t.Fatal(err)
@@ -122,8 +123,8 @@ func TestBillingWarehouse(t *testing.T) {
 		t.Errorf("%v rows landed after the 15:05 check", n)
 	}
 	days := num(t, one(t, w, `SELECT count(DISTINCT CAST(window_start AS DATE)) FROM usage.usage_hourly`))
-	if days != historyDays+1 {
-		t.Errorf("%v days of usage, want %d", days, historyDays+1)
+	if days != demo.HistoryDays+1 {
+		t.Errorf("%v days of usage, want %d", days, demo.HistoryDays+1)
 	}
 	// dbt built fct_billable_egress at 15:00 with missing bytes as 0; its tests pass.
 	if n := num(t, one(t, w, `SELECT count(*) FROM billing.fct_billable_egress WHERE billable_bytes IS NULL OR account_id IS NULL`)); n != 0 {
@@ -207,12 +208,12 @@ func TestBillingWarehouse(t *testing.T) {
 // metricByHour runs the pack's metric SQL (from notes.json) on the file.
 func metricByHour(t *testing.T, w *duckdb.Warehouse, name string) map[time.Time]float64 {
 	t.Helper()
-	files, err := PackFiles("loyalty")
+	files, err := demo.PackFiles("loyalty")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes Notes
-	if err := json.Unmarshal(files[fileNotes], &notes); err != nil {
+	var notes demo.Notes
+	if err := json.Unmarshal(files["notes.json"], &notes); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range notes.Metrics {
@@ -230,7 +231,7 @@ func metricByHour(t *testing.T, w *duckdb.Warehouse, name string) map[time.Time]
 
 // baselineAt is the median of the same hour on the previous days.
 func baselineAt(series map[time.Time]float64, at time.Time) (median float64, history []float64) {
-	for d := 1; d <= historyDays; d++ {
+	for d := 1; d <= demo.HistoryDays; d++ {
 		if v, ok := series[at.AddDate(0, 0, -d)]; ok {
 			history = append(history, v)
 		}
@@ -243,7 +244,7 @@ func baselineAt(series map[time.Time]float64, at time.Time) (median float64, his
 func TestLoyaltyWarehouse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tl := Timeline(storyNow)
+	tl := demo.Timeline(storyNow)
 	path := filepath.Join(t.TempDir(), "demo.duckdb")
 	if err := LoadWarehouse(ctx, path, "loyalty", storyNow); err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestLoyaltyWarehouse(t *testing.T) {
 	var byHourOfDay [24]float64
 	for h, v := range metric {
 		if h.Before(tl.Day) {
-			byHourOfDay[h.Hour()] += v / historyDays
+			byHourOfDay[h.Hour()] += v / demo.HistoryDays
 		}
 	}
 	lo, hi := byHourOfDay[0], byHourOfDay[0]

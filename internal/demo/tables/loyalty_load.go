@@ -1,4 +1,4 @@
-package demo
+package tables
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"time"
+
+	"github.com/dataworkers/dw/internal/demo"
 )
 
 const (
@@ -29,7 +31,7 @@ const (
 	tierRankSQL = `CASE %s WHEN 'bronze' THEN 0 WHEN 'silver' THEN 1 WHEN 'gold' THEN 2 WHEN 'platinum' THEN 3 END`
 )
 
-func loadLoyalty(ctx context.Context, db *sql.DB, tl Instants) error {
+func loadLoyalty(ctx context.Context, db *sql.DB, tl demo.Instants) error {
 	m := newLoyaltyModel(loyaltySeed, tl)
 	if err := execAll(ctx, db,
 		`CREATE SCHEMA IF NOT EXISTS loyalty`,
@@ -102,7 +104,7 @@ func appendTiers(ctx context.Context, db *sql.DB, rows []tierRow) error {
 // activity model re-runs the hours since 14:00, and a verification run of
 // nightly_tiers evaluates tiers from the restored balances against last
 // night's, recording its tier changes.
-func fixLoyalty(ctx context.Context, db *sql.DB, tl Instants) error {
+func fixLoyalty(ctx context.Context, db *sql.DB, tl demo.Instants) error {
 	m := newLoyaltyModel(loyaltySeed, tl)
 	balances := m.balances(tl.Verify, jobV41Restored)
 	h14 := tl.Day.Add(14 * time.Hour)
