@@ -16,9 +16,10 @@ const Name = "dw-quality"
 const instructions = `dw-quality checks tables that pipelines have landed in the warehouse, and judges each metric against that table's own history.
 
 Start with list_tables to see what the warehouse holds. run_quality_check computes every requested metric of a table in one scan (row count, null rate per column, key uniqueness, freshness, load lag; optionally per hour or day bucket over a window) and says, per check, pass, fail (an explicit expectation broken) or anomalous (outside the range its history predicts), and names the kind of problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric (dw-incidents monitor_metrics) to see.
+A failed or anomalous check opens an incident, or joins an open one on a related asset, for dw-incidents to diagnose. The first check of a table has no history to judge against: run it once over the past weeks (since/until, bucket hour, no_incident) to record that history, then check today.
 set_quality_expectations records a table's key, time columns and thresholds; without them run_quality_check profiles the table and says what it inferred. get_quality_history shows a metric's recent points and baseline.
 
-All tools here only read: they never change a table.`
+These tools never change a table: they read the warehouse and write only to Data Workers' own store (metric history, expectations, incidents).`
 
 // Agent is the dw-quality server.
 func Agent() mcpserver.Agent {
