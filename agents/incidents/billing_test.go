@@ -132,7 +132,7 @@ func TestBillingStory(t *testing.T) {
 			t.Errorf("blast radius %v lacks %s", reached, want)
 		}
 	}
-	contained(t, "diagnosis summary", summary, "Blast radius", "airflow://dag/sync_metered_usage_to_stripe [money, outbound] next run 2026-03-10 23:00 UTC (owner bea)")
+	contained(t, "diagnosis summary", summary, "Blast radius", "airflow://dag/sync_metered_usage_to_stripe [money, outbound] next run 2026-03-10 23:00 UTC (owner Bea Lindqvist)")
 
 	prop, summary, err := h.propose(ctx, ProposeIn{Incident: id, Proposals: billingProposals(t, s)})
 	if err != nil {

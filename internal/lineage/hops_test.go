@@ -124,7 +124,7 @@ func TestFieldReadersFollowRenames(t *testing.T) {
 			t.Fatalf("readers = %+v, want the statement first, then the audit job", rs)
 		}
 		audit := rs[1]
-		if audit.Reader != "airflow://dag/egress_audit" || audit.Field != "response_bytes" || audit.From != "duckdb://demo.usage.usage_hourly" {
+		if audit.Reader != "airflow://dag/egress_audit" || audit.Field != "response_bytes" || audit.From != "duckdb://usage.usage_hourly" {
 			t.Errorf("audit reader = %+v", audit)
 		}
 		if want := "reads egress_bytes, which column lineage derives from response_bytes; column lineage from note"; audit.Evidence != want {

@@ -37,6 +37,7 @@ type NoteAsset struct {
 	Columns     []Column  `json:"columns,omitempty" jsonschema:"columns or fields"`
 	SQL         string    `json:"sql,omitempty" jsonschema:"the SQL the job runs; when reads_fields is empty the fields it mentions are taken as the fields it reads"`
 	ReadsFields []string  `json:"reads_fields,omitempty" jsonschema:"fields this job reads from its inputs, e.g. [response_bytes]"`
+	Aliases     []string  `json:"aliases,omitempty" jsonschema:"other ids the same asset has in other sources, e.g. the dbt exposure dbt://exposure.billing.revenue_today for a workbook; assets known under them are merged into this one"`
 }
 
 // NoteEdge is an edge a note states.
@@ -201,6 +202,15 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 		for j, c := range a.Columns {
 			if strings.TrimSpace(c.Name) == "" {
 				return nil, fmt.Errorf("assets[%d].columns[%d].name is empty", i, j)
+			}
+		}
+		for j, al := range a.Aliases {
+			cid, err := CanonicalID(al)
+			if err != nil {
+				return nil, fmt.Errorf("assets[%d].aliases[%d]: %w", i, j, err)
+			}
+			if cid != id && !slices.Contains(in.Names, cid) {
+				in.Names = append(in.Names, cid)
 			}
 		}
 		in.Title, in.Owner, in.OwnerEmail, in.Domain = a.Title, a.Owner, a.OwnerEmail, a.Domain

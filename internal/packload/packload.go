@@ -67,14 +67,9 @@ func Read(pack string, now time.Time) (*demo.Pack, demo.Instants, error) {
 func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack, warehouseName string) (*Report, error) {
 	rep := &Report{Pack: p.Name}
 	g := lineage.New(db, clk)
-	if len(p.Manifest) > 0 {
-		res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(p.Manifest)), lineage.DBTOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("pack %s manifest: %w", p.Name, err)
-		}
-		rep.GraphAssets += res.AssetsCreated
-		rep.GraphEdges += res.EdgesCreated
-	}
+	// Notes first: an asset a team names (airflow://dag/…) keeps that id
+	// when the manifest's exposure for it merges in through the note's
+	// aliases.
 	note, err := convertNotes(p.Notes)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s notes: %w", p.Name, err)
@@ -85,6 +80,14 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 	}
 	rep.GraphAssets += nres.AssetsCreated
 	rep.GraphEdges += nres.EdgesCreated
+	if len(p.Manifest) > 0 {
+		res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(p.Manifest)), lineage.DBTOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pack %s manifest: %w", p.Name, err)
+		}
+		rep.GraphAssets += res.AssetsCreated
+		rep.GraphEdges += res.EdgesCreated
+	}
 	for i, ev := range p.LineageEvents {
 		res, err := g.ImportRunEvents(ctx, ev, lineage.OpenLineageOptions{})
 		if err != nil {
@@ -177,7 +180,7 @@ func convertNotes(n demo.Notes) (lineage.Note, error) {
 			kind = k
 		}
 		na := lineage.NoteAsset{ID: a.ID, Kind: kind, Title: a.Name, Owner: a.Owner, Domain: a.Domain,
-			Description: a.Description, Tags: a.Tags, SQL: a.SQL}
+			Description: a.Description, Tags: a.Tags, SQL: a.SQL, Aliases: a.Aliases}
 		if a.Schedule != "" {
 			na.Schedule = &lineage.Schedule{Cron: a.Schedule, Timezone: "UTC"}
 		}
