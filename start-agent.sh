@@ -20,16 +20,17 @@ fi
 shift
 
 bin="$root/bin/$agent"
-stale=1
-if [[ -x "$bin" ]]; then
-  stale=0
-  if [[ -n "$(cd "$root" && find cmd internal agents go.mod go.sum -newer "$bin" \( -name '*.go' -o -name '*.sql' -o -name go.mod -o -name go.sum \) -print -quit 2>/dev/null)" ]]; then
+# The agent starts `dw warehouse serve` beside it for warehouse access, so
+# dw is kept as fresh as the agent.
+stale=0
+for b in "$bin" "$root/bin/dw"; do
+  if [[ ! -x "$b" ]] || [[ -n "$(cd "$root" && find cmd internal agents go.mod go.sum -newer "$b" \( -name '*.go' -o -name '*.sql' -o -name go.mod -o -name go.sum \) -print -quit 2>/dev/null)" ]]; then
     stale=1
   fi
-fi
+done
 if [[ "$stale" == 1 ]]; then
-  echo "start-agent: building $agent …" >&2
+  echo "start-agent: building $agent and dw …" >&2
   version="$(cd "$root" && git describe --always --dirty 2>/dev/null || echo dev)"
-  (cd "$root" && go build -ldflags "-X main.version=$version" -o "$bin" "./cmd/$agent") 1>&2
+  (cd "$root" && go build -ldflags "-X main.version=$version" -o "$root/bin/" "./cmd/$agent" ./cmd/dw) 1>&2
 fi
 exec "$bin" "$@"

@@ -8,7 +8,7 @@ import (
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/packload"
-	"github.com/dataworkers/dw/internal/warehouses"
+	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
 // Name is the binary's and the server's name.
@@ -34,7 +34,7 @@ func Agent() mcpserver.Agent {
 			if err != nil {
 				return err
 			}
-			d.OpenWarehouse = warehouses.Open
+			d.OpenWarehouse = warehouseproc.Open
 			d.SeedStore = packload.SeedDefault
 			Register(s, d)
 			return nil

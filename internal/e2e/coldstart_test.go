@@ -1,7 +1,8 @@
 package e2e
 
 import (
-	"context"
+	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // BenchmarkColdStart measures, per agent, spawn to the tools/list answer
@@ -57,23 +56,51 @@ func agentNames() []string {
 	return out
 }
 
+// coldStart spawns the agent and speaks raw JSON-RPC over its stdio, so
+// the time is the server's alone (an SDK client would add its own schema
+// processing of the answer): initialize, then tools/list, until the
+// tools/list answer arrives.
 func coldStart(b *testing.B, name, home string) (time.Duration, float64) {
 	b.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name))
 	cmd.Env = []string{"DW_HOME=" + home, "HOME=" + home, "DW_CONFIG=" + filepath.Join(home, "none.yaml")}
 	os.WriteFile(filepath.Join(home, "none.yaml"), nil, 0o644)
-	ctx := context.Background()
-	start := time.Now()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := cs.ListTools(ctx, nil); err != nil {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
 		b.Fatal(err)
 	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	send := func(line string) {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFor := func(id string) {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"id":`+id+`,`) || strings.HasSuffix(sc.Text(), `"id":`+id+`}`) {
+				return
+			}
+		}
+		b.Fatalf("%s: no answer to request %s", name, id)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	waitFor("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	waitFor("2")
 	d := time.Since(start)
 	mem := rssMiB(cmd.Process.Pid)
-	cs.Close()
+	stdin.Close()
+	_ = cmd.Wait()
 	return d, mem
 }
 

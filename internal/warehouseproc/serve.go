@@ -1,0 +1,85 @@
+package warehouseproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dataworkers/dw/internal/warehouse"
+)
+
+// maxLine bounds one request or answer: results are aggregates, but a
+// catalog listing of a large warehouse can run to megabytes.
+const maxLine = 256 << 20
+
+// Serve answers requests from in on out until in closes, with w doing the
+// work. Requests are handled one at a time: a warehouse connection per
+// agent is what the drivers are built for.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, w warehouse.Warehouse) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		var req request
+		var resp response
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			resp.Error = fmt.Sprintf("warehouse process: bad request: %v", err)
+		} else {
+			resp = handle(ctx, w, req)
+		}
+		if err := enc.Encode(resp); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+func handle(ctx context.Context, w warehouse.Warehouse, req request) response {
+	var resp response
+	switch req.Op {
+	case "query":
+		args := make([]any, len(req.Args))
+		for i, c := range req.Args {
+			v, err := c.decode()
+			if err != nil {
+				return response{Error: err.Error()}
+			}
+			args[i] = v
+		}
+		res, err := w.Query(ctx, warehouse.Query{SQL: req.SQL, Args: args, Agent: req.Agent, Tool: req.Tool,
+			Timeout: time.Duration(req.TimeoutMS) * time.Millisecond})
+		if err != nil {
+			return response{Error: err.Error()}
+		}
+		resp.Columns, resp.BytesScanned = res.Columns, res.BytesScanned
+		resp.Rows = make([][]cell, len(res.Rows))
+		for i, row := range res.Rows {
+			cells := make([]cell, len(row))
+			for j, v := range row {
+				cells[j] = encodeCell(v)
+			}
+			resp.Rows[i] = cells
+		}
+	case "list":
+		tables, err := w.ListTables(ctx)
+		if err != nil {
+			return response{Error: err.Error()}
+		}
+		resp.Tables = tables
+	case "describe":
+		if req.Table == nil {
+			return response{Error: "warehouse process: describe needs a table"}
+		}
+		t, err := w.Describe(ctx, *req.Table)
+		if err != nil {
+			return response{Error: err.Error()}
+		}
+		resp.Described = t
+	default:
+		resp.Error = fmt.Sprintf("warehouse process: unknown op %q", req.Op)
+	}
+	return resp
+}
