@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -257,25 +256,17 @@ func appendNew(list []string, s string) []string {
 	return append(list, s)
 }
 
-// sqlEvidence finds the expressions in a job's SQL that mention one of
-// the fields, e.g. SUM(response_bytes), so a person sees how it is read.
+// sqlEvidence names how a job's SQL reads the fields (SUM(response_bytes)),
+// for a reader whose evidence the graph did not already give.
 func sqlEvidence(sqlText string, fields []string) string {
 	var found []string
-	seen := map[string]bool{}
 	for _, f := range fields {
-		if f == "" {
-			continue
+		exprs := lineage.SQLExpressions(sqlText, f)
+		if len(exprs) == 0 && len(lineage.SQLMentions(sqlText, []string{f})) > 0 {
+			exprs = []string{"reads " + f}
 		}
-		re := regexp.MustCompile(`(?i)\b[a-z_]+\s*\([^()]*\b` + regexp.QuoteMeta(f) + `\b[^()]*\)`)
-		for _, m := range re.FindAllString(sqlText, -1) {
-			m = strings.Join(strings.Fields(m), " ")
-			if !seen[m] {
-				seen[m] = true
-				found = append(found, m)
-			}
-		}
-		if len(found) == 0 && regexp.MustCompile(`(?i)\b`+regexp.QuoteMeta(f)+`\b`).MatchString(sqlText) {
-			found = append(found, "reads "+f)
+		for _, e := range exprs {
+			found = appendNew(found, e)
 		}
 	}
 	return strings.Join(found, "; ")

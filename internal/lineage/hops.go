@@ -511,7 +511,9 @@ type sqlTok struct {
 }
 
 // scanSQL tokenizes SQL keeping positions: words (bare or quoted with " or
-// `), single punctuation; string literals and comments are skipped.
+// `), numbers, string literals (one token each, punct '\”), and single
+// punctuation; comments are skipped. SQLColumns and the reader evidence
+// both read SQL through it.
 func scanSQL(s string) []sqlTok {
 	var out []sqlTok
 	isWord := func(c byte) bool {
@@ -542,6 +544,9 @@ func scanSQL(s string) []sqlTok {
 				}
 				j++
 			}
+			// A string literal is one token, so readers of the tokens can
+			// tell a literal from nothing.
+			out = append(out, sqlTok{punct: '\'', start: i, end: min(j+1, len(s))})
 			i = j + 1
 		case c == '"' || c == '`':
 			j := strings.IndexByte(s[i+1:], c)

@@ -3,7 +3,6 @@ package lineage
 import (
 	"sort"
 	"strings"
-	"unicode"
 )
 
 // sqlKeywords are words SQLColumns never reports as columns: clauses,
@@ -34,59 +33,19 @@ type sqlToken struct {
 	punct  byte // non-zero for punctuation: ( ) , . ; and operators
 }
 
+// tokenizeSQL is scanSQL without positions, with numbers and string
+// literals reduced to a marker: SQLColumns needs only words and structure.
 func tokenizeSQL(s string) []sqlToken {
-	var out []sqlToken
-	for i := 0; i < len(s); {
-		c := s[i]
+	toks := scanSQL(s)
+	out := make([]sqlToken, 0, len(toks))
+	for _, t := range toks {
 		switch {
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
-				return out
-			}
-			i += j + 4
-		case c == '\'':
-			i++
-			for i < len(s) {
-				if s[i] == '\'' {
-					if i+1 < len(s) && s[i+1] == '\'' {
-						i += 2
-						continue
-					}
-					break
-				}
-				i++
-			}
-			i++
-			out = append(out, sqlToken{punct: '\''}) // a string literal
-		case c == '"' || c == '`':
-			j := strings.IndexByte(s[i+1:], c)
-			if j < 0 {
-				return out
-			}
-			out = append(out, sqlToken{text: s[i+1 : i+1+j], quoted: true})
-			i += j + 2
-		case c == '_' || c < 128 && unicode.IsLetter(rune(c)):
-			j := i
-			for j < len(s) && (s[j] == '_' || s[j] == '$' || s[j] < 128 && (unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j])))) {
-				j++
-			}
-			out = append(out, sqlToken{text: s[i:j]})
-			i = j
-		case c < 128 && unicode.IsSpace(rune(c)):
-			i++
-		case c >= '0' && c <= '9':
-			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-				i++
-			}
+		case t.word:
+			out = append(out, sqlToken{text: t.text, quoted: t.quoted})
+		case t.punct != 0:
+			out = append(out, sqlToken{punct: t.punct})
+		default: // a number
 			out = append(out, sqlToken{punct: '0'})
-		default:
-			out = append(out, sqlToken{punct: c})
-			i++
 		}
 	}
 	return out

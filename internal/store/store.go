@@ -5,7 +5,7 @@
 // process's memory: every write goes through this package inside a
 // transaction. The same SQL runs on SQLite (the embedded default, one file)
 // and PostgreSQL (for a team). Queries are written once with `?`
-// placeholders in the portable subset of SQL both engines accept
+// bind parameters in the portable subset of SQL both engines accept
 // (INSERT … ON CONFLICT … DO UPDATE, RETURNING, conditional UPDATEs instead
 // of SELECT … FOR UPDATE) and rebound for PostgreSQL here.
 //
@@ -138,17 +138,17 @@ func (db *DB) Source() string { return db.source }
 // SQL exposes the underlying handle for tests and benchmarks that need it.
 func (db *DB) SQL() *sql.DB { return db.db }
 
-// ExecContext runs a statement written with `?` placeholders.
+// ExecContext runs a statement written with `?` bind parameters.
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return db.db.ExecContext(ctx, rebind(db.dialect, query), args...)
 }
 
-// QueryContext runs a query written with `?` placeholders.
+// QueryContext runs a query written with `?` bind parameters.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.db.QueryContext(ctx, rebind(db.dialect, query), args...)
 }
 
-// QueryRowContext runs a single-row query written with `?` placeholders.
+// QueryRowContext runs a single-row query written with `?` bind parameters.
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return db.db.QueryRowContext(ctx, rebind(db.dialect, query), args...)
 }
@@ -159,17 +159,17 @@ type Tx struct {
 	dialect Dialect
 }
 
-// ExecContext runs a statement written with `?` placeholders.
+// ExecContext runs a statement written with `?` bind parameters.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return tx.tx.ExecContext(ctx, rebind(tx.dialect, query), args...)
 }
 
-// QueryContext runs a query written with `?` placeholders.
+// QueryContext runs a query written with `?` bind parameters.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return tx.tx.QueryContext(ctx, rebind(tx.dialect, query), args...)
 }
 
-// QueryRowContext runs a single-row query written with `?` placeholders.
+// QueryRowContext runs a single-row query written with `?` bind parameters.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return tx.tx.QueryRowContext(ctx, rebind(tx.dialect, query), args...)
 }
@@ -247,7 +247,7 @@ func retryable(err error) bool {
 // ErrNotFound is returned by repository lookups that find no row.
 var ErrNotFound = errors.New("not found")
 
-// rebind turns `?` placeholders into PostgreSQL's `$n`. Question marks
+// rebind turns `?` bind parameters into PostgreSQL's `$n`. Question marks
 // inside single-quoted literals are left alone.
 func rebind(d Dialect, q string) string {
 	if d != Postgres || !strings.Contains(q, "?") {
