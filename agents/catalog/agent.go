@@ -4,7 +4,6 @@ package catalog
 import (
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/packload"
 )
 
 // Name is the binary's and the server's name.
@@ -27,7 +26,7 @@ func Agent() mcpserver.Agent {
 			if err != nil {
 				return err
 			}
-			d.SeedStore = packload.SeedDefault
+			d.SeedStore = deps.SeedWithDW
 			Register(s, d)
 			return nil
 		},

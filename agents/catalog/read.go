@@ -14,7 +14,8 @@ var blastRadiusTool = mcpserver.Tool{
 	Title: "Blast radius of a change",
 	Description: "Lists everything downstream of an asset in the context graph (optionally only what reads given columns, where column lineage is known), " +
 		"with distance, the path that reaches it, owners and domains; outbound, money, regulator and customer-facing assets and scheduled jobs with their next run come first, with counts by kind. " +
-		"Depth, size and time budgets apply; an answer cut short says partial and which budget.",
+		"Depth, size and time budgets apply; an answer cut short says partial and which budget. Assets are paged (limit, default 50, at most 500; next_cursor); total and the counts cover everything reached. " +
+		"Use it for the full list of what a broken or changing asset reaches; for who to ask before a schema change use assess_impact (dw-schema); for the platform-by-platform paths in either direction use trace_cross_platform_lineage.",
 	ReadOnly: true, Idempotent: true, OpenWorld: false,
 }
 
@@ -40,7 +41,8 @@ var traceTool = mcpserver.Tool{
 	Name:  "trace_cross_platform_lineage",
 	Title: "Trace lineage across platforms",
 	Description: "Follows the paths from an asset across platforms, upstream (where its data comes from), downstream (where it goes) or both, " +
-		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses.",
+		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses. Nodes are paged (limit, default 50, at most 500; next_cursor) with nodes_total. " +
+		"Use it to see how data flows (where an asset's data comes from, or the route it takes); for the ranked list of everything affected downstream use blast_radius_analysis, and for a schema change's owners to ask use assess_impact (dw-schema).",
 	ReadOnly: true, Idempotent: true, OpenWorld: false,
 }
 
@@ -59,7 +61,7 @@ func (h *handlers) trace(ctx context.Context, in lineage.TraceParams) (*lineage.
 var getLineageTool = mcpserver.Tool{
 	Name:        "get_lineage",
 	Title:       "An asset and its neighbours",
-	Description: "Returns one asset of the context graph with everything recorded about it (kind, owner, domain, tags, schedule and next run, columns, SQL, aliases) and its direct upstream and downstream neighbours with the edges' column lineage.",
+	Description: "Returns one asset of the context graph with everything recorded about it (kind, owner, domain, tags, schedule and next run, columns, SQL, aliases) and its direct upstream and downstream neighbours with the edges' column lineage, paged together (limit per list, default 50, at most 500; next_cursor) with upstream_total and downstream_total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
 }
 
@@ -78,7 +80,7 @@ func (h *handlers) getLineage(ctx context.Context, in lineage.LineageParams) (*l
 var searchAssetsTool = mcpserver.Tool{
 	Name:        "search_assets",
 	Title:       "Search the context graph",
-	Description: "Finds assets by words in their names, titles, descriptions, columns, tags, owners and domains, optionally only of some kinds or carrying some tags (e.g. outbound, money), ranked by relevance.",
+	Description: "Finds assets by words in their names, titles, descriptions, columns, tags, owners and domains, optionally only of some kinds or carrying some tags (e.g. outbound, money), ranked by relevance. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
 }
 
@@ -92,9 +94,22 @@ func (h *handlers) searchAssets(ctx context.Context, in lineage.SearchParams) (*
 		return nil, "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d assets found", len(res.Assets))
-	for _, hit := range res.Assets {
+	fmt.Fprintf(&b, "%d assets found", res.Total)
+	if len(res.Assets) < res.Total {
+		fmt.Fprintf(&b, ", %d listed", len(res.Assets))
+	}
+	for i, hit := range res.Assets {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(res.Assets)-20)
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s (%s) owner %s", hit.ID, hit.Kind, orNone(hit.Owner))
+	}
+	if res.NextCursor != "" {
+		b.WriteString("\nMore: pass next_cursor as cursor.")
+	}
+	if res.Truncated {
+		b.WriteString("\nMore assets matched than were ranked: narrow the query.")
 	}
 	return res, b.String(), nil
 }

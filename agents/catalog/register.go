@@ -21,11 +21,8 @@ func Register(s *mcpserver.Server, d *deps.Deps) {
 	mcpserver.Add(s, importOpenLineageTool, h.importOpenLineage)
 }
 
-// graph opens the shared context graph.
+// graph is the shared context graph, held by deps so its index is loaded
+// once and refreshed only when the store's graph changes.
 func (h *handlers) graph(ctx context.Context) (*lineage.Graph, error) {
-	db, err := h.d.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return lineage.New(db, h.d.Clock), nil
+	return h.d.Graph(ctx)
 }

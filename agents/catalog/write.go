@@ -3,9 +3,9 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/fileinput"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
@@ -14,8 +14,9 @@ var recordLineageTool = mcpserver.Tool{
 	Name:  "record_lineage",
 	Title: "Record what a team knows about lineage",
 	Description: "Records the lineage a team knows and no tool reports, once: a hop (topic -> stream job -> table), the fields a job reads and the SQL it runs " +
-		"(e.g. a Flink statement that sums response_bytes), a schedule, an owner, a domain, tags (outbound, money, regulator, customer-facing). Recording the same note again changes nothing.",
-	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+		"(e.g. a Flink statement that sums response_bytes), a schedule, an owner, a domain, tags (outbound, money, regulator, customer-facing). Recording the same note again changes nothing. " +
+		"It overwrites: a given owner, domain, title, description, schedule or SQL replaces the recorded one, and remove_tags drops tags.",
+	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
 func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*lineage.NoteResult, string, error) {
@@ -42,30 +43,18 @@ var importDBTTool = mcpserver.Tool{
 	Name:  "import_dbt_manifest",
 	Title: "Import a dbt manifest",
 	Description: "Imports a dbt manifest.json (schema versions v9 to v12) into the context graph: models, seeds, snapshots, sources, exposures (as dashboards and other consumers, with owners), " +
-		"the dependencies, columns, and owners and tags from meta. Importing the same manifest twice changes nothing.",
-	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+		"the dependencies, columns, and owners and tags from meta. Importing the same manifest twice changes nothing; an owner, description or title in the manifest replaces the recorded one.",
+	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
-// maxImportBytes bounds what an import reads: the largest public
-// manifests are tens of megabytes.
-const maxImportBytes = 256 << 20
-
-func readInput(path, inline, what string) ([]byte, error) {
+// readInput reads a document given by path (through fileinput: regular
+// files only, capped by DW_MAX_FILE_BYTES) or inline.
+func readInput(ctx context.Context, path, inline, what string) ([]byte, error) {
 	switch {
 	case path != "" && inline != "":
 		return nil, fmt.Errorf("give path or the %s content, not both", what)
 	case path != "":
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", what, err)
-		}
-		if st.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; give the %s file (for dbt: target/manifest.json)", path, what)
-		}
-		if st.Size() > maxImportBytes {
-			return nil, fmt.Errorf("%s is %d bytes; at most %d are read", path, st.Size(), maxImportBytes)
-		}
-		return os.ReadFile(path)
+		return fileinput.ReadRegular(ctx, "path", path, fileinput.MaxBytes())
 	case strings.TrimSpace(inline) != "":
 		return []byte(inline), nil
 	}
@@ -73,7 +62,7 @@ func readInput(path, inline, what string) ([]byte, error) {
 }
 
 func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTImportResult, string, error) {
-	data, err := readInput(in.Path, in.Manifest, "manifest")
+	data, err := readInput(ctx, in.Path, in.Manifest, "manifest")
 	if err != nil {
 		return nil, "", err
 	}
@@ -102,12 +91,13 @@ var importOpenLineageTool = mcpserver.Tool{
 	Name:  "import_openlineage_events",
 	Title: "Import OpenLineage run events",
 	Description: "Imports OpenLineage RunEvents (one or a JSON array) into the context graph: jobs, input and output datasets, columns from the schema facet, " +
-		"and column edges from the columnLineage facet. Streams and batch land in the same lineage.",
-	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false,
+		"and column edges from the columnLineage facet. Streams and batch land in the same lineage; what an event says of a dataset replaces what was recorded. " +
+		"Use it to load events you already have (a file or an export, many at once) into the graph only; to record one event a job emits now and, with an approval, also post it to the configured OpenLineage endpoint, use emit_lineage_event (dw-connectors).",
+	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
 func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*lineage.OpenLineageImportResult, string, error) {
-	data, err := readInput(in.Path, in.Events, "events")
+	data, err := readInput(ctx, in.Path, in.Events, "events")
 	if err != nil {
 		return nil, "", err
 	}

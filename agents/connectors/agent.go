@@ -2,16 +2,8 @@
 package connectors
 
 import (
-	"sync"
-
-	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/flink"
-	"github.com/dataworkers/dw/internal/kafka"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/packload"
-	"github.com/dataworkers/dw/internal/registry"
 )
 
 // Name is the binary's and the server's name.
@@ -37,29 +29,15 @@ func Agent() mcpserver.Agent {
 			if err != nil {
 				return err
 			}
-			d.SeedStore = packload.SeedDefault
+			d.SeedStore = deps.SeedWithDW
 			Register(s, d)
 			return nil
 		},
 	}
 }
 
-// handlers carries the dependencies and the clients to external systems.
-// Clients are built on the first call that needs them (start-up stays
-// cheap) and kept, so a tool call reuses connections; a client that
-// could not be built is not kept, so a system that comes up later is
-// picked up by the next call.
+// handlers carries the dependencies; deps holds the context graph and the
+// clients to external systems (internal/deps/clients).
 type handlers struct {
 	d *deps.Deps
-
-	mu       sync.Mutex
-	kafka    *kafka.Client
-	registry *registry.Client
-	connect  *connect.Client
-	flink    *flink.Client
-	graph    *lineage.Graph
-
-	// registerMu serialises registrations in this process, so two calls
-	// carrying the same approval cannot both record a step.
-	registerMu sync.Mutex
 }

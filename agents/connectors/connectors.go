@@ -3,16 +3,19 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 )
 
 // ConnectorStatusIn selects a connector.
 type ConnectorStatusIn struct {
 	Name string `json:"name,omitempty" jsonschema:"connector name; default every connector on the Connect cluster"`
+	page.Params
 }
 
 // SkippedFlow is a topic-table hop that could not be recorded in the
@@ -35,21 +38,32 @@ type ConnectorLineage struct {
 type ConnectorStatusOut struct {
 	Worker     string                    `json:"worker" jsonschema:"the Connect worker that answered"`
 	Cluster    string                    `json:"cluster" jsonschema:"Kafka cluster name used in the recorded topic ids"`
-	Connectors []connect.ConnectorReport `json:"connectors" jsonschema:"per connector: health, its own state, every task's state with the failing task's trace, and the topics and tables it moves"`
-	Lineage    ConnectorLineage          `json:"lineage" jsonschema:"the connectors' topic <-> table hops recorded in the context graph"`
+	Connectors []connect.ConnectorReport `json:"connectors" jsonschema:"this page of connectors, by name: health, its own state, every task's state with the failing task's trace (first 4000 characters), and the topics and tables it moves"`
+	// HealthCounts covers every connector, on every page.
+	HealthCounts map[string]int   `json:"health_counts" jsonschema:"connectors per health, over all connectors"`
+	Lineage      ConnectorLineage `json:"lineage" jsonschema:"the connectors' topic <-> table hops recorded in the context graph (for every connector, not only this page)"`
+	page.Info
 }
+
+// maxTrace bounds one failure trace in the answer: the cause is at the top
+// of a Java stack trace, and the Connect REST API keeps the whole of it.
+const maxTrace = 4000
 
 var connectorStatusTool = mcpserver.Tool{
 	Name:  "get_connector_status",
 	Title: "Kafka Connect status",
 	Description: "Reads Kafka Connect connectors in one call: each connector's state and every task's state, with the failing task's stack trace, folded into a health (ok, degraded, failed, paused, pending), and the topics and tables each connector moves (read from its config). " +
-		"Records those topic -> connector -> table hops in the context graph so blast radius and diagnosis see them. Never changes a connector.",
+		"Records those topic -> connector -> table hops in the context graph so blast radius and diagnosis see them. Never changes a connector. Connectors are paged by name (limit, default 50, at most 500; next_cursor; total) with health_counts over all.",
 	ReadOnly:   false,
 	Idempotent: true,
 	OpenWorld:  true,
 }
 
 func (h *handlers) connectorStatus(ctx context.Context, in ConnectorStatusIn) (*ConnectorStatusOut, string, error) {
+	pg, err := in.Resolve("get_connector_status", in.Name)
+	if err != nil {
+		return nil, "", err
+	}
 	c, err := h.connectClient()
 	if err != nil {
 		return nil, "", err
@@ -70,13 +84,38 @@ func (h *handlers) connectorStatus(ctx context.Context, in ConnectorStatusIn) (*
 	if err := h.recordConnectors(ctx, out); err != nil {
 		return nil, "", err
 	}
+	out.HealthCounts = map[string]int{}
+	for _, cr := range out.Connectors {
+		out.HealthCounts[cr.Health]++
+	}
+	all := slices.Clone(out.Connectors)
+	slices.SortStableFunc(all, func(a, b connect.ConnectorReport) int { return strings.Compare(a.Name, b.Name) })
+	out.Connectors, out.Info = page.Slice(pg, all)
+	for i := range out.Connectors {
+		cr := &out.Connectors[i]
+		cr.Trace = cutTrace(cr.Trace)
+		cr.Tasks = slices.Clone(cr.Tasks)
+		for j := range cr.Tasks {
+			cr.Tasks[j].Trace = cutTrace(cr.Tasks[j].Trace)
+		}
+	}
 	var b strings.Builder
-	b.WriteString(rep.Summary())
+	b.WriteString((&connect.StatusReport{Worker: rep.Worker, Connectors: out.Connectors}).Summary())
+	if out.NextCursor != "" {
+		fmt.Fprintf(&b, "\n%d of %d connectors listed; pass next_cursor as cursor for more.", len(out.Connectors), out.Total)
+	}
 	fmt.Fprintf(&b, "\nContext graph: %d connectors' hops recorded", len(out.Lineage.Recorded))
 	if n := len(out.Lineage.Skipped); n > 0 {
 		fmt.Fprintf(&b, ", %d hops skipped (see lineage.skipped)", n)
 	}
 	return out, b.String(), nil
+}
+
+func cutTrace(s string) string {
+	if len(s) <= maxTrace {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxTrace], "") + fmt.Sprintf("\n… %d more characters (GET /connectors/<name>/status on the Connect worker has the whole trace)", len(s)-maxTrace)
 }
 
 // recordConnectors writes each connector's hops to the context graph. Each

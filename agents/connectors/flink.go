@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dataworkers/dw/internal/flink"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
@@ -70,8 +67,8 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 	}
 	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: []RecordedRestore{}, Note: rep.Note}
 	for _, r := range rep.Restores {
-		rr := RecordedRestore{Restore: r, ChangeKey: restoreKey(r)}
-		res, err := log.RecordChange(ctx, restoreChange(r, fc.URL()))
+		rr := RecordedRestore{Restore: r, ChangeKey: flink.ChangeKey(r)}
+		res, err := log.RecordChange(ctx, flink.RestoreChange(r, fc.URL(), Name))
 		if err != nil {
 			rr.RecordError = err.Error()
 		} else {
@@ -92,31 +89,4 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 		}
 	}
 	return out, b.String(), nil
-}
-
-// restoreKey names one restore: a job id restores at most once per
-// checkpoint and time, and the JobManager keeps only its latest restore, so
-// reading it again maps to the same key.
-func restoreKey(r flink.Restore) string {
-	return fmt.Sprintf("flink:%s:restore:%d:%d", r.JobID, r.CheckpointID, r.At.UnixMilli())
-}
-
-// flinkAsset is the job's asset id in the context graph.
-func flinkAsset(name string) string { return "flink://" + name }
-
-func restoreChange(r flink.Restore, jobManager string) incidents.RecordChangeParams {
-	from := "checkpoint"
-	if r.IsSavepoint {
-		from = "savepoint"
-	}
-	return incidents.RecordChangeParams{
-		Key: restoreKey(r), At: r.At, Kind: string(incidents.ChangeRestore), System: "flink",
-		Assets: []string{flinkAsset(r.JobName)}, Source: Name,
-		Summary: fmt.Sprintf("%s (job %s) restored from %s %d at %s: %s", r.JobName, r.JobID, from, r.CheckpointID, r.At.UTC().Format(time.RFC3339), r.ExternalPath),
-		Details: map[string]string{
-			"job_id": r.JobID, "job_name": r.JobName, "job_state": r.JobState, "checkpoint_id": strconv.FormatInt(r.CheckpointID, 10),
-			"from": from, "path": r.ExternalPath, "restore_count": strconv.FormatInt(r.RestoreCount, 10),
-			"job_manager": jobManager, "state_skipped": "unknown: " + flink.SkippedStateNote,
-		},
-	}
 }

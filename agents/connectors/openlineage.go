@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -20,7 +21,8 @@ import (
 
 // EmitLineageIn is one OpenLineage run event.
 type EmitLineageIn struct {
-	Event map[string]any `json:"event" jsonschema:"an OpenLineage RunEvent: eventType, eventTime (ISO-8601 with offset), run.runId (UUID), job.namespace and job.name, inputs and outputs (namespace and name each, e.g. kafka://broker:9092 + topic), producer and schemaURL (URIs)"`
+	Event      map[string]any `json:"event" jsonschema:"an OpenLineage RunEvent: eventType, eventTime (ISO-8601 with offset), run.runId (UUID), job.namespace and job.name, inputs and outputs (namespace and name each, e.g. kafka://broker:9092 + topic), producer and schemaURL (URIs)"`
+	ProposalID string         `json:"proposal_id,omitempty" jsonschema:"approved lineage_event proposal whose action binds exactly this event (its canonical SHA-256), its job and the configured openlineage.url; only then is the event forwarded. Without it the event is stored in the context graph only"`
 }
 
 // Forwarding says what happened to the event at the configured
@@ -35,17 +37,24 @@ type Forwarding struct {
 // EmitLineageOut says what was stored and forwarded.
 type EmitLineageOut struct {
 	Stored    lineage.OpenLineageImportResult `json:"stored" jsonschema:"what the event added to the context graph"`
-	Forwarded *Forwarding                     `json:"forwarded,omitempty" jsonschema:"the post to openlineage.url; absent when none is configured"`
+	Forwarded *Forwarding                     `json:"forwarded,omitempty" jsonschema:"the post to openlineage.url; absent when none is configured or no approval was given"`
+	// NotForwarded says why an event was kept in the store only.
+	NotForwarded string `json:"not_forwarded,omitempty" jsonschema:"why the event was not posted to openlineage.url (no approved proposal binds it)"`
+	EventSHA256  string `json:"event_sha256" jsonschema:"canonical SHA-256 of the event: what a lineage_event proposal binds to allow forwarding it"`
+	Proposal     string `json:"proposal,omitempty" jsonschema:"the approved proposal the event was forwarded under"`
 }
 
 var emitLineageTool = mcpserver.Tool{
 	Name:  "emit_lineage_event",
 	Title: "Emit an OpenLineage event",
-	Description: "Validates an OpenLineage RunEvent against the fields the spec requires (each problem named by its field), stores its job, inputs and outputs (with schema and column-lineage facets) in the context graph, so streams and batch share one lineage, " +
-		"and, when openlineage.url is configured, forwards it to {url}/api/v1/lineage with the bearer token named by openlineage.token_env. An invalid event changes nothing.",
-	ReadOnly:   false,
-	Idempotent: true,
-	OpenWorld:  true,
+	Description: "Validates an OpenLineage RunEvent against the fields the spec requires (each problem named by its field) and stores its job, inputs and outputs (with schema and column-lineage facets) in the context graph, so streams and batch share one lineage. " +
+		"Posting it to openlineage.url ({url}/api/v1/lineage, bearer token named by openlineage.token_env) is a write outside Data Workers' store, so it happens only under an approved lineage_event proposal whose action binds this event's SHA-256, its job and that URL, never under the org-wide stop, and once per approval (a retry returns the first answer). " +
+		"Without proposal_id the event is stored only. An invalid event or a refused forward changes nothing. What the event says of a dataset replaces what the graph recorded. " +
+		"Use it for one event that should also reach the OpenLineage endpoint; to load many events you already have into the graph only, use import_openlineage_events (dw-context-catalog).",
+	ReadOnly:    false,
+	Destructive: true,
+	Idempotent:  true,
+	OpenWorld:   true,
 }
 
 func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLineageOut, string, error) {
@@ -59,9 +68,88 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 	if err := lineage.ValidateRunEvent(raw); err != nil {
 		return nil, "", fmt.Errorf("%w; nothing was stored or forwarded", err)
 	}
+	eventSHA, err := approvals.CanonicalSHA256(in.Event)
+	if err != nil {
+		return nil, "", fmt.Errorf("event %w", err)
+	}
 	ol := h.d.Config.OpenLineage
+	configured := ol != nil && strings.TrimSpace(ol.URL) != ""
+	pid := strings.TrimSpace(in.ProposalID)
+	if pid != "" && !configured {
+		return nil, "", errors.New("proposal_id given, but no openlineage.url is configured in dw.yaml, so there is nowhere to forward the event; nothing was stored or forwarded")
+	}
+	var svc *approvals.Service
+	var exec *approvals.Execution
+	if pid != "" {
+		// The claim comes first, so a refused forward stores nothing either.
+		if svc, err = h.approvalService(ctx); err != nil {
+			return nil, "", err
+		}
+		job, _ := in.Event["job"].(map[string]any)
+		ns, _ := job["namespace"].(string)
+		name, _ := job["name"].(string)
+		spec, err := approvals.LineageEventAction(ol.URL, ns, name, eventSHA)
+		if err != nil {
+			return nil, "", err
+		}
+		exec, err = svc.BeginExecution(ctx, approvals.Action{Kind: approvals.KindLineageEvent, ProposalID: pid, Spec: spec}, Name, lineageLease)
+		if err != nil {
+			if approvals.IsRefusal(err) {
+				return nil, "", fmt.Errorf("%w; nothing was stored or forwarded", err)
+			}
+			return nil, "", err
+		}
+		if exec.Done {
+			var out EmitLineageOut
+			if err := json.Unmarshal(exec.Result, &out); err != nil {
+				return nil, "", fmt.Errorf("proposal %s was carried out, but its recorded result is unreadable: %w", exec.ProposalID, err)
+			}
+			return &out, fmt.Sprintf("proposal %s was already carried out: the event was forwarded to %s; nothing was sent twice", exec.ProposalID, ol.URL), nil
+		}
+	}
+	out, summary, err := h.storeAndForward(ctx, ol, raw, exec)
+	bg := context.WithoutCancel(ctx)
+	if exec != nil {
+		out = orEmpty(out)
+		out.EventSHA256, out.Proposal = eventSHA, exec.ProposalID
+		if err != nil || out.Forwarded == nil || !out.Forwarded.OK {
+			// Nothing reached the endpoint for sure: the approval stays
+			// usable for the retry.
+			if rerr := svc.ReleaseExecution(bg, exec); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		} else if _, ferr := svc.FinishExecution(bg, exec, out); ferr != nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	out.EventSHA256 = eventSHA
+	if configured && exec == nil {
+		out.NotForwarded = fmt.Sprintf("posting to %s is a write outside Data Workers' store and needs an approved lineage_event proposal binding this event (event_sha256 %s); the event is stored in the context graph only", ol.URL, eventSHA)
+		summary += "\nNOT forwarded: " + out.NotForwarded
+	}
+	return out, summary, nil
+}
+
+func orEmpty(o *EmitLineageOut) *EmitLineageOut {
+	if o == nil {
+		return &EmitLineageOut{}
+	}
+	return o
+}
+
+// lineageLease is how long a forward's claim on an approval holds before
+// another call may take it over: one post at the longest timeout, doubled.
+const lineageLease = time.Minute
+
+// storeAndForward stores the event in the context graph and, under an
+// execution claim, posts it to the endpoint.
+func (h *handlers) storeAndForward(ctx context.Context, ol *config.Service, raw []byte, exec *approvals.Execution) (*EmitLineageOut, string, error) {
 	var token string
-	if ol != nil && strings.TrimSpace(ol.URL) != "" && ol.TokenEnv != "" {
+	var err error
+	if exec != nil && ol.TokenEnv != "" {
 		// A missing token is found before anything is stored, so a
 		// misconfiguration never leaves the graph and the endpoint apart.
 		if token, err = config.Secret(ol.TokenEnv, "openlineage.token_env"); err != nil {
@@ -82,10 +170,10 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 	if res.WithoutDatasets > 0 {
 		b.WriteString("; the event names no inputs or outputs, so it links nothing")
 	}
-	if ol != nil && strings.TrimSpace(ol.URL) != "" {
+	if exec != nil {
 		out.Forwarded = forward(ctx, ol, token, raw)
 		if out.Forwarded.OK {
-			fmt.Fprintf(&b, "\nforwarded to %s (%d)", out.Forwarded.URL, out.Forwarded.Status)
+			fmt.Fprintf(&b, "\nforwarded to %s (%d) under %s", out.Forwarded.URL, out.Forwarded.Status, exec.Permit.Basis)
 		} else {
 			fmt.Fprintf(&b, "\nNOT forwarded to %s: %s (the event is stored here; emit it again to retry)", out.Forwarded.URL, out.Forwarded.Error)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/lineage"
 )
 
@@ -58,14 +60,69 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"error":"lineage store is read-only"}`))
 }
 
-func TestEmitLineageEvent(t *testing.T) {
-	ctx := context.Background()
+// lineageGate is an agent with an OpenLineage endpoint, and the approvals
+// service people decide lineage_event proposals through.
+type lineageGate struct {
+	*env
+	col *collector
+	url string
+	svc *approvals.Service
+}
+
+func newLineageGate(t *testing.T) *lineageGate {
+	t.Helper()
 	col := &collector{}
 	srv := httptest.NewServer(col)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	t.Setenv("DW_TEST_OL_TOKEN", "s3cret")
 	e := newEnv(t, "kafka:\n  name: prod\n  brokers: [\"broker-1:9092\"]\nopenlineage:\n  url: "+srv.URL+"/\n  token_env: DW_TEST_OL_TOKEN\n  timeout: 2s\n")
+	e.cfg.Domains[0].Assets = append(e.cfg.Domains[0].Assets, "openlineage://**")
+	return &lineageGate{env: e, col: col, url: srv.URL, svc: e.approvals()}
+}
 
+// approve proposes forwarding ev to the endpoint and has olivia approve it.
+func (g *lineageGate) approve(ev map[string]any) *approvals.Proposal {
+	g.t.Helper()
+	sum, err := approvals.CanonicalSHA256(ev)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	job := ev["job"].(map[string]any)
+	action, err := approvals.LineageEventAction(g.url+"/", job["namespace"].(string), job["name"].(string), sum)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := g.svc.Propose(ctx, approvals.NewProposal{Kind: approvals.KindLineageEvent, What: "post the rollup's RUNNING event to Marquez",
+		Why: "Marquez lacks the streaming job", Targets: []string{action.Asset}, Undo: "delete the run in Marquez", Action: action, Proposer: "dw-incidents"})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	by, err := approvals.OSUserDecider(g.cfg, approvals.ChannelTerminal, config.CurrentOSUser())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if _, err := g.svc.Decide(ctx, p.ID, by, approvals.VerdictApprove, ""); err != nil {
+		g.t.Fatal(err)
+	}
+	return p
+}
+
+func (g *lineageGate) posts() int {
+	g.col.mu.Lock()
+	defer g.col.mu.Unlock()
+	return len(g.col.bodies)
+}
+
+// TestEmitLineageEvent: an event is stored in the context graph; it is
+// posted to the endpoint only under an approved proposal that binds it,
+// once.
+func TestEmitLineageEvent(t *testing.T) {
+	ctx := context.Background()
+	g := newLineageGate(t)
+	col, e := g.col, g.env
+
+	// Without an approval: stored here, not posted.
 	out, summary, err := e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +130,21 @@ func TestEmitLineageEvent(t *testing.T) {
 	if out.Stored.Jobs != 1 || out.Stored.Datasets != 2 || out.Stored.EdgesCreated != 2 {
 		t.Errorf("stored: %+v", out.Stored)
 	}
-	if f := out.Forwarded; f == nil || !f.OK || f.Status != http.StatusCreated || f.URL != srv.URL+"/api/v1/lineage" {
-		t.Errorf("forwarded: %+v", f)
+	if out.Forwarded != nil || !strings.Contains(out.NotForwarded, "needs an approved lineage_event proposal") || !strings.Contains(out.NotForwarded, out.EventSHA256) || g.posts() != 0 {
+		t.Errorf("without approval: %+v, %d posts", out, g.posts())
+	}
+	if !strings.Contains(summary, "NOT forwarded") {
+		t.Errorf("summary: %s", summary)
+	}
+
+	// Approved: posted once, and a retry answers the same without posting.
+	p := g.approve(rollupEvent(t))
+	out, summary, err = e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := out.Forwarded; f == nil || !f.OK || f.Status != http.StatusCreated || f.URL != g.url+"/api/v1/lineage" || out.Proposal != p.ID {
+		t.Errorf("forwarded: %+v", out)
 	}
 	if !strings.Contains(summary, "forwarded to") {
 		t.Errorf("summary: %s", summary)
@@ -86,6 +156,10 @@ func TestEmitLineageEvent(t *testing.T) {
 	if err := json.Unmarshal(col.bodies[0], &sent); err != nil || sent["eventType"] != "RUNNING" {
 		t.Errorf("sent body: %s", col.bodies[0])
 	}
+	again, _, err := e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID})
+	if err != nil || again.Forwarded == nil || !again.Forwarded.OK || g.posts() != 1 {
+		t.Errorf("retry: %+v, %v, %d posts", again, err, g.posts())
+	}
 	// Topics carry the configured cluster's name, like topics read from Kafka.
 	lin, err := e.graph().GetLineage(ctx, lineage.LineageParams{Asset: "flink://usage-hourly-rollup"})
 	if err != nil {
@@ -95,19 +169,80 @@ func TestEmitLineageEvent(t *testing.T) {
 		t.Errorf("lineage: up %+v down %+v", lin.Upstream, lin.Downstream)
 	}
 
-	// An endpoint that refuses: the event is stored, the failure said.
+	// An endpoint that refuses: the failure said, the approval still
+	// usable, and the retry posts.
+	ev := rollupEvent(t)
+	ev["eventType"] = "COMPLETE"
+	q := g.approve(ev)
 	col.mu.Lock()
 	col.status = http.StatusServiceUnavailable
 	col.mu.Unlock()
-	out, summary, err = e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t)})
+	out, summary, err = e.h.emitLineage(ctx, EmitLineageIn{Event: ev, ProposalID: q.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := out.Forwarded; f.OK || f.Status != http.StatusServiceUnavailable || !strings.Contains(f.Error, "read-only") || !out.Stored.Unchanged {
+	if f := out.Forwarded; f.OK || f.Status != http.StatusServiceUnavailable || !strings.Contains(f.Error, "read-only") {
 		t.Errorf("refused forward: %+v stored %+v", f, out.Stored)
 	}
 	if !strings.Contains(summary, "NOT forwarded") {
 		t.Errorf("summary: %s", summary)
+	}
+	col.mu.Lock()
+	col.status = 0
+	col.mu.Unlock()
+	if out, _, err = e.h.emitLineage(ctx, EmitLineageIn{Event: ev, ProposalID: q.ID}); err != nil || !out.Forwarded.OK || g.posts() != 3 {
+		t.Errorf("retry after the endpoint recovered: %+v, %v, %d posts", out, err, g.posts())
+	}
+}
+
+// TestEmitLineageEventRefusals: what an approval does not bind is refused,
+// named, and neither stored nor posted; dw stop halts posting.
+func TestEmitLineageEventRefusals(t *testing.T) {
+	ctx := context.Background()
+	g := newLineageGate(t)
+	p := g.approve(rollupEvent(t))
+	other := rollupEvent(t)
+	other["run"] = map[string]any{"runId": "0192963f-f6f8-71c0-8380-500bc70883ff"}
+	renamed := rollupEvent(t)
+	renamed["job"].(map[string]any)["name"] = "billing-rollup"
+	cases := []struct {
+		name string
+		ev   map[string]any
+		want string
+	}{
+		{"another event", other, "key 'event_sha256' changed"},
+		{"another job", renamed, "approved lineage_job flink-prod/usage-hourly-rollup, requested flink-prod/billing-rollup"},
+	}
+	for _, c := range cases {
+		_, _, err := g.h.emitLineage(ctx, EmitLineageIn{Event: c.ev, ProposalID: p.ID})
+		if !approvals.IsRefusal(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was stored or forwarded") {
+			t.Errorf("%s: %v, want a refusal naming %q", c.name, err, c.want)
+		}
+	}
+	if _, err := g.graph().GetLineage(ctx, lineage.LineageParams{Asset: "flink://usage-hourly-rollup"}); !errors.Is(err, lineage.ErrUnknownAsset) {
+		t.Errorf("a refused event was stored: %v", err)
+	}
+
+	// Under the org-wide stop the approved event is not posted.
+	if _, err := g.svc.Stop(ctx, "ops-oncall", "incident freeze"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := g.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID})
+	if !approvals.IsRefusal(err) || !strings.Contains(err.Error(), `org-wide stop in force`) || !strings.Contains(err.Error(), "incident freeze") {
+		t.Errorf("under stop: %v", err)
+	}
+	// Without a proposal it is stored in Data Workers' own graph only.
+	out, _, err := g.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t)})
+	if err != nil || out.Forwarded != nil || out.Stored.Jobs != 1 {
+		t.Errorf("store only under stop: %+v, %v", out, err)
+	}
+	if g.posts() != 0 {
+		t.Errorf("%d posts reached the endpoint", g.posts())
+	}
+	// A proposal_id with no endpoint configured is bad input.
+	e := newEnv(t, "")
+	if _, _, err := e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID}); err == nil || !strings.Contains(err.Error(), "no openlineage.url is configured") {
+		t.Errorf("no endpoint: %v", err)
 	}
 }
 
@@ -137,9 +272,11 @@ func TestEmitLineageEventInvalid(t *testing.T) {
 		t.Errorf("an invalid event was stored: %v", err)
 	}
 
-	// A token variable that is not set stops the call before anything is stored.
+	// A token variable that is not set stops a forward before anything is stored.
 	e = newEnv(t, "openlineage:\n  url: "+srv.URL+"\n  token_env: DW_TEST_OL_TOKEN_UNSET\n")
-	_, _, err = e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t)})
+	e.cfg.Domains[0].Assets = append(e.cfg.Domains[0].Assets, "openlineage://**")
+	lg := &lineageGate{env: e, col: col, url: srv.URL, svc: e.approvals()}
+	_, _, err = e.h.emitLineage(ctx, EmitLineageIn{Event: rollupEvent(t), ProposalID: lg.approve(rollupEvent(t)).ID})
 	wantErr(t, err, "DW_TEST_OL_TOKEN_UNSET", "openlineage.token_env")
 	if _, err := e.graph().GetLineage(ctx, lineage.LineageParams{Asset: "flink://usage-hourly-rollup"}); !errors.Is(err, lineage.ErrUnknownAsset) {
 		t.Errorf("stored despite the missing token: %v", err)

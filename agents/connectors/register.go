@@ -2,13 +2,12 @@ package connectors
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/approvals"
-	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/kafka"
@@ -44,127 +43,31 @@ func (h *handlers) clusterName() string {
 	return defaultCluster
 }
 
-// kafkaClient connects to the configured cluster. Building the client
-// checks that a broker answers within the dial timeout (kafka.timeout in
-// dw.yaml), so an unreachable cluster fails fast with the brokers and the
-// timeout named.
+// The clients to external systems are built and held by deps
+// (internal/deps/clients): on the first call that needs one, kept for the
+// agent's life, and not kept when building failed, so a system that comes
+// up later is picked up by the next call.
+
+// kafkaClient connects to the configured cluster; ctx bounds the broker
+// reachability check made when the client is first built.
 func (h *handlers) kafkaClient(ctx context.Context) (*kafka.Client, error) {
-	kc := h.d.Config.Kafka
-	if kc == nil || len(kc.Brokers) == 0 {
-		return nil, fmt.Errorf("no kafka configured: set kafka.brokers in dw.yaml (and kafka.name, the cluster name used in asset ids such as kafka://prod/<topic>)")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.kafka != nil {
-		return h.kafka, nil
-	}
-	cfg := kafka.Config{Brokers: kc.Brokers, TLS: kc.TLS, DialTimeout: kc.Timeout}
-	if kc.SASL != nil {
-		user, err := config.Secret(kc.SASL.UsernameEnv, "kafka.sasl.username_env")
-		if err != nil {
-			return nil, err
-		}
-		pass, err := config.Secret(kc.SASL.PasswordEnv, "kafka.sasl.password_env")
-		if err != nil {
-			return nil, err
-		}
-		cfg.SASL = &kafka.SASL{Mechanism: kc.SASL.Mechanism, Username: user, Password: pass}
-	}
-	c, err := kafka.NewClient(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	h.kafka = c
-	return c, nil
+	return clients.Kafka(ctx, h.d)
 }
 
-// registryClient builds the Schema Registry client; credentials come from
-// the environment variables dw.yaml names.
-func (h *handlers) registryClient() (*registry.Client, error) {
-	sc := h.d.Config.SchemaRegistry
-	if sc == nil || strings.TrimSpace(sc.URL) == "" {
-		return nil, fmt.Errorf("no schema registry configured: set schema_registry.url in dw.yaml (e.g. http://localhost:8081)")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.registry != nil {
-		return h.registry, nil
-	}
-	cfg := registry.Config{URL: sc.URL, Timeout: sc.Timeout}
-	if sc.UsernameEnv != "" {
-		u, err := config.Secret(sc.UsernameEnv, "schema_registry.username_env")
-		if err != nil {
-			return nil, err
-		}
-		cfg.Username = u
-	}
-	if sc.PasswordEnv != "" {
-		p, err := config.Secret(sc.PasswordEnv, "schema_registry.password_env")
-		if err != nil {
-			return nil, err
-		}
-		cfg.Password = p
-	}
-	c, err := registry.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("schema_registry in dw.yaml: %w", err)
-	}
-	h.registry = c
-	return c, nil
-}
+// registryClient is the Schema Registry client.
+func (h *handlers) registryClient() (*registry.Client, error) { return clients.Registry(h.d) }
 
-// connectClient builds the Kafka Connect client.
-func (h *handlers) connectClient() (*connect.Client, error) {
-	cc := h.d.Config.KafkaConnect
-	if cc == nil || strings.TrimSpace(cc.URL) == "" {
-		return nil, fmt.Errorf("no kafka connect configured: set kafka_connect.url in dw.yaml (any worker, e.g. http://connect:8083)")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.connect != nil {
-		return h.connect, nil
-	}
-	c, err := connect.NewClient(cc.URL, cc.Timeout)
-	if err != nil {
-		return nil, fmt.Errorf("kafka_connect.url in dw.yaml: %w", err)
-	}
-	h.connect = c
-	return c, nil
-}
+// connectClient is the Kafka Connect client.
+func (h *handlers) connectClient() (*connect.Client, error) { return clients.Connect(h.d) }
 
-// flinkClient builds the Flink JobManager client.
-func (h *handlers) flinkClient() (*flink.Client, error) {
-	fc := h.d.Config.Flink
-	if fc == nil || strings.TrimSpace(fc.URL) == "" {
-		return nil, fmt.Errorf("no flink configured: set flink.url in dw.yaml (the JobManager REST address, e.g. http://jobmanager:8081)")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.flink != nil {
-		return h.flink, nil
-	}
-	c, err := flink.NewClient(fc.URL, fc.Timeout)
-	if err != nil {
-		return nil, fmt.Errorf("flink.url in dw.yaml: %w", err)
-	}
-	h.flink = c
-	return c, nil
-}
+// flinkClient is the Flink JobManager client.
+func (h *handlers) flinkClient() (*flink.Client, error) { return clients.Flink(h.d) }
 
-// lineageGraph is the context graph in the shared store. One Graph is kept
-// so its in-memory index is reused between calls; it reloads by itself when
+// lineageGraph is the context graph in the shared store, held by deps so
+// its in-memory index is reused between calls; it reloads by itself when
 // another process changes the graph.
 func (h *handlers) lineageGraph(ctx context.Context) (*lineage.Graph, error) {
-	db, err := h.d.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.graph == nil || h.graph.DB() != db {
-		h.graph = lineage.New(db, h.d.Clock)
-	}
-	return h.graph, nil
+	return h.d.Graph(ctx)
 }
 
 // changeLog is the incidents change log in the shared store.

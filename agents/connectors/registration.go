@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -17,22 +18,19 @@ import (
 	"github.com/dataworkers/dw/internal/store"
 )
 
-// The keys of a schema_version proposal's details that bind the approval
-// to one subject and one schema. This is the contract between whoever
-// proposes a schema version (dw-incidents' propose_remediation puts them
-// in approvals.NewProposal.Details) and register_stream_schema, which
-// carries it out:
+// A schema_version proposal binds its action (approvals.SchemaVersionAction):
+// the subject at the configured registry, with the schema's canonical
+// SHA-256 (compat.Canonicalize) and type as its params. That is the
+// contract between whoever proposes a schema version (dw-incidents'
+// propose_remediation) and register_stream_schema, which carries it out
+// and is refused on any difference, named. Because the hash is of the
+// canonical form, the schema may be passed in any spelling that parses to
+// the same schema. The proposal's kind must be schema_version and its
+// class live (approvals forces that for schema versions).
 //
-//	{"subject": "api-usage-value",
-//	 "schema_sha256": "<hex SHA-256 of compat.Canonicalize(schema_type, schema)>",
-//	 "schema_type": "AVRO"}
-//
-// The proposal's kind must be schema_version, its targets must include
-// schema://<subject>, and its class is live (approvals forces that for
-// schema versions). schema_sha256 is required: a proposal without it
-// names no schema and authorises none. subject and schema_type, when
-// present, must match the call. Because the hash is of the canonical form,
-// the schema may be passed in any spelling that parses to the same schema.
+// The keys below are the notes dw-incidents also keeps in the proposal's
+// details for people (the schema text beside its hash); they decide
+// nothing.
 const (
 	DetailSubject    = "subject"
 	DetailSchemaSHA  = "schema_sha256"
@@ -61,7 +59,7 @@ type RegisterSchemaOut struct {
 	ProposalState string          `json:"proposal_state" jsonschema:"the proposal's state after the call (executed)"`
 	Basis         string          `json:"basis,omitempty" jsonschema:"the approval that allowed the registration"`
 	ReceiptID     string          `json:"receipt_id" jsonschema:"receipt recording the proposal and this step (dw receipt show)"`
-	StepSeq       int64           `json:"step_seq,omitempty" jsonschema:"position of the step this call added to the receipt; absent when no step was added"`
+	StepSeq       int64           `json:"step_seq,omitempty" jsonschema:"position of the receipt step that recorded the registration (the same on a retry)"`
 	Change        *RecordedChange `json:"change,omitempty" jsonschema:"the version's entry in the change log"`
 	Note          string          `json:"note,omitempty" jsonschema:"what happened, for a person"`
 }
@@ -69,9 +67,9 @@ type RegisterSchemaOut struct {
 var registerSchemaTool = mcpserver.Tool{
 	Name:  "register_stream_schema",
 	Title: "Register an approved schema version",
-	Description: "Registers a schema version in the Schema Registry only under an approved schema_version proposal for exactly this subject and schema: the proposal targets schema://<subject>, is live class, is approved (not pending, expired or rejected), and binds the schema's canonical SHA-256 in its details (schema_sha256). " +
-		"The org-wide stop and the domain's autonomy level are checked first. Without all of that it refuses, says why and whom to ask, and writes nothing. " +
-		"On success it records the version in the change log, adds a step to the proposal's receipt and marks the proposal executed. Calling it again for the same schema returns the existing version without a second step.",
+	Description: "Registers a schema version in the Schema Registry only under an approved schema_version proposal for exactly this subject and schema: the proposal is live class, is approved (not pending, expired or rejected), and its bound action names this registry, this subject and the schema's canonical SHA-256 and type. " +
+		"The org-wide stop and the domain's autonomy level are checked first, and the approval is claimed in the store so two processes never carry it out twice. Without all of that it refuses, names what differs and whom to ask, and writes nothing. " +
+		"On success it records the version in the change log, adds a step to the proposal's receipt and marks the proposal executed. Calling it again for the same schema returns the same version and step without doing anything twice.",
 	ReadOnly:    false,
 	Destructive: false,
 	Idempotent:  true,
@@ -108,8 +106,6 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 		return nil, "", err
 	}
 
-	h.registerMu.Lock()
-	defer h.registerMu.Unlock()
 	p, err := svc.Get(ctx, pid)
 	if err != nil {
 		return nil, "", err
@@ -117,18 +113,82 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 	if err := bindsSchema(h, p, subject, kind, canon.SHA256); err != nil {
 		return nil, "", err
 	}
-	ns := registry.NewSchema{Schema: in.Schema, Kind: kind}
-	if p.State == approvals.StateExecuted || p.State == approvals.StateUndone {
-		return h.alreadyCarriedOut(ctx, rc, p, subject, ns, canon.SHA256)
+	spec, err := approvals.SchemaVersionAction(h.registryURL(), subject, string(kind), canon.SHA256)
+	if err != nil {
+		return nil, "", err
 	}
-	permit, err := svc.MayDispatch(ctx, approvals.Action{Asset: schemaAsset(subject), Kind: approvals.KindSchemaVersion, ProposalID: p.ID})
+	ns := registry.NewSchema{Schema: in.Schema, Kind: kind}
+	exec, err := svc.BeginExecution(ctx, approvals.Action{Asset: schemaAsset(subject), Kind: approvals.KindSchemaVersion, ProposalID: p.ID, Spec: spec},
+		Name, registerLease)
 	if err != nil {
 		if approvals.IsRefusal(err) {
+			// Read the state again: another process may have carried the
+			// approval out since it was read above.
+			if cur, gerr := svc.Get(ctx, p.ID); gerr == nil {
+				p = cur
+			}
+			if p.State == approvals.StateExecuted || p.State == approvals.StateUndone {
+				return h.alreadyCarriedOut(ctx, rc, p, subject, ns, canon.SHA256)
+			}
 			return nil, "", h.withAsk(ctx, svc, p, err)
 		}
 		return nil, "", err
 	}
+	if exec.Done {
+		return h.answerRetry(ctx, svc, p, exec)
+	}
+	out, summary, err := h.carryOut(ctx, svc, rc, p, exec.Permit, subject, kind, ns, canon.SHA256)
+	bg := context.WithoutCancel(ctx)
+	if err != nil {
+		// The registry lookup before registering and the receipt check
+		// before recording make the next call safe, so the claim is let go.
+		if rerr := svc.ReleaseExecution(bg, exec); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, "", err
+	}
+	if _, err := svc.FinishExecution(bg, exec, out); err != nil {
+		return nil, "", h.unfinished(&registry.SchemaVersion{Subject: subject, Version: out.Version, ID: out.ID}, p, err)
+	}
+	return out, summary, nil
+}
 
+// registerLease is how long a registration's claim on an approval holds
+// before another call may take it over (its holder died): a lookup, a
+// registration and a lookup at the registry's timeout, with room to spare.
+const registerLease = 2 * time.Minute
+
+// registryURL is the registry an approval binds, as dw.yaml names it.
+func (h *handlers) registryURL() string {
+	if sc := h.d.Config.SchemaRegistry; sc != nil {
+		return approvals.NormalizeURL(sc.URL)
+	}
+	return ""
+}
+
+// answerRetry answers a call for an approval an earlier call carried out:
+// the same version and step, nothing done twice.
+func (h *handlers) answerRetry(ctx context.Context, svc *approvals.Service, p *approvals.Proposal, exec *approvals.Execution) (*RegisterSchemaOut, string, error) {
+	var out RegisterSchemaOut
+	if err := json.Unmarshal(exec.Result, &out); err != nil {
+		return nil, "", fmt.Errorf("proposal %s was carried out, but its recorded result is unreadable: %w", p.ID, err)
+	}
+	cur, err := svc.Get(ctx, p.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	out.Registered, out.ProposalState = false, string(cur.State)
+	out.Note = fmt.Sprintf("proposal %s was already carried out: %s version %d (schema id %d) holds the schema (receipt step %d); nothing was done twice",
+		p.ID, out.Subject, out.Version, out.ID, out.StepSeq)
+	return &out, out.Note + ".", nil
+}
+
+// carryOut registers the approved schema (unless the registry holds it
+// already), records the version in the change log and a step in the
+// receipt, and marks the proposal executed. It runs under the approval's
+// execution claim.
+func (h *handlers) carryOut(ctx context.Context, svc *approvals.Service, rc *registry.Client, p *approvals.Proposal, permit approvals.Permit,
+	subject string, kind compat.Kind, ns registry.NewSchema, sha string) (*RegisterSchemaOut, string, error) {
 	existing, found, err := lookup(ctx, rc, subject, ns)
 	if err != nil {
 		return nil, "", err
@@ -153,7 +213,7 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 		return nil, "", h.unfinished(existing, p, err)
 	}
 	if facts.sha256 == "" {
-		facts.sha256 = canon.SHA256
+		facts.sha256 = sha
 	}
 	when := fmt.Sprintf("registered by %s under approved proposal %s; at is the registration time", Name, p.ID)
 	if !registered {
@@ -168,12 +228,11 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 	if err != nil {
 		return nil, "", h.unfinished(existing, p, err)
 	}
-	prior, err := priorStep(ctx, db, p)
+	seq, err := priorStep(ctx, db, p)
 	if err != nil {
 		return nil, "", h.unfinished(existing, p, err)
 	}
-	var seq int64
-	if prior == 0 {
+	if seq == 0 {
 		desc := fmt.Sprintf("registered %s version %d (schema id %d) on behalf of %s's approval of %s", subject, existing.Version, existing.ID, approver, p.ID)
 		if !registered {
 			desc = fmt.Sprintf("confirmed %s version %d (schema id %d) already holds the approved schema; registered nothing new (proposal %s, approved by %s)", subject, existing.Version, existing.ID, p.ID, approver)
@@ -182,7 +241,7 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 			Actor:       Name,
 			Description: desc,
 			ChecksBefore: []approvals.Check{
-				{Name: "proposal binds this schema", Passed: true, Detail: "schema_sha256 " + canon.SHA256},
+				{Name: "proposal binds this schema", Passed: true, Detail: "schema_sha256 " + sha},
 				{Name: "dispatch permitted", Passed: true, Detail: permit.Basis},
 				{Name: "registry looked up under " + subject + " before registering", Passed: true, Detail: lookupDetail(registered, existing)},
 			},
@@ -191,7 +250,7 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 			},
 			Details: map[string]any{
 				"tool": registerSchemaTool.Name, "subject": subject, "version": existing.Version, "schema_id": existing.ID,
-				"schema_sha256": canon.SHA256, "registry": rc.URL(), "registered": registered, "change_id": change.ID,
+				"schema_sha256": sha, "registry": rc.URL(), "registered": registered, "change_id": change.ID,
 			},
 		})
 		if err != nil {
@@ -204,7 +263,7 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 		return nil, "", h.unfinished(existing, p, err)
 	}
 	out := &RegisterSchemaOut{
-		Subject: subject, Version: existing.Version, ID: existing.ID, SchemaType: string(kind), SHA256: canon.SHA256,
+		Subject: subject, Version: existing.Version, ID: existing.ID, SchemaType: string(kind), SHA256: sha,
 		Registered: registered, Proposal: p.ID, ProposalState: string(done.State), Basis: permit.Basis,
 		ReceiptID: p.ReceiptID, StepSeq: seq, Change: change,
 	}
@@ -213,11 +272,7 @@ func (h *handlers) registerSchema(ctx context.Context, in RegisterSchemaIn) (*Re
 	} else {
 		out.Note = fmt.Sprintf("%s version %d (schema id %d) already held the approved schema; nothing was registered again", subject, existing.Version, existing.ID)
 	}
-	summary := fmt.Sprintf("%s.\nChange log: change %d. Receipt %s", out.Note, change.ID, p.ReceiptID)
-	if seq > 0 {
-		summary += fmt.Sprintf(", step %d", seq)
-	}
-	summary += fmt.Sprintf("; proposal %s is %s.", p.ID, done.State)
+	summary := fmt.Sprintf("%s.\nChange log: change %d. Receipt %s, step %d; proposal %s is %s.", out.Note, change.ID, p.ReceiptID, seq, p.ID, done.State)
 	return out, summary, nil
 }
 
@@ -230,14 +285,16 @@ func lookupDetail(registered bool, v *registry.SchemaVersion) string {
 	return fmt.Sprintf("already registered as version %d (schema id %d)", v.Version, v.ID)
 }
 
-// bindsSchema checks that a proposal authorises exactly this registration:
-// a live-class schema_version proposal on schema://<subject> whose details
-// bind the schema's canonical hash. A mismatch is a refusal that says what
-// to ask for instead.
+// bindsSchema checks, before anything is claimed, that a proposal is a
+// live-class schema_version proposal on schema://<subject> whose bound
+// action names this subject and schema, so the common mistakes are
+// refused with what to ask for instead. The whole action (registry,
+// subject, hash, type, domain) is then compared field by field when the
+// approval is claimed.
 func bindsSchema(h *handlers, p *approvals.Proposal, subject string, kind compat.Kind, sha string) error {
 	asset := schemaAsset(subject)
-	newProposal := fmt.Sprintf("ask dw-incidents to propose registering this schema on %s (propose_remediation, kind schema_version, details {%q: %q, %q: %q, %q: %q}) and ask %s, who approves changes to %s, to approve it",
-		asset, DetailSubject, subject, DetailSchemaSHA, sha, DetailSchemaType, kind, approvals.PersonLabel(h.d.Config, p.Approver), asset)
+	newProposal := fmt.Sprintf("ask dw-incidents to propose registering this schema on %s (propose_remediation, kind schema_version, with the schema text) and ask %s, who approves changes to %s, to approve it",
+		asset, approvals.PersonLabel(h.d.Config, p.Approver), asset)
 	refuse := func(format string, args ...any) error {
 		return &approvals.Refusal{Reason: fmt.Sprintf(format, args...) + "; nothing was registered or recorded"}
 	}
@@ -250,20 +307,17 @@ func bindsSchema(h *handlers, p *approvals.Proposal, subject string, kind compat
 	if p.Class != approvals.ClassLive {
 		return refuse("proposal %s has class %s; registering a schema changes the live stack and needs a live-class approval by the asset owner; %s", p.ID, p.Class, newProposal)
 	}
-	bound, _ := p.Details[DetailSchemaSHA].(string)
-	bound = strings.ToLower(strings.TrimSpace(bound))
-	if bound == "" {
-		return refuse("proposal %s binds no schema (its details carry no %s), so it cannot authorise registering a particular one; %s", p.ID, DetailSchemaSHA, newProposal)
+	a := p.Action
+	if a == nil || a.System != approvals.SystemSchemaRegistry {
+		return refuse("proposal %s binds no schema (it binds no schema_registry action with a schema_sha256; notes in its details do not count), so it cannot authorise registering a particular one; %s", p.ID, newProposal)
 	}
-	if s, ok := p.Details[DetailSubject].(string); ok && strings.TrimSpace(s) != "" && strings.TrimSpace(s) != subject {
-		return refuse("proposal %s was approved for subject %s, not %s; %s", p.ID, s, subject, newProposal)
+	if a.Target != subject {
+		return refuse("proposal %s was approved for subject %s, not %s; %s", p.ID, a.Target, subject, newProposal)
 	}
-	if t, ok := p.Details[DetailSchemaType].(string); ok && strings.TrimSpace(t) != "" {
-		if bk, err := compat.ParseKind(t); err != nil || bk != kind {
-			return refuse("proposal %s was approved for a %s schema, not %s; %s", p.ID, t, kind, newProposal)
-		}
+	if t, _ := a.Params["schema_type"].(string); t != "" && t != string(kind) {
+		return refuse("proposal %s was approved for a %s schema, not %s; %s", p.ID, t, kind, newProposal)
 	}
-	if bound != sha {
+	if bound, _ := a.Params["schema_sha256"].(string); bound != sha {
 		return refuse("proposal %s was approved for a different schema (schema_sha256 %s), but the schema given hashes to %s; a different schema needs its own approval: %s",
 			p.ID, short(bound), short(sha), newProposal)
 	}

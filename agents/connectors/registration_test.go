@@ -3,15 +3,18 @@ package connectors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 )
 
@@ -40,10 +43,15 @@ func sha(t *testing.T, text string) string {
 }
 
 // propose asks, as dw-incidents does, to register a schema whose hash is
-// bound in the details.
+// bound in the proposal's action.
 func (g *gate) propose(boundSHA string) *approvals.Proposal {
 	g.t.Helper()
+	action, err := approvals.SchemaVersionAction(g.reg.URL(), subject, "AVRO", boundSHA)
+	if err != nil {
+		g.t.Fatal(err)
+	}
 	p, err := g.svc.Propose(context.Background(), approvals.NewProposal{
+		Action:     action,
 		IncidentID: "INC-BILLING-1",
 		Kind:       approvals.KindSchemaVersion,
 		What:       "Register api-usage-value version 13 restoring response_bytes beside response_kib",
@@ -370,6 +378,83 @@ func TestRegisterRefusedInAnObservingDomain(t *testing.T) {
 		}
 		_, _, err = g.register(v13, p.ID)
 		wantErr(t, err, "dispatch refused", "L1 (observe)", "dw autonomy set streaming L2")
+		g.nothingWritten(p)
+	})
+}
+
+// TestTwoProcessesRegisterOnce: two dw-connectors (separate store
+// handles, as two MCP clients' processes have) race to carry out one
+// approval; the registry sees one registration, the receipt one step, and
+// every answer names the same version.
+func TestTwoProcessesRegisterOnce(t *testing.T) {
+	engines(t, func(t *testing.T, sy string) {
+		g := newGate(t, sy)
+		other := deps.New(Name, g.cfg, g.clk, nil)
+		t.Cleanup(func() { other.Close() })
+		procs := []*handlers{g.h, {d: other}}
+		p := g.propose(sha(t, v13))
+		g.decide(p, approvals.VerdictApprove, "")
+		const callers = 10
+		var wg sync.WaitGroup
+		outs := make([]*RegisterSchemaOut, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				outs[i], _, errs[i] = procs[i%2].registerSchema(context.Background(), RegisterSchemaIn{Subject: subject, Schema: v13, ProposalID: p.ID})
+			}(i)
+		}
+		wg.Wait()
+		answered := 0
+		for i := range callers {
+			var busy *approvals.BusyError
+			switch {
+			case errs[i] == nil:
+				answered++
+				if outs[i].Version != 13 {
+					t.Errorf("caller %d: %+v", i, outs[i])
+				}
+			case !errors.As(errs[i], &busy):
+				t.Errorf("caller %d: %v", i, errs[i])
+			}
+		}
+		if answered == 0 {
+			t.Fatal("no caller carried the approval out")
+		}
+		if n := g.reg.Hits("POST /subjects/" + subject + "/versions"); n != 1 {
+			t.Errorf("%d registrations reached the registry, want 1", n)
+		}
+		if n := len(g.steps(p.ReceiptID)); n != 1 {
+			t.Errorf("%d receipt steps, want 1", n)
+		}
+		// Each process's retry answers with the same version and step.
+		for _, h := range procs {
+			again, _, err := h.registerSchema(context.Background(), RegisterSchemaIn{Subject: subject, Schema: v13, ProposalID: p.ID})
+			if err != nil || again.Registered || again.Version != 13 || again.StepSeq == 0 || !strings.Contains(again.Note, "nothing was done twice") {
+				t.Errorf("retry: %+v, %v", again, err)
+			}
+		}
+	})
+}
+
+// TestRegisterRefusedAtAnotherRegistry: an approval for the same subject
+// and schema at another registry does not register here.
+func TestRegisterRefusedAtAnotherRegistry(t *testing.T) {
+	engines(t, func(t *testing.T, sy string) {
+		g := newGate(t, sy)
+		action, err := approvals.SchemaVersionAction("http://staging-registry.internal:8081", subject, "AVRO", sha(t, v13))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := g.svc.Propose(context.Background(), approvals.NewProposal{Kind: approvals.KindSchemaVersion, What: "register v13 on staging",
+			Why: "x", Undo: "soft-delete it", Targets: []string{"schema://" + subject}, Proposer: "dw-incidents", Action: action})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.decide(p, approvals.VerdictApprove, "")
+		_, _, err = g.register(v13, p.ID)
+		wantErr(t, err, "dispatch refused", "approved instance http://staging-registry.internal:8081, requested "+g.reg.URL())
 		g.nothingWritten(p)
 	})
 }

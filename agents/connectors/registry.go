@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,31 +11,40 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry"
 )
 
 // ListSubjectsIn optionally narrows the listing.
 type ListSubjectsIn struct {
 	Prefix string `json:"prefix,omitempty" jsonschema:"only subjects starting with this text, e.g. api-usage"`
+	page.Params
 }
 
 // ListSubjectsOut lists subjects.
 type ListSubjectsOut struct {
 	Registry string   `json:"registry" jsonschema:"the Schema Registry that answered"`
-	Subjects []string `json:"subjects" jsonschema:"subject names, sorted"`
-	Total    int      `json:"total" jsonschema:"subjects in the registry before the prefix filter"`
+	Subjects []string `json:"subjects" jsonschema:"this page of subject names, sorted"`
+	// RegistryTotal counts before the prefix filter; Total (in page.Info)
+	// after it.
+	RegistryTotal int `json:"registry_total" jsonschema:"subjects in the registry before the prefix filter"`
+	page.Info
 }
 
 var listSubjectsTool = mcpserver.Tool{
 	Name:        "list_subjects",
 	Title:       "List Schema Registry subjects",
-	Description: "Lists the Schema Registry's subjects, optionally those starting with a prefix. Use it to find the exact subject name (e.g. api-usage-value) before get_latest_schema or register_stream_schema.",
+	Description: "Lists the Schema Registry's subjects, optionally those starting with a prefix. Use it to find the exact subject name (e.g. api-usage-value) before get_latest_schema or register_stream_schema. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,
 	Idempotent:  true,
 	OpenWorld:   true,
 }
 
 func (h *handlers) listSubjects(ctx context.Context, in ListSubjectsIn) (*ListSubjectsOut, string, error) {
+	pg, err := in.Resolve("list_subjects", in.Prefix)
+	if err != nil {
+		return nil, "", err
+	}
 	rc, err := h.registryClient()
 	if err != nil {
 		return nil, "", err
@@ -43,22 +53,28 @@ func (h *handlers) listSubjects(ctx context.Context, in ListSubjectsIn) (*ListSu
 	if err != nil {
 		return nil, "", err
 	}
-	out := &ListSubjectsOut{Registry: rc.URL(), Subjects: []string{}, Total: len(all)}
+	var match []string
 	for _, s := range all {
 		if strings.HasPrefix(s, in.Prefix) {
-			out.Subjects = append(out.Subjects, s)
+			match = append(match, s)
 		}
 	}
-	summary := fmt.Sprintf("%d subjects in %s", len(out.Subjects), rc.URL())
+	slices.Sort(match)
+	out := &ListSubjectsOut{Registry: rc.URL(), RegistryTotal: len(all)}
+	out.Subjects, out.Info = page.Slice(pg, match)
+	summary := fmt.Sprintf("%d subjects in %s", out.Total, rc.URL())
 	if in.Prefix != "" {
-		summary = fmt.Sprintf("%d of %d subjects in %s start with %q", len(out.Subjects), len(all), rc.URL(), in.Prefix)
+		summary = fmt.Sprintf("%d of %d subjects in %s start with %q", out.Total, len(all), rc.URL(), in.Prefix)
 	}
 	if len(out.Subjects) > 0 {
 		shown := out.Subjects[:min(len(out.Subjects), 20)]
 		summary += ": " + strings.Join(shown, ", ")
-		if len(out.Subjects) > len(shown) {
+		if out.Total > len(shown) {
 			summary += ", …"
 		}
+	}
+	if out.NextCursor != "" {
+		summary += "\nMore: pass next_cursor as cursor."
 	}
 	return out, summary, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 )
 
@@ -133,15 +134,23 @@ func TestListSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(out.Subjects, ",") != "api-usage-value,member-balances-value" || out.Total != 2 {
+	if strings.Join(out.Subjects, ",") != "api-usage-value,member-balances-value" || out.Total != 2 || out.RegistryTotal != 2 {
 		t.Errorf("subjects: %+v", out)
 	}
 	out, summary, err := e.h.listSubjects(ctx, ListSubjectsIn{Prefix: "member"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(out.Subjects, ",") != "member-balances-value" || out.Total != 2 || !strings.Contains(summary, `1 of 2 subjects`) {
+	if strings.Join(out.Subjects, ",") != "member-balances-value" || out.Total != 1 || out.RegistryTotal != 2 || !strings.Contains(summary, `1 of 2 subjects`) {
 		t.Errorf("prefix: %+v %s", out, summary)
+	}
+	first, _, err := e.h.listSubjects(ctx, ListSubjectsIn{Params: page.Params{Limit: 1}})
+	if err != nil || len(first.Subjects) != 1 || first.NextCursor == "" {
+		t.Fatalf("page 1: %+v %v", first, err)
+	}
+	second, _, err := e.h.listSubjects(ctx, ListSubjectsIn{Params: page.Params{Limit: 1, Cursor: first.NextCursor}})
+	if err != nil || len(second.Subjects) != 1 || second.NextCursor != "" || second.Subjects[0] == first.Subjects[0] {
+		t.Fatalf("page 2: %+v %v", second, err)
 	}
 }
 

@@ -2,16 +2,17 @@ package connectors
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
+	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/orchestrate"
 )
 
 // registerRuns adds the approved-run tools: the only run dispatches Data
 // Workers makes, each gated by the approvals core (org-wide stop, autonomy
-// level, class, an approved proposal for exactly that run).
+// level, class, an approved proposal whose bound action is exactly that
+// run, claimed once in the store).
 func registerRuns(s *mcpserver.Server, h *handlers) {
 	mcpserver.Add(s, triggerDagsterTool, h.triggerDagster)
 	mcpserver.Add(s, triggerAirflowTool, h.triggerAirflow)
@@ -20,37 +21,38 @@ func registerRuns(s *mcpserver.Server, h *handlers) {
 	mcpserver.Add(s, getRunStatusTool, h.getRunStatus)
 }
 
-const runGate = " Dispatches only for an approved proposal naming this run (or a reversible class the domain opened at L3), never under the org-wide stop; " +
-	"idempotent on retry (the same approval never starts a second run); the run and its outcome are recorded in the receipt."
+const runGate = " Dispatches only for an approved proposal whose bound action is exactly this run: system, target, location (instance, Dagster code location and repository, dbt Cloud account, AWS region and account), every param and the target's domain; any difference is refused and named, and notes in the proposal's details count for nothing. " +
+	"Without a proposal, only a reversible class the domain opened at L3 runs. Never under the org-wide stop; the approval is claimed in the store, so across processes it starts one run, and a retry returns that run; the run and its outcome are recorded in the receipt."
 
 var triggerDagsterTool = mcpserver.Tool{
 	Name: "trigger_dagster_job", Title: "Launch an approved Dagster job run",
 	Description: "Launches a Dagster job through the GraphQL API (launchRun)." + runGate,
-	Destructive: false, Idempotent: true, OpenWorld: true,
+	Destructive: true, Idempotent: true, OpenWorld: true, // starts a job outside Data Workers
 }
 
 var triggerAirflowTool = mcpserver.Tool{
 	Name: "trigger_airflow_dag", Title: "Trigger an approved Airflow DAG run",
 	Description: "Triggers an Airflow DAG run through the stable REST API (POST /api/v1/dags/{dag_id}/dagRuns)." + runGate,
-	Destructive: false, Idempotent: true, OpenWorld: true,
+	Destructive: true, Idempotent: true, OpenWorld: true, // starts a job outside Data Workers
 }
 
 var triggerDBTCloudTool = mcpserver.Tool{
 	Name: "trigger_dbt_cloud_job", Title: "Run an approved dbt Cloud job",
 	Description: "Runs a dbt Cloud job through the v2 API (POST /api/v2/accounts/{account}/jobs/{job}/run/)." + runGate,
-	Destructive: false, Idempotent: true, OpenWorld: true,
+	Destructive: true, Idempotent: true, OpenWorld: true, // starts a job outside Data Workers
 }
 
 var startStepFunctionsTool = mcpserver.Tool{
 	Name: "start_step_functions_execution", Title: "Start an approved Step Functions execution",
 	Description: "Starts an AWS Step Functions execution (StartExecution, named by the approval so a retry never starts a second one)." + runGate,
-	Destructive: false, Idempotent: true, OpenWorld: true,
+	Destructive: true, Idempotent: true, OpenWorld: true, // starts a job outside Data Workers
 }
 
 var getRunStatusTool = mcpserver.Tool{
 	Name: "get_run_status", Title: "Status of an approved run",
-	Description: "Reads the status of a run started by a trigger tool from its system (optionally waiting up to 10 minutes for it to end) and records it; a finished run's outcome is written to the receipt once.",
-	ReadOnly:    false, Destructive: false, Idempotent: true, OpenWorld: true,
+	Description: "Reads the status of a run started by a trigger tool from its system and records it; a finished run's outcome is written to the receipt once. " +
+		"Name the run by any key a trigger tool returned: run_key, run_id, upstream_key or proposal_id. wait_seconds waits for the run to end, at most 50 s per call (longer waits are capped so the answer beats a client's 60 s timeout; call again to keep waiting), with progress notifications while it waits.",
+	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: true,
 }
 
 // dispatcher builds the dispatcher over the configured orchestrators.
@@ -59,9 +61,9 @@ func (h *handlers) dispatcher(ctx context.Context) (*orchestrate.Dispatcher, err
 	if err != nil {
 		return nil, err
 	}
-	runners, err := orchestrate.NewRunners(h.d.Config.Orchestrators)
+	runners, err := clients.Runners(h.d)
 	if err != nil {
-		return nil, fmt.Errorf("orchestrators in dw.yaml: %w", err)
+		return nil, err
 	}
 	svc, err := h.approvalService(ctx)
 	if err != nil {
@@ -103,6 +105,7 @@ func (h *handlers) getRunStatus(ctx context.Context, in orchestrate.PollParams) 
 	if err != nil {
 		return nil, "", err
 	}
+	d.Progress = func(done, total float64, msg string) { mcpserver.Progress(ctx, done, total, msg) }
 	res, err := d.Poll(ctx, in)
 	if err != nil {
 		return nil, "", err

@@ -2,12 +2,8 @@
 package incidents
 
 import (
-	"sync"
-
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
@@ -35,19 +31,15 @@ func Agent() mcpserver.Agent {
 				return err
 			}
 			d.OpenWarehouse = warehouseproc.Open
-			d.SeedStore = packload.SeedDefault
+			d.SeedStore = deps.SeedWithDW
 			Register(s, d)
 			return nil
 		},
 	}
 }
 
-// handlers carries the dependencies. The context graph is kept so its
-// in-memory index is reused between calls; it reloads by itself when
-// another process changes the graph.
+// handlers carries the dependencies; deps holds the context graph, so its
+// in-memory index is reused between calls.
 type handlers struct {
 	d *deps.Deps
-
-	mu    sync.Mutex
-	graph *lineage.Graph
 }

@@ -49,9 +49,10 @@ func (h *handlers) recordChange(ctx context.Context, in incidents.RecordChangePa
 }
 
 var listChangesTool = mcpserver.Tool{
-	Name:        "list_changes",
-	Title:       "List recorded changes",
-	Description: "Lists the change log, newest first, optionally only changes touching an asset, of a kind or system, or in a time range (since inclusive, until exclusive).",
+	Name:  "list_changes",
+	Title: "List recorded changes",
+	Description: "Lists the change log, newest first, optionally only changes touching an asset, of a kind or system, or in a time range (since inclusive, until exclusive). " +
+		"Paged: limit (default 50, at most 500), next_cursor for the next page, total.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,
@@ -74,16 +75,16 @@ func (h *handlers) listChanges(ctx context.Context, in incidents.ChangeFilter) (
 		return list, "No recorded change matches.", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d change(s), newest first:", len(list.Changes))
+	fmt.Fprintf(&b, "%d of %d matching change(s), newest first:", len(list.Changes), list.Total)
 	for i, c := range list.Changes {
 		if i == 10 {
-			fmt.Fprintf(&b, "\n… and %d more", len(list.Changes)-10)
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(list.Changes)-10)
 			break
 		}
 		fmt.Fprintf(&b, "\n- %s %s (%s): %s", c.At.UTC().Format("2006-01-02 15:04"), c.Kind, c.System, c.Summary)
 	}
-	if list.Truncated {
-		b.WriteString("\nMore changes match: raise limit or narrow the filter.")
+	if list.NextCursor != "" {
+		b.WriteString("\nMore changes match: pass next_cursor as cursor for the next page, or narrow the filter.")
 	}
 	return list, b.String(), nil
 }

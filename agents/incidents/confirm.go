@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dataworkers/dw/internal/approvals"
-	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
@@ -35,11 +34,22 @@ var askApproverTool = mcpserver.Tool{
 // the person; the client asks its user and calls again with the answer,
 // which is checked against that state before anything is recorded.
 func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in ConfirmIn) (*mcp.CallToolResult, *ConfirmOut, error) {
+	// Only a client that declared it can show a form may ask or answer,
+	// whatever protocol version it speaks: on newer versions a client
+	// answers input requests itself, so an answer from one that never said
+	// it can ask a person may be the model's. Refused as a tool error the
+	// model can read, with nothing recorded.
+	if !approvals.ElicitationDeclared(req.Session) {
+		return refusal(in.Proposal, approvals.ErrNoElicitation), nil, nil
+	}
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	login := config.CurrentOSUser()
+	login, err := approvals.OSLogin()
+	if err != nil {
+		return refusal(in.Proposal, err), nil, nil
+	}
 	if req.Params.RequestState == "" && len(req.Params.InputResponses) == 0 {
 		params, state, err := e.apv.StartElicitation(ctx, login, in.Proposal)
 		if err != nil {
@@ -50,7 +60,7 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 			RequestState:  state,
 		}, nil, nil
 	}
-	outcome, err := e.apv.DecideFromElicitation(ctx, login, req.Params.RequestState, approvals.ElicitResultFrom(req.Params.InputResponses), nil)
+	outcome, err := e.apv.DecideFromElicitation(ctx, true, login, req.Params.RequestState, approvals.ElicitResultFrom(req.Params.InputResponses), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,4 +70,10 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 		text = fmt.Sprintf("%s: nothing recorded", in.Proposal)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// refusal is a tool error result: the model reads why nothing happened.
+func refusal(proposal string, err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("not approved: %s: %v", proposal, err)}}}
 }

@@ -20,6 +20,13 @@ import (
 // answers the confirmation form with answer (nil: a client that cannot ask).
 func confirmSetup(t *testing.T, answer func() (*mcp.ElicitResult, error)) (*mcp.ClientSession, *approvals.Service, string) {
 	t.Helper()
+	return confirmSetupAt(t, answer, "")
+}
+
+// confirmSetupAt is confirmSetup with a client on a chosen protocol
+// version ("" for the SDK's latest) that answers input requests by hand.
+func confirmSetupAt(t *testing.T, answer func() (*mcp.ElicitResult, error), version string) (*mcp.ClientSession, *approvals.Service, string) {
+	t.Helper()
 	ctx := context.Background()
 	yaml := "home: " + t.TempDir() + "\npeople:\n  - {id: sam, name: Sam Okafor, os_users: [\"" + config.CurrentOSUser() + "\"]}\n" +
 		"domains:\n  - name: streaming\n    assets: [\"airflow://**\"]\n    owners: [sam]\n"
@@ -53,7 +60,12 @@ func confirmSetup(t *testing.T, answer func() (*mcp.ElicitResult, error)) (*mcp.
 	if answer != nil {
 		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return answer() }
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctx, ct, nil)
+	var sopts *mcp.ClientSessionOptions
+	if version != "" {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctx, ct, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +110,44 @@ func TestConfirmFailsClosed(t *testing.T) {
 			}
 			if err == nil && !res.IsError && strings.Contains(strings.ToLower(res.Content[0].(*mcp.TextContent).Text), "approved p-") {
 				t.Errorf("claims approval: %v", res.Content[0])
+			}
+		})
+	}
+}
+
+// TestConfirmRefusesClientsWithoutElicitation is issue 12 case 5 through
+// the real tool: a client on any protocol version that never declared
+// elicitation answers accept/approve by hand, even with a genuine sealed
+// state. It gets a tool error the model can read (not a JSON-RPC error)
+// and nothing is recorded.
+func TestConfirmRefusesClientsWithoutElicitation(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25", "2025-06-18"} {
+		t.Run(version, func(t *testing.T) {
+			ctx := context.Background()
+			cs, svc, id := confirmSetupAt(t, nil, version)
+			p, err := svc.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, err := svc.SealRequestState(ctx, *p, "sam")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, params := range []*mcp.CallToolParams{
+				{Name: "request_confirmation", Arguments: map[string]any{"proposal": id}},
+				{Name: "request_confirmation", Arguments: map[string]any{"proposal": id}, RequestState: state,
+					InputResponses: mcp.InputResponseMap{approvals.ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}}},
+			} {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil {
+					t.Fatalf("JSON-RPC error %v; want a tool error", err)
+				}
+				if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "did not declare the elicitation capability") {
+					t.Fatalf("result %+v; want isError naming the missing capability", res)
+				}
+			}
+			if got, err := svc.Get(ctx, id); err != nil || got.State != approvals.StatePending || got.Decision != nil {
+				t.Fatalf("state %v (%v) after answers from a client that cannot ask", got.State, err)
 			}
 		})
 	}

@@ -38,13 +38,18 @@ type story struct {
 	whPath string
 }
 
+// storyRegistry is the Schema Registry the stories' config names; nothing
+// is registered there in these tests.
+const storyRegistry = "http://schema-registry.internal:8081"
+
 func newStory(t *testing.T, pack string) *story {
 	t.Helper()
 	ctx := context.Background()
 	home := t.TempDir()
 	t.Setenv("DW_HOME", home)
 	whPath := filepath.Join(home, "demo.duckdb")
-	cfg, err := config.Parse("dw.yaml", []byte(fmt.Sprintf("home: %s\nwarehouses:\n  - {name: demo, kind: duckdb, path: %q}\n", home, whPath)))
+	// A schema_version approval binds the registry it is carried out at.
+	cfg, err := config.Parse("dw.yaml", []byte(fmt.Sprintf("home: %s\nwarehouses:\n  - {name: demo, kind: duckdb, path: %q}\nschema_registry: {url: %q}\n", home, whPath, storyRegistry)))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

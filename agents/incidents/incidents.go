@@ -15,19 +15,21 @@ import (
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 )
 
 var statusNames = []string{"open", "diagnosed", "proposed", "approved", "fixing", "verified", "escalated", "closed"}
 
 // ListIncidentsOut lists incidents.
 type ListIncidentsOut struct {
-	Incidents []incidents.IncidentSummary `json:"incidents" jsonschema:"incidents, newest first"`
+	Incidents []incidents.IncidentSummary `json:"incidents" jsonschema:"this page of incidents, newest first"`
+	page.Info
 }
 
 var listIncidentsTool = mcpserver.Tool{
 	Name:        "list_incidents",
 	Title:       "List incidents",
-	Description: "Lists incidents newest first with their status (open, diagnosed, proposed, approved, fixing, verified, escalated, closed), onset and top-ranked cause; optionally only those in one status or with a symptom on one asset.",
+	Description: "Lists incidents newest first with their status (open, diagnosed, proposed, approved, fixing, verified, escalated, closed), onset and top-ranked cause; optionally only those in one status or with a symptom on one asset. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,
@@ -42,19 +44,27 @@ func (h *handlers) listIncidents(ctx context.Context, in incidents.IncidentFilte
 	if err != nil {
 		return nil, "", err
 	}
-	list, err := e.svc.ListIncidents(ctx, in)
+	list, info, err := e.svc.ListIncidents(ctx, in)
 	if err != nil {
 		return nil, "", err
 	}
-	if len(list) == 0 {
-		return &ListIncidentsOut{Incidents: list}, "No incidents match.", nil
+	out := &ListIncidentsOut{Incidents: list, Info: info}
+	if info.Total == 0 {
+		return out, "No incidents match.", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d incident(s):", len(list))
-	for _, inc := range list {
+	fmt.Fprintf(&b, "%d of %d incident(s):", len(list), info.Total)
+	for i, inc := range list {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(list)-20)
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s [%s] %s", inc.ID, inc.Status, inc.Title)
 	}
-	return &ListIncidentsOut{Incidents: list}, b.String(), nil
+	if info.NextCursor != "" {
+		b.WriteString("\nMore incidents: pass next_cursor as cursor.")
+	}
+	return out, b.String(), nil
 }
 
 // IncidentIn names an incident.
@@ -93,6 +103,30 @@ type IncidentOut struct {
 	Assertions []incidents.Assertion `json:"assertions" jsonschema:"what remediate re-runs to verify a fix: one per distinct symptom that fired"`
 	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
 	Next       string                `json:"next" jsonschema:"what to do next at this status"`
+	// The counts say how much get_incident left out of a long incident.
+	SymptomsTotal     int `json:"symptoms_total,omitempty" jsonschema:"symptoms in all; when more than 20, incident.symptoms lists the first 10 (the onset) and the latest 10"`
+	AssertionsOmitted int `json:"assertions_omitted,omitempty" jsonschema:"assertions left out of assertions (at most 50 are listed)"`
+}
+
+// Bounds on get_incident's answer: a metric that stays anomalous for days
+// joins thousands of symptoms to one incident.
+const (
+	symptomsHead  = 10
+	symptomsTail  = 10
+	maxAssertions = 50
+)
+
+// bound shortens a long incident for the answer; the full record stays in
+// the store (dw incidents show prints it).
+func (o *IncidentOut) bound() {
+	syms := o.Incident.Symptoms
+	o.SymptomsTotal = len(syms)
+	if len(syms) > symptomsHead+symptomsTail {
+		o.Incident.Symptoms = append(slices.Clip(syms[:symptomsHead]), syms[len(syms)-symptomsTail:]...)
+	}
+	if n := len(o.Assertions); n > maxAssertions {
+		o.Assertions, o.AssertionsOmitted = o.Assertions[:maxAssertions], n-maxAssertions
+	}
 }
 
 var getIncidentTool = mcpserver.Tool{
@@ -114,12 +148,18 @@ func (h *handlers) getIncident(ctx context.Context, in IncidentIn) (*IncidentOut
 	if err != nil {
 		return nil, "", err
 	}
+	out.bound()
 	inc := out.Incident
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%s] %s\nOnset %s; %d symptom(s) on %s.", inc.ID, inc.Status, inc.Title,
-		inc.Onset.UTC().Format("2006-01-02 15:04 UTC"), len(inc.Symptoms), strings.Join(inc.Assets, ", "))
-	if len(inc.Causes) > 0 {
-		fmt.Fprintf(&b, "\nTop cause (%.2f): %s.", inc.Causes[0].Confidence, inc.Causes[0].Change.Summary)
+		inc.Onset.UTC().Format("2006-01-02 15:04 UTC"), out.SymptomsTotal, strings.Join(inc.Assets, ", "))
+	switch c := inc.CitedCause(); {
+	case inc.Attributed != nil:
+		fmt.Fprintf(&b, "\nCause named by %s: %s.", inc.Attributed.Actor, inc.Attributed.Change.Summary)
+	case c != nil:
+		fmt.Fprintf(&b, "\nTop cause (%.2f): %s.", c.Confidence, c.Change.Summary)
+	case inc.Verdict == incidents.VerdictNone:
+		fmt.Fprintf(&b, "\nNo credible cause among %d change(s) considered.", len(inc.Causes))
 	}
 	for _, p := range out.Proposals {
 		fmt.Fprintf(&b, "\n- %s %s [%s] approver %s", p.ID, p.What, p.State, p.Approver)
@@ -223,7 +263,7 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 	out := &DiagnoseOut{Diagnosis: *d, BlastRadius: *br}
 	var b strings.Builder
 	b.WriteString(d.Summary)
-	if len(d.Causes) > 0 {
+	if len(d.Causes) > 0 && d.Causes[0].Credible {
 		for _, ev := range d.Causes[0].Evidence {
 			fmt.Fprintf(&b, "\n- %s", ev)
 		}
@@ -332,7 +372,7 @@ func blastRadius(ctx context.Context, g *lineage.Graph, assets []string) (*Blast
 var historyTool = mcpserver.Tool{
 	Name:        "get_incident_history",
 	Title:       "Earlier incidents on a feed",
-	Description: "Lists earlier incidents on an asset or its feed (assets within hops up- or downstream in the lineage), newest first, with their top cause, time to detect and to resolve, and which kinds of cause recur on the same asset.",
+	Description: "Lists earlier incidents on an asset or its feed (assets within hops up- or downstream in the lineage), newest first, with their top cause, time to detect and to resolve, and which kinds of cause recur on the same asset. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,

@@ -25,8 +25,8 @@ func backfillLoyalty(s *story) {
 		{avgBalance, s.tl.HistoryStart, s.tl.ReleaseV42},
 		{"tier_downgrades", s.tl.HistoryStart, s.tl.Day},
 	} {
-		res, _, err := s.h.monitorMetrics(s.ctx, incidents.MonitorParams{Metric: c.metric, Backfill: true,
-			Window: &incidents.Window{Start: c.from, End: c.to}})
+		res, _, err := s.h.monitorMetrics(s.ctx, MonitorIn{MonitorParams: incidents.MonitorParams{Metric: c.metric, Backfill: true,
+			Window: &incidents.Window{Start: c.from, End: c.to}}})
 		if err != nil {
 			s.t.Fatalf("backfill %s: %v", c.metric, err)
 		}
@@ -46,11 +46,12 @@ func TestLoyaltyStory(t *testing.T) {
 	ctx, h := s.ctx, s.h
 	backfillLoyalty(s)
 
-	mon, summary, err := h.monitorMetrics(ctx, incidents.MonitorParams{Metric: avgBalance})
+	mon, summary, err := h.monitorMetrics(ctx, MonitorIn{MonitorParams: incidents.MonitorParams{Metric: avgBalance}, IncludePoints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mon.Points) != 1 || mon.Points[0].Verdict != baseline.Anomalous || !mon.Points[0].At.Equal(s.tl.Day.Add(14*time.Hour)) {
+	if len(mon.Points) != 1 || mon.Points[0].Verdict != baseline.Anomalous || !mon.Points[0].At.Equal(s.tl.Day.Add(14*time.Hour)) ||
+		mon.PointSummary.Count != 1 || mon.PointSummary.Anomalous != 1 || mon.PointSummary.Worst == nil || mon.AnomaliesTotal != len(mon.Anomalies) {
 		t.Fatalf("15:05 point = %+v; want the 14:00 hour anomalous:\n%s", mon.Points, summary)
 	}
 	if len(mon.Incidents) != 1 || !mon.Incidents[0].Opened {

@@ -94,7 +94,7 @@ func TestToolsThroughMCP(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{"close_incident", "define_metric", "diagnose_incident", "get_incident", "get_incident_history", "get_receipt",
-		"list_changes", "list_incidents", "list_metrics", "monitor_metrics", "propose_remediation", "record_change", "remediate", "request_confirmation"}
+		"list_changes", "list_incidents", "list_metrics", "list_routine_runs", "monitor_metrics", "propose_remediation", "record_change", "remediate", "request_confirmation"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -127,15 +127,20 @@ func TestToolsThroughMCP(t *testing.T) {
 		Points   []struct {
 			Verdict string `json:"verdict"`
 		} `json:"points"`
+		PointSummary struct {
+			Count int `json:"count"`
+		} `json:"point_summary"`
 	}
 	call(t, cs, "monitor_metrics", map[string]any{"metric": "egress_per_hour", "backfill": true,
 		"window": map[string]any{"start": s.tl.Day.Add(-7 * 24 * time.Hour).Format(time.RFC3339), "end": s.tl.Day.Format(time.RFC3339)}}, &computed)
-	if computed.Recorded != 7*24 {
-		t.Errorf("backfilled %d hours, want a week", computed.Recorded)
+	if computed.Recorded != 7*24 || computed.PointSummary.Count != 7*24 || len(computed.Points) != 0 {
+		t.Errorf("backfilled %d hours (summary %d, points echoed %d), want a week summarised, no points echoed",
+			computed.Recorded, computed.PointSummary.Count, len(computed.Points))
 	}
-	call(t, cs, "monitor_metrics", map[string]any{"metric": "egress_per_hour",
+	computed.Points = nil
+	call(t, cs, "monitor_metrics", map[string]any{"metric": "egress_per_hour", "include_points": true,
 		"window": map[string]any{"start": s.tl.Day.Add(10 * time.Hour).Format(time.RFC3339), "end": s.tl.Day.Add(12 * time.Hour).Format(time.RFC3339)}}, &computed)
-	if computed.Recorded != 2 || len(computed.Points) != 2 || computed.Points[0].Verdict == "" {
+	if computed.Recorded != 2 || len(computed.Points) != 2 || computed.Points[0].Verdict == "" || computed.PointSummary.Count != 2 {
 		t.Errorf("computed %+v", computed)
 	}
 	var metrics ListMetricsOut

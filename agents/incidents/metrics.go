@@ -1,14 +1,18 @@
 package incidents
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 )
 
 var defineMetricTool = mcpserver.Tool{
@@ -47,49 +51,64 @@ func (h *handlers) defineMetric(ctx context.Context, in incidents.DefineMetricPa
 	return def, summary, nil
 }
 
-// ListMetricsIn takes no arguments.
-type ListMetricsIn struct{}
+// ListMetricsIn pages the metric definitions.
+type ListMetricsIn struct {
+	page.Params
+}
 
 // ListMetricsOut lists the defined metrics.
 type ListMetricsOut struct {
-	Metrics []incidents.MetricDefinition `json:"metrics" jsonschema:"defined metrics by name"`
+	Metrics []incidents.MetricDefinition `json:"metrics" jsonschema:"this page of defined metrics, by name"`
+	page.Info
 }
 
 var listMetricsTool = mcpserver.Tool{
 	Name:        "list_metrics",
 	Title:       "List team metrics",
-	Description: "Lists the team metrics defined with define_metric: name, asset, whether values are pushed or computed by SQL (and on which warehouse), grain, direction and the metrics each moves with.",
+	Description: "Lists the team metrics defined with define_metric: name, asset, whether values are pushed or computed by SQL (and on which warehouse), grain, direction and the metrics each moves with. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,
 	OpenWorld:   false,
 }
 
-func (h *handlers) listMetrics(ctx context.Context, _ ListMetricsIn) (*ListMetricsOut, string, error) {
+func (h *handlers) listMetrics(ctx context.Context, in ListMetricsIn) (*ListMetricsOut, string, error) {
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	defs, err := e.svc.ListMetrics(ctx)
+	pg, err := in.Resolve("list_metrics")
 	if err != nil {
 		return nil, "", err
 	}
-	if len(defs) == 0 {
-		return &ListMetricsOut{Metrics: defs}, "No metrics are defined yet: define one with define_metric.", nil
+	defs, total, err := e.svc.ListMetricsPage(ctx, pg.Limit, pg.Offset)
+	if err != nil {
+		return nil, "", err
+	}
+	out := &ListMetricsOut{Metrics: defs, Info: pg.Info(len(defs), total)}
+	if total == 0 {
+		return out, "No metrics are defined yet: define one with define_metric.", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d metric(s):", len(defs))
-	for _, d := range defs {
+	fmt.Fprintf(&b, "%d of %d metric(s):", len(defs), total)
+	for i, d := range defs {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(defs)-20)
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s on %s (%s)", d.Name, d.Asset, d.Source)
 	}
-	return &ListMetricsOut{Metrics: defs}, b.String(), nil
+	if out.NextCursor != "" {
+		b.WriteString("\nMore metrics: pass next_cursor as cursor.")
+	}
+	return out, b.String(), nil
 }
 
 var monitorMetricsTool = mcpserver.Tool{
 	Name:  "monitor_metrics",
 	Title: "Record or compute a team metric and judge it",
 	Description: "For a pushed metric, records the given points (each with its bucket start); for a metric defined by SQL, computes it on its warehouse per bucket over window (default: the last complete hour). " +
-		"Each point is scored against the metric's seasonal baseline (the points being judged never train it), and a pair of metrics that moved apart is reported as a divergence. Every anomaly is a symptom that opens an incident, or joins an active one on the same asset or an asset connected in the lineage within hours; the output says which incident and why. " +
+		"Answers with the anomalies and a summary of the points (count, latest, worst deviation with its baseline); include_points lists the points too. Each point is scored against the metric's seasonal baseline (the points being judged never train it), and a pair of metrics that moved apart is reported as a divergence. Every anomaly is a symptom that opens an incident, or joins an active one on the same asset or an asset connected in the lineage within hours; the output says which incident and why. " +
 		"backfill stores past values as history without judging them (load history before monitoring). Times in the future and windows that end before they start are refused.",
 	ReadOnly:    false,
 	Destructive: false,
@@ -97,18 +116,59 @@ var monitorMetricsTool = mcpserver.Tool{
 	OpenWorld:   true,
 }
 
-func (h *handlers) monitorMetrics(ctx context.Context, in incidents.MonitorParams) (*incidents.MonitorResult, string, error) {
+// MonitorIn is monitor_metrics' input: the domain call's parameters and
+// whether to echo every judged point.
+type MonitorIn struct {
+	incidents.MonitorParams
+	IncludePoints bool `json:"include_points,omitempty" jsonschema:"also list the judged points (the latest 200, oldest first); by default only their summary"`
+}
+
+// MonitorOut is monitor_metrics' answer: anomalies and a summary of the
+// points, never an echo of thousands of points unless asked.
+type MonitorOut struct {
+	Metric         string                  `json:"metric" jsonschema:"metric name"`
+	Recorded       int                     `json:"recorded" jsonschema:"points stored"`
+	PointSummary   incidents.PointStats    `json:"point_summary" jsonschema:"the recorded points in brief: count, verdict counts, latest and worst point with their baseline"`
+	Points         []incidents.Judged      `json:"points,omitempty" jsonschema:"with include_points: the latest 200 judged points, oldest first"`
+	PointsOmitted  int                     `json:"points_omitted,omitempty" jsonschema:"with include_points: older points left out of points"`
+	Anomalies      []incidents.Symptom     `json:"anomalies" jsonschema:"symptoms reported (anomalous points and divergences), largest deviation first, at most 50"`
+	AnomaliesTotal int                     `json:"anomalies_total" jsonschema:"symptoms reported in all, including any left out of anomalies"`
+	Incidents      []incidents.IncidentRef `json:"incidents" jsonschema:"incidents opened or joined"`
+	Summary        string                  `json:"summary" jsonschema:"short text for a person"`
+}
+
+// Bounds on monitor_metrics' answer: a call may record 10,000 points.
+const (
+	maxEchoPoints = 200
+	maxAnomalies  = 50
+)
+
+func (h *handlers) monitorMetrics(ctx context.Context, in MonitorIn) (*MonitorOut, string, error) {
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := e.svc.MonitorMetric(ctx, in)
+	res, err := e.svc.MonitorMetric(ctx, in.MonitorParams)
 	if err != nil {
 		return nil, "", err
 	}
+	out := &MonitorOut{Metric: res.Metric, Recorded: res.Recorded, PointSummary: incidents.SummarizePoints(res.Points),
+		AnomaliesTotal: len(res.Anomalies), Incidents: res.Incidents, Summary: res.Summary}
+	if in.IncludePoints {
+		n := min(len(res.Points), maxEchoPoints)
+		out.Points = res.Points[len(res.Points)-n:]
+		out.PointsOmitted = len(res.Points) - n
+	}
+	anomalies := slices.Clone(res.Anomalies)
+	slices.SortStableFunc(anomalies, func(a, b incidents.Symptom) int { return cmp.Compare(deviation(b), deviation(a)) })
+	out.Anomalies = anomalies[:min(len(anomalies), maxAnomalies)]
 	var b strings.Builder
 	b.WriteString(res.Summary)
-	for _, a := range res.Anomalies {
+	for i, a := range out.Anomalies {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n… and %d more anomalies", len(res.Anomalies)-10)
+			break
+		}
 		fmt.Fprintf(&b, "\n- anomaly at %s: %s", a.At.UTC().Format("2006-01-02 15:04"), a.Detail)
 	}
 	for _, inc := range res.Incidents {
@@ -118,7 +178,22 @@ func (h *handlers) monitorMetrics(ctx context.Context, in incidents.MonitorParam
 		}
 		fmt.Fprintf(&b, "\n- %s %s (%s); next: diagnose_incident %s", verb, inc.ID, inc.Reason, inc.ID)
 	}
-	return res, b.String(), nil
+	return out, b.String(), nil
+}
+
+// deviation ranks anomalies: how far the observed value lies outside its
+// expected range, relative to the range's width.
+func deviation(s incidents.Symptom) float64 {
+	width := math.Max(s.ExpectedHigh-s.ExpectedLow, math.Abs(s.Expected)*0.01)
+	switch {
+	case width <= 0:
+		return math.Abs(s.Observed - s.Expected)
+	case s.Observed > s.ExpectedHigh:
+		return (s.Observed - s.ExpectedHigh) / width
+	case s.Observed < s.ExpectedLow:
+		return (s.ExpectedLow - s.Observed) / width
+	}
+	return 0
 }
 
 func orDefault(s, def string) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -52,9 +53,17 @@ type ProposalSpec struct {
 	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets"`
 	Undo       string         `json:"undo" jsonschema:"how to reverse it, concretely: unpause the DAG, revert the diff, point the dbt source back to usage.usage_hourly"`
 	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
-	Details    map[string]any `json:"details,omitempty" jsonschema:"parameters the person or tool carrying it out needs verbatim (job id, savepoint, offsets, diff); verify_table names a replacement table remediate checks instead of the symptomatic one, replaces which symptomatic table it replaces, verify_warehouse the warehouse"`
+	Run        *RunAction     `json:"run,omitempty" jsonschema:"for a rerun or replay that dw-connectors starts on an orchestrator: exactly the run the approval allows (system, target, every param). The approver sees every field, and no other run, target, location or param can be dispatched under it"`
+	Details    map[string]any `json:"details,omitempty" jsonschema:"notes for the person carrying it out (savepoint, offsets, diff); verify_table names a replacement table remediate checks instead of the symptomatic one, replaces which symptomatic table it replaces, verify_warehouse the warehouse. Details never decide what a tool may run: bind a run with run"`
 	Schema     string         `json:"schema,omitempty" jsonschema:"for schema_version: the schema text to register; its canonical SHA-256 is bound into the proposal so only this schema can be registered under it"`
 	SchemaType string         `json:"schema_type,omitempty" jsonschema:"for schema_version: AVRO (default), JSON or PROTOBUF"`
+}
+
+// RunAction is the one run a proposal allows.
+type RunAction struct {
+	System string         `json:"system" jsonschema:"dagster, airflow, dbt_cloud or step_functions (configured under orchestrators in dw.yaml)"`
+	Target string         `json:"target" jsonschema:"a Dagster location/repository/job (or location/job), an Airflow DAG id, a dbt Cloud job id, a Step Functions state machine ARN"`
+	Params map[string]any `json:"params,omitempty" jsonschema:"every parameter the run will send, exactly as the trigger tool will send it: {\"conf\": {…}} for Airflow, {\"run_config\": {…}, \"tags\": {…}} for Dagster, dbt Cloud overrides such as {\"steps_override\": [\"dbt build -s fct_billable_egress\"]}, {\"input\": {…}} for Step Functions"`
 }
 
 // ProposeIn is a set of remediations for one incident.
@@ -65,23 +74,24 @@ type ProposeIn struct {
 
 // Proposed is one proposal as sent.
 type Proposed struct {
-	ID            string         `json:"id" jsonschema:"proposal id to decide, e.g. P-7K3M9QXA"`
-	Kind          string         `json:"kind" jsonschema:"action kind as approvals records it"`
-	Class         string         `json:"class" jsonschema:"standard (domain approvers in order) or live (only the asset owner, for schema versions)"`
-	Domain        string         `json:"domain" jsonschema:"domain whose rules apply"`
-	What          string         `json:"what" jsonschema:"the change in one line"`
-	Why           string         `json:"why" jsonschema:"why, with the cause it addresses"`
-	Targets       []string       `json:"targets" jsonschema:"assets acted on"`
-	Scope         []string       `json:"scope" jsonschema:"assets and consumers touched"`
-	Undo          string         `json:"undo" jsonschema:"how to reverse it"`
-	Approver      string         `json:"approver" jsonschema:"person id whose decision is awaited"`
-	ApproverName  string         `json:"approver_name" jsonschema:"the approver as a person reads it"`
-	ApproverOrder []string       `json:"approver_order" jsonschema:"escalation order when the approver does not answer in time"`
-	Copied        []string       `json:"copied" jsonschema:"person ids copied on the request"`
-	ExpiresAt     time.Time      `json:"expires_at" jsonschema:"when the request expires: it then escalates to the next approver, and expiry never grants"`
-	State         string         `json:"state" jsonschema:"pending until a person decides"`
-	Details       map[string]any `json:"details,omitempty" jsonschema:"action parameters, e.g. schema_sha256 for a schema version"`
-	HowToDecide   string         `json:"how_to_decide" jsonschema:"how the approver records a decision"`
+	ID            string                `json:"id" jsonschema:"proposal id to decide, e.g. P-7K3M9QXA"`
+	Kind          string                `json:"kind" jsonschema:"action kind as approvals records it"`
+	Class         string                `json:"class" jsonschema:"standard (domain approvers in order) or live (only the asset owner, for schema versions)"`
+	Domain        string                `json:"domain" jsonschema:"domain whose rules apply"`
+	What          string                `json:"what" jsonschema:"the change in one line"`
+	Why           string                `json:"why" jsonschema:"why, with the cause it addresses"`
+	Targets       []string              `json:"targets" jsonschema:"assets acted on"`
+	Scope         []string              `json:"scope" jsonschema:"assets and consumers touched"`
+	Undo          string                `json:"undo" jsonschema:"how to reverse it"`
+	Approver      string                `json:"approver" jsonschema:"person id whose decision is awaited"`
+	ApproverName  string                `json:"approver_name" jsonschema:"the approver as a person reads it"`
+	ApproverOrder []string              `json:"approver_order" jsonschema:"escalation order when the approver does not answer in time"`
+	Copied        []string              `json:"copied" jsonschema:"person ids copied on the request"`
+	ExpiresAt     time.Time             `json:"expires_at" jsonschema:"when the request expires: it then escalates to the next approver, and expiry never grants"`
+	State         string                `json:"state" jsonschema:"pending until a person decides"`
+	Action        *approvals.ActionSpec `json:"action,omitempty" jsonschema:"the one action the approval allows, every field as the approver sees it"`
+	Details       map[string]any        `json:"details,omitempty" jsonschema:"notes for people; they never decide what runs"`
+	HowToDecide   string                `json:"how_to_decide" jsonschema:"how the approver records a decision"`
 }
 
 // ProposeOut lists what was sent.
@@ -96,7 +106,7 @@ var proposeTool = mcpserver.Tool{
 	Name:  "propose_remediation",
 	Title: "Propose remediations to their approvers",
 	Description: "Sends structured remediations for a diagnosed incident through the approvals core: hold a downstream job, a diff for the owning team, a delete with its named undo, a replay from a position, a schema version, a rerun; each with targets, scope, a concrete undo and the ranked cause it addresses. " +
-		"Approvals names the approver from the target's domain owners in dw.yaml (else the asset's owner in the catalog); the other owners involved in the incident are copied. A schema_version proposal carries the schema text: its canonical SHA-256 is bound in details (subject, schema_type, schema_sha256) so register_stream_schema (dw-connectors) can register exactly that schema once approved. " +
+		"Approvals names the approver from the target's domain owners in dw.yaml (else the asset's owner in the catalog); the other owners involved in the incident are copied. Each approval binds the one action it allows, shown to the approver field by field: a schema_version proposal carries the schema text, and its subject, type and canonical SHA-256 at the configured registry are bound, so register_stream_schema (dw-connectors) registers exactly that schema; a rerun or replay names its run (system, target, every param), so the trigger tools start exactly that run. Details are notes and never allow anything. " +
 		"Every proposal is checked before any is sent. This agent only proposes: a person decides (dw approve <id> at the terminal, or in Slack) and the owners carry the steps out; then call remediate.",
 	ReadOnly:    false,
 	Destructive: false,
@@ -194,7 +204,7 @@ func (h *handlers) proposed(p *approvals.Proposal) Proposed {
 	return Proposed{
 		ID: p.ID, Kind: p.Kind, Class: string(p.Class), Domain: p.Domain, What: p.What, Why: p.Why, Targets: p.Targets,
 		Scope: scope, Undo: p.Undo, Approver: p.Approver, ApproverName: h.personLabel(p.Approver), ApproverOrder: p.ApproverOrder,
-		Copied: copied, ExpiresAt: p.ExpiresAt, State: string(p.State), Details: p.Details, HowToDecide: h.decideHow(p),
+		Copied: copied, ExpiresAt: p.ExpiresAt, State: string(p.State), Action: p.Action, Details: p.Details, HowToDecide: h.decideHow(p),
 	}
 }
 
@@ -216,6 +226,10 @@ func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident,
 	if err := checkVerifyDetails(details); err != nil {
 		return nil, err
 	}
+	action, err := h.bindAction(kind, spec, details)
+	if err != nil {
+		return nil, err
+	}
 	draft, err := e.svc.DraftProposal(ctx, incidents.DraftParams{
 		IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
 		Undo: spec.Undo, CauseRank: spec.CauseRank, Details: details,
@@ -234,10 +248,46 @@ func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident,
 	if len(draft.Details) > 0 {
 		det = draft.Details
 	}
-	return &prepared{draft: draft, np: approvals.NewProposal{
+	np := approvals.NewProposal{
 		IncidentID: inc.ID, Kind: draft.ApprovalKind, What: draft.What, Why: why, Targets: draft.Targets,
-		Scope: draft.Scope, Undo: draft.Undo, Details: det, Proposer: Name,
-	}}, nil
+		Scope: draft.Scope, Undo: draft.Undo, Action: action, Details: det, Proposer: Name,
+	}
+	if err := e.apv.Check(ctx, np); err != nil {
+		return nil, err
+	}
+	return &prepared{draft: draft, np: np}, nil
+}
+
+// bindAction builds the action the approval will allow: a run on a
+// configured orchestrator, or a schema version at the configured
+// registry. It is built as the executing tool builds it, so dw-connectors
+// can compare the two field by field.
+func (h *handlers) bindAction(kind string, spec ProposalSpec, details map[string]any) (*approvals.ActionSpec, error) {
+	if r := spec.Run; r != nil {
+		if kind != string(incidents.ProposalRerun) && kind != string(incidents.ProposalReplay) {
+			return nil, fmt.Errorf("run applies to kinds rerun and replay (this one is %s)", orDefault(kind, "without a kind"))
+		}
+		runners, err := orchestrate.NewRunners(h.d.Config.Orchestrators)
+		if err != nil {
+			return nil, fmt.Errorf("orchestrators in dw.yaml: %w", err)
+		}
+		a, err := orchestrate.ActionFor(runners, r.System, r.Target, r.Params)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		return a, nil
+	}
+	if kind != string(incidents.ProposalSchemaVersion) {
+		return nil, nil
+	}
+	sr := h.d.Config.SchemaRegistry
+	if sr == nil || strings.TrimSpace(sr.URL) == "" {
+		return nil, errors.New("no schema_registry.url in dw.yaml: a schema_version approval binds the registry it is registered at, so configure it first")
+	}
+	subject, _ := details[detailSubject].(string)
+	schemaType, _ := details[detailSchemaType].(string)
+	sha, _ := details[detailSchemaSHA].(string)
+	return approvals.SchemaVersionAction(sr.URL, subject, schemaType, sha)
 }
 
 // bindSchema checks a schema_version proposal's schema and writes the
@@ -345,8 +395,8 @@ func (h *handlers) checkRoute(ctx context.Context, e *env, d *incidents.Proposal
 // decision and the reverse.
 func (h *handlers) involvedOwners(inc *incidents.Incident, ready []prepared) []string {
 	assets := append([]string{}, inc.Assets...)
-	if len(inc.Causes) > 0 && len(inc.Causes[0].Path) > 0 {
-		assets = append(assets, inc.Causes[0].Path[0])
+	if c := inc.CitedCause(); c != nil && len(c.Path) > 0 {
+		assets = append(assets, c.Path[0])
 	}
 	for _, r := range ready {
 		assets = append(assets, r.draft.Targets...)
@@ -363,45 +413,24 @@ func (h *handlers) involvedOwners(inc *incidents.Incident, ready []prepared) []s
 	return out
 }
 
-// causeFacts is what the receipt keeps of a diagnosis.
-type causeFacts struct {
-	Incident   string   `json:"incident"`
-	Summary    string   `json:"summary"`
-	ChangeID   int64    `json:"change_id"`
-	Kind       string   `json:"kind"`
-	Confidence float64  `json:"confidence"`
-	Path       []string `json:"path"`
-	Readers    []string `json:"readers"`
-	Evidence   []string `json:"evidence"`
-	Symptoms   []string `json:"symptoms"`
-}
-
-// recordCause writes the incident's top cause to its receipt once per
-// diagnosis, before the proposals, so the receipt reads cause, then
-// approvals, then steps.
+// recordCause writes the incident's cited cause (a credible top cause, or
+// the one a person named, under their name) to its receipt once, before
+// the proposals, so the receipt reads cause, then approvals, then steps.
 func (h *handlers) recordCause(ctx context.Context, e *env, inc *incidents.Incident) error {
-	if len(inc.Causes) == 0 {
+	f, actor := inc.CauseFacts(Name)
+	if f == nil {
 		return nil
 	}
-	top := inc.Causes[0]
 	entries, err := approvals.Entries(ctx, e.db, inc.ID)
 	if err != nil {
 		return err
 	}
 	for _, en := range entries {
-		var f causeFacts
-		if en.Kind == approvals.EntryCause && json.Unmarshal(en.Payload, &f) == nil && f.ChangeID == top.Change.ID {
+		var got incidents.CauseFacts
+		if en.Kind == approvals.EntryCause && json.Unmarshal(en.Payload, &got) == nil && got.ChangeID == f.ChangeID && got.AttributedBy == f.AttributedBy {
 			return nil
 		}
 	}
-	f := causeFacts{
-		Incident: inc.ID, ChangeID: top.Change.ID, Kind: string(top.Change.Kind), Confidence: top.Confidence,
-		Path: top.Path, Readers: top.Readers, Evidence: top.Evidence, Symptoms: []string{},
-		Summary: fmt.Sprintf("%s: %s (%s, confidence %.2f, %s the onset)", inc.Title, top.Change.Summary, top.Change.Kind, top.Confidence, top.LeadTime),
-	}
-	for _, s := range inc.Symptoms {
-		f.Symptoms = append(f.Symptoms, fmt.Sprintf("%s %s on %s at %s: %s", s.Kind, s.Metric, s.Asset, s.At.UTC().Format("2006-01-02 15:04"), orDefault(s.Detail, fmt.Sprint(s.Observed))))
-	}
-	_, err = approvals.AppendReceipt(ctx, e.db, h.d.Clock.Now(), inc.ID, approvals.EntryCause, Name, f)
+	_, err = approvals.AppendReceipt(ctx, e.db, h.d.Clock.Now(), inc.ID, approvals.EntryCause, actor, f)
 	return err
 }

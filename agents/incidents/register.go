@@ -22,5 +22,6 @@ func Register(s *mcpserver.Server, d *deps.Deps) {
 	mcpserver.Add(s, remediateTool, h.remediate)
 	mcpserver.Add(s, getReceiptTool, h.getReceipt)
 	mcpserver.Add(s, closeIncidentTool, h.closeIncident)
+	mcpserver.Add(s, listRoutineRunsTool, h.listRoutineRuns)
 	mcpserver.AddRaw(s, askApproverTool, h.askApprover)
 }

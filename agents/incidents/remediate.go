@@ -50,7 +50,7 @@ type RemediateOut struct {
 var remediateTool = mcpserver.Tool{
 	Name:  "remediate",
 	Title: "Verify a fix",
-	Description: "After the owners have carried out the approved steps, re-runs every assertion that fired and every check in scope, for real: a quality check on the symptomatic table (or on the replacement table an approved proposal names in details.verify_table), per hour since the day the symptom began, with the symptom's own threshold; the team metric's SQL over the buckets since the symptom; the table's other checks and the team metrics on the incident's assets and the proposals' targets and scope. " +
+	Description: "Verifies; it changes no data and runs no fix (the name is kept for clients that know it): the owners carry out the approved steps themselves, then this tool re-runs every assertion that fired and every check in scope, for real: a quality check on the symptomatic table (or on the replacement table an approved proposal names in details.verify_table), per hour since the day the symptom began, with the symptom's own threshold; the team metric's SQL over the buckets since the symptom; the table's other checks and the team metrics on the incident's assets and the proposals' targets and scope. " +
 		"All pass: the incident is verified and the checks before and after are written to its receipt. Any failure, or an assertion that could not be re-run: the incident is escalated to the approvers with the evidence and never marked verified. Needs the incident's proposals decided by people, at least one approved.",
 	ReadOnly:    false,
 	Destructive: false,

@@ -29,12 +29,10 @@ func (h *handlers) env(ctx context.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	if h.graph == nil || h.graph.DB() != db {
-		h.graph = lineage.New(db, h.d.Clock)
+	g, err := h.d.Graph(ctx)
+	if err != nil {
+		return nil, err
 	}
-	g := h.graph
-	h.mu.Unlock()
 	svc := &incidents.Service{
 		DB:    db,
 		Clock: h.d.Clock,

@@ -6,7 +6,6 @@ package quality
 import (
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
@@ -33,7 +32,7 @@ func Agent() mcpserver.Agent {
 				return err
 			}
 			d.OpenWarehouse = warehouseproc.Open
-			d.SeedStore = packload.SeedDefault
+			d.SeedStore = deps.SeedWithDW
 			Register(s, d)
 			return nil
 		},

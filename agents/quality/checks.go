@@ -1,14 +1,15 @@
 package quality
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/incidents"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -26,6 +27,60 @@ type RunIn struct {
 type RunOut struct {
 	checks.Report
 	Incidents []incidents.IncidentRef `json:"incidents" jsonschema:"incidents the failed or anomalous checks opened or joined"`
+	// ResultsTotal and ResultsOmitted say how much of a wide table's
+	// report is listed: results that are not a pass come first.
+	ResultsTotal   int            `json:"results_total" jsonschema:"metrics checked"`
+	ResultsOmitted int            `json:"results_omitted,omitempty" jsonschema:"results left out of results (passes first); results_by_status counts them all"`
+	ResultsBy      map[string]int `json:"results_by_status" jsonschema:"metrics checked per status"`
+}
+
+// Bounds on run_quality_check's answer: a 300-column table checked per
+// hour over three weeks is 300 results of 504 buckets each.
+const (
+	maxResults  = 40
+	bucketsHead = 3 // the first buckets that are not a pass: the onset
+	bucketsTail = 3 // the latest buckets: where it is heading
+)
+
+// bound keeps the answer readable: results that are not a pass first (in
+// the report's order), at most maxResults, and per result the onset and
+// the latest buckets. It runs after the symptoms are taken from the full
+// report.
+func (o *RunOut) bound() {
+	o.ResultsTotal, o.ResultsBy = len(o.Results), map[string]int{}
+	results := slices.Clone(o.Results)
+	for _, r := range results {
+		o.ResultsBy[string(r.Status)]++
+	}
+	slices.SortStableFunc(results, func(a, b checks.MetricResult) int {
+		return cmp.Compare(passRank(a.Status), passRank(b.Status))
+	})
+	if len(results) > maxResults {
+		o.ResultsOmitted = len(results) - maxResults
+		results = results[:maxResults]
+	}
+	for i := range results {
+		r := &results[i]
+		if len(r.Buckets) <= bucketsHead+bucketsTail {
+			continue
+		}
+		var keep []checks.BucketResult
+		for _, b := range r.Buckets[:len(r.Buckets)-bucketsTail] {
+			if len(keep) < bucketsHead && b.Status != checks.Pass {
+				keep = append(keep, b)
+			}
+		}
+		r.BucketsTotal = len(r.Buckets)
+		r.Buckets = append(keep, r.Buckets[len(r.Buckets)-bucketsTail:]...)
+	}
+	o.Results = results
+}
+
+func passRank(s checks.Status) int {
+	if s == checks.Pass {
+		return 1
+	}
+	return 0
 }
 
 var runQualityCheckTool = mcpserver.Tool{
@@ -34,7 +89,8 @@ var runQualityCheckTool = mcpserver.Tool{
 	Description: "Checks a warehouse table in one scan: row count, null rate per column, key uniqueness, freshness, load lag, accepted values, ranges and row assertions, " +
 		"optionally per hour or day over a window (e.g. period today, bucket hour). Each metric is judged against the table's own history (median and MAD, seasonal by hour of week, " +
 		"a rule for rates that were always zero); the judged period never trains its own baseline. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
-		"and names the problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric. Failed or anomalous checks open or join an incident.",
+		"and names the problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric. Failed or anomalous checks open or join an incident. " +
+		"The answer lists at most 40 results (those that are not a pass first) and per bucketed result the first buckets that are not a pass and the latest ones, with counts of the rest.",
 	ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true,
 }
 
@@ -63,7 +119,11 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 	if !in.NoIncident {
 		symptoms := symptomsOf(rep, canonicalAsset(ctx, env.DB, h, rep.Asset))
 		if len(symptoms) > 0 {
-			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(lineage.New(env.DB, h.d.Clock))}
+			g, err := h.d.Graph(ctx)
+			if err != nil {
+				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
+			}
+			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(g)}
 			res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: symptoms, Actor: Name})
 			if err != nil {
 				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
@@ -71,6 +131,7 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 			out.Incidents = res.Incidents
 		}
 	}
+	out.bound()
 	var b strings.Builder
 	b.WriteString(rep.Summary)
 	for _, ref := range out.Incidents {
@@ -86,8 +147,12 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 // canonicalAsset names the table as the context graph does, so an
 // incident on it meets its lineage (a dbt source of the same table is the
 // same asset).
-func canonicalAsset(ctx context.Context, db *store.DB, h *handlers, id string) string {
-	if got, err := lineage.New(db, h.d.Clock).Resolve(ctx, id); err == nil && got != "" {
+func canonicalAsset(ctx context.Context, _ *store.DB, h *handlers, id string) string {
+	g, err := h.d.Graph(ctx)
+	if err != nil {
+		return id
+	}
+	if got, err := g.Resolve(ctx, id); err == nil && got != "" {
 		return got
 	}
 	return id
@@ -149,8 +214,9 @@ var setExpectationsTool = mcpserver.Tool{
 	Name:  "set_quality_expectations",
 	Title: "Record a table's quality expectations",
 	Description: "Records what a table must satisfy: its key, event and ingest time columns, and explicit thresholds (max null rate per column, rows per bucket, accepted values, ranges, row assertions). " +
-		"run_quality_check then runs these instead of profiling the table. Names are validated against the warehouse's catalog.",
-	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: true,
+		"run_quality_check then runs these instead of profiling the table. Names are validated against the warehouse's catalog. " +
+		"It replaces the table's earlier expectations as a whole: give every expectation the table should keep.",
+	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true,
 }
 
 // ExpectIn is set_quality_expectations' input.
@@ -177,7 +243,7 @@ func (h *handlers) setExpectations(ctx context.Context, in ExpectIn) (*checks.Ex
 var getHistoryTool = mcpserver.Tool{
 	Name:        "get_quality_history",
 	Title:       "A quality metric's history and baseline",
-	Description: "Returns a table metric's recent points (e.g. null_rate of a column per hour) and the baseline its latest point was judged against, with the table's other recorded series.",
+	Description: "Returns a table metric's recent points (e.g. null_rate of a column per hour) and the baseline its latest point was judged against, with the table's other recorded series. Points are paged newest first (limit, default 200, at most 500; next_cursor for earlier points) with total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
 }
 
@@ -197,7 +263,7 @@ func (h *handlers) getHistory(ctx context.Context, in HistoryIn) (*checks.Histor
 		return nil, "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d points of %s", len(res.Points), in.Metric)
+	fmt.Fprintf(&b, "%d points of %s", res.Total, in.Metric)
 	if in.Dimension != "" {
 		fmt.Fprintf(&b, "(%s)", in.Dimension)
 	}
@@ -206,6 +272,9 @@ func (h *handlers) getHistory(ctx context.Context, in HistoryIn) (*checks.Histor
 	}
 	if res.Latest != nil {
 		fmt.Fprintf(&b, "; latest judged %s", res.Latest.Verdict)
+	}
+	if res.NextCursor != "" {
+		fmt.Fprintf(&b, "; %d newest listed, next_cursor pages back", len(res.Points))
 	}
 	return res, b.String(), nil
 }

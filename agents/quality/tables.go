@@ -3,9 +3,11 @@ package quality
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -13,6 +15,7 @@ import (
 type ListTablesIn struct {
 	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name from dw.yaml; default: the first configured"`
 	Schema    string `json:"schema,omitempty" jsonschema:"only tables in this schema (dataset)"`
+	page.Params
 }
 
 // TableInfo is one table with its size.
@@ -26,16 +29,39 @@ type TableInfo struct {
 type ListTablesOut struct {
 	Warehouse string      `json:"warehouse" jsonschema:"the warehouse that was read"`
 	Dialect   string      `json:"dialect" jsonschema:"duckdb, bigquery or snowflake"`
-	Tables    []TableInfo `json:"tables" jsonschema:"tables with row counts and columns"`
+	Tables    []TableInfo `json:"tables" jsonschema:"this page of tables, by name, with row counts and columns"`
+	page.Info
 }
 
 var listTablesTool = mcpserver.Tool{
 	Name:        "list_tables",
 	Title:       "List warehouse tables",
-	Description: "Lists the tables of a warehouse with their row counts and columns (from the information schema). Use it to find the exact table and column names before run_quality_check.",
+	Description: "Lists the tables of a warehouse with their row counts and columns (from the information schema). Use it to find the exact table and column names before run_quality_check. Paged: limit (default 50, at most 500), next_cursor, total; only the listed tables are counted.",
 	ReadOnly:    true,
 	Idempotent:  true,
 	OpenWorld:   true,
+	Text:        tablesText,
+}
+
+// tablesText is list_tables' key data for a text-only client: one line a
+// table with its row count and every column's name and type.
+func tablesText(out any) string {
+	o, ok := out.(*ListTablesOut)
+	if !ok {
+		return mcpserver.RenderData(out)
+	}
+	var b strings.Builder
+	for _, t := range o.Tables {
+		cols := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			cols[i] = c.Name + " " + c.Type
+		}
+		fmt.Fprintf(&b, "%s (%d rows): %s\n", t.Table, t.RowCount, strings.Join(cols, ", "))
+	}
+	if o.NextCursor != "" {
+		fmt.Fprintf(&b, "next_cursor: %s\n", o.NextCursor)
+	}
+	return b.String()
 }
 
 func (h *handlers) listTables(ctx context.Context, in ListTablesIn) (*ListTablesOut, string, error) {
@@ -68,7 +94,16 @@ func (h *handlers) listTables(ctx context.Context, in ListTablesIn) (*ListTables
 	if in.Schema != "" && len(selected) == 0 {
 		return nil, "", fmt.Errorf("no schema %q in warehouse %s; schemas: %s", in.Schema, w.Name(), strings.Join(schemas, ", "))
 	}
-	out := &ListTablesOut{Warehouse: w.Name(), Dialect: d.Name(), Tables: []TableInfo{}}
+	pg, err := in.Resolve("list_tables", w.Name(), in.Schema)
+	if err != nil {
+		return nil, "", err
+	}
+	// Only the page's tables are counted and described: a warehouse with
+	// thousands of tables costs one page of work.
+	slices.SortFunc(selected, func(a, b warehouse.TableRef) int { return strings.Compare(qualifiedName(a), qualifiedName(b)) })
+	var info page.Info
+	selected, info = page.Slice(pg, selected)
+	out := &ListTablesOut{Warehouse: w.Name(), Dialect: d.Name(), Tables: []TableInfo{}, Info: info}
 	if len(selected) > 0 {
 		// One statement counts every table: a UNION ALL of COUNT(*) over
 		// catalog names, quoted by the dialect.
@@ -93,9 +128,16 @@ func (h *handlers) listTables(ctx context.Context, in ListTablesIn) (*ListTables
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d tables in %s (%s)", len(out.Tables), out.Warehouse, out.Dialect)
-	for _, t := range out.Tables {
+	fmt.Fprintf(&b, "%d tables in %s (%s)", out.Total, out.Warehouse, out.Dialect)
+	for i, t := range out.Tables {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(out.Tables)-20)
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s: %d rows, %d columns", t.Table, t.RowCount, len(t.Columns))
+	}
+	if out.NextCursor != "" {
+		b.WriteString("\nMore: pass next_cursor as cursor.")
 	}
 	return out, b.String(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -18,7 +20,7 @@ type CheckIn struct {
 	Subject    string `json:"subject" jsonschema:"Schema Registry subject, e.g. api-usage-value"`
 	Schema     string `json:"schema" jsonschema:"the proposed schema text"`
 	SchemaType string `json:"schema_type,omitempty" jsonschema:"AVRO (default), JSON or PROTOBUF"`
-	Level      string `json:"level,omitempty" jsonschema:"compatibility level to judge by; default: the subject's level in the registry, else BACKWARD"`
+	Level      string `json:"level,omitempty" jsonschema:"compatibility level to judge by (BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE, NONE); default: the subject's level in the registry, else BACKWARD"`
 }
 
 // RegistryVerdict is what the registry itself said.
@@ -69,8 +71,17 @@ var checkCompatibilityTool = mcpserver.Tool{
 	Description: "Checks a proposed schema version for a Schema Registry subject two ways before anyone registers it: " +
 		"whether the compatibility rule accepts it (the registry's own verdict when configured, and a local verdict under every level against the subject's versions, which works offline), " +
 		"and who downstream reads a field it removes or changes (from column lineage and recorded readers in the context graph), with owners. " +
-		"Compatible is not safe: the answer gives both verdicts, the field-level diff, and the canonical SHA-256 an approval to register binds to.",
+		"Compatible is not safe: the answer gives both verdicts, the field-level diff, and the canonical SHA-256 an approval to register binds to. " +
+		"A subject with no earlier version is compatible: the schema would be its first version.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
+	InputSchema: mcpserver.InputSchema[CheckIn](func(s *jsonschema.Schema) {
+		levels := make([]string, len(compat.Levels))
+		for i, l := range compat.Levels {
+			levels[i] = string(l)
+		}
+		mcpserver.Enum(s, "level", levels...)
+		mcpserver.Enum(s, "schema_type", "AVRO", "JSON", "PROTOBUF")
+	}),
 }
 
 func (h *handlers) checkCompatibility(ctx context.Context, in CheckIn) (*CheckOut, string, error) {
@@ -109,7 +120,7 @@ func (h *handlers) checkCompatibility(ctx context.Context, in CheckIn) (*CheckOu
 	}
 	out := &CheckOut{Subject: in.Subject, SchemaType: string(kind), SHA256: can.SHA256,
 		Registry: RegistryVerdict{Configured: configured, Reached: reached, Note: note}, Changes: []compat.Change{}, Readers: []Reader{}, Versions: []int{}}
-	if reached {
+	if reached && len(versions) > 0 {
 		cfg, err := client.Config(ctx, in.Subject)
 		if err == nil {
 			out.Registry.Level = string(cfg.Level)
@@ -162,6 +173,11 @@ func (h *handlers) checkCompatibility(ctx context.Context, in CheckIn) (*CheckOu
 	out.Readers, out.LineageNote, out.NoColumnInfo = readers, lnote, noCols
 	out.Safe = len(readers) == 0 && lnote == ""
 	out.Verdict = verdictSentence(out)
+	if len(versions) == 0 {
+		// A first version has nothing to be incompatible with.
+		out.Compatible, out.Registry.Compatible = true, out.Registry.Reached
+		out.Verdict = fmt.Sprintf("compatible: no earlier version of %s (%s)", in.Subject, note)
+	}
 	return out, summarizeCheck(out), nil
 }
 
@@ -205,11 +221,10 @@ func (h *handlers) readers(ctx context.Context, asset string, fields []string) (
 	if len(fields) == 0 {
 		return out, "", nil, nil
 	}
-	db, err := h.d.Store(ctx)
+	g, err := h.d.Graph(ctx)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	g := lineage.New(db, h.d.Clock)
 	frs, err := g.FieldReaders(ctx, asset, fields, 12)
 	if err != nil {
 		return out, fmt.Sprintf("readers unknown: %v (record the subject's lineage with dw-context-catalog record_lineage)", err), nil, nil

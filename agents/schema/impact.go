@@ -50,7 +50,8 @@ var assessImpactTool = mcpserver.Tool{
 	Name:  "assess_impact",
 	Title: "Size a schema change downstream",
 	Description: "Sizes what a change to a schema subject or asset (optionally only some fields) reaches downstream in the context graph: counts by kind, " +
-		"the owners to ask with their assets, assets with no recorded owner, and outbound, money, regulator and customer-facing jobs with their next runs.",
+		"the owners to ask with their assets, assets with no recorded owner, and outbound, money, regulator and customer-facing jobs with their next runs. " +
+		"Use it before a schema change, to know whom to ask and how big it is; for every affected asset with its path use blast_radius_analysis, and for upstream or route questions trace_cross_platform_lineage (both dw-context-catalog).",
 	ReadOnly: true, Idempotent: true, OpenWorld: false,
 }
 
@@ -64,11 +65,11 @@ func (h *handlers) assessImpact(ctx context.Context, in ImpactIn) (*ImpactOut, s
 	case in.Asset == "":
 		return nil, "", fmt.Errorf("give subject (e.g. api-usage-value) or asset (e.g. duckdb://usage.usage_hourly)")
 	}
-	db, err := h.d.Store(ctx)
+	g, err := h.d.Graph(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	br, err := lineage.New(db, h.d.Clock).BlastRadius(ctx, lineage.BlastParams{Asset: asset, Columns: in.Fields, Limit: 10000})
+	br, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: asset, Columns: in.Fields, Limit: 10000})
 	if err != nil {
 		return nil, "", err
 	}

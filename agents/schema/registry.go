@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/dataworkers/dw/internal/compat"
-	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/schemahistory"
@@ -15,26 +16,13 @@ import (
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
-// registryClient builds a client from dw.yaml, or says the registry is not
-// configured (ok false).
+// registryClient is the Schema Registry client deps holds, or says the
+// registry is not configured (ok false).
 func (h *handlers) registryClient() (*registry.Client, bool, error) {
-	sr := h.d.Config.SchemaRegistry
-	if sr == nil || sr.URL == "" {
+	if !clients.RegistryConfigured(h.d) {
 		return nil, false, nil
 	}
-	cfg := registry.Config{URL: sr.URL, Timeout: sr.Timeout}
-	if sr.UsernameEnv != "" {
-		u, err := config.Secret(sr.UsernameEnv, "schema_registry.username_env")
-		if err != nil {
-			return nil, true, err
-		}
-		p, err := config.Secret(sr.PasswordEnv, "schema_registry.password_env")
-		if err != nil {
-			return nil, true, err
-		}
-		cfg.Username, cfg.Password = u, p
-	}
-	c, err := registry.New(cfg)
+	c, err := clients.Registry(h.d)
 	return c, true, err
 }
 
@@ -80,7 +68,14 @@ func (h *handlers) subjectHistory(ctx context.Context, db *store.DB, c *registry
 		default:
 			var nf *registry.SubjectNotFoundError
 			if errors.As(err, &nf) {
-				return nil, true, "", err
+				// A brand-new subject: the schema would be its first version.
+				note := fmt.Sprintf("the registry has no subject %q yet: this schema would be its first version", subject)
+				if subjects, lerr := c.Subjects(ctx); lerr == nil {
+					if closest := suggest.Closest(subject, subjects, 3); len(closest) > 0 {
+						note += fmt.Sprintf("; if you meant another subject, the closest are %s", strings.Join(closest, ", "))
+					}
+				}
+				return nil, true, note, nil
 			}
 			return nil, true, "", err
 		}
@@ -92,8 +87,14 @@ func (h *handlers) subjectHistory(ctx context.Context, db *store.DB, c *registry
 		return nil, false, note, err
 	}
 	if len(stored) == 0 {
+		// Nothing known: judged as a first version, with the closest known
+		// subjects named in case the name was mistyped.
 		known, _ := schemahistory.Subjects(ctx, db)
-		return nil, false, note, fmt.Errorf("no versions of subject %q are known (%s); closest known subjects: %v", subject, note, suggest.Closest(subject, known, 5))
+		note = fmt.Sprintf("no versions of subject %q are known, so it is judged as a first version (%s)", subject, note)
+		if closest := suggest.Closest(subject, known, 5); len(closest) > 0 {
+			note += fmt.Sprintf("; if you meant another subject, the closest known are %s", strings.Join(closest, ", "))
+		}
+		return nil, false, note, nil
 	}
 	return stored, false, note, nil
 }

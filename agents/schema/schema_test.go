@@ -129,8 +129,11 @@ func TestBadInput(t *testing.T) {
 	sr.SeedVersions("api-usage-value", compat.Backward, registrytest.Seeded{Kind: compat.Avro, Schema: v11, Version: 11})
 	h := &handlers{d: testDeps(t, sr.URL())}
 	ctx := context.Background()
-	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-valeu", Schema: v12}); err == nil || !strings.Contains(err.Error(), "api-usage-value") {
-		t.Errorf("unknown subject: %v", err)
+	// A subject the registry does not have is a first version, not an
+	// error; a near miss names the subject it may have meant.
+	out, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-valeu", Schema: v12})
+	if err != nil || !out.Compatible || !strings.HasPrefix(out.Verdict, "compatible: no earlier version") || !strings.Contains(out.Verdict, "api-usage-value") || len(out.Versions) != 0 {
+		t.Errorf("new subject: %+v, %v", out, err)
 	}
 	if _, _, err := h.checkCompatibility(ctx, CheckIn{Subject: "api-usage-value", Schema: `{"type":"record",`}); err == nil {
 		t.Error("unparseable schema accepted")

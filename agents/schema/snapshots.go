@@ -9,6 +9,7 @@ import (
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/schemahistory"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -125,19 +126,20 @@ func describeColumnChanges(cs []schemahistory.ColumnChange) string {
 type ListIn struct {
 	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name; default: the first configured"`
 	Table     string `json:"table,omitempty" jsonschema:"only this table (schema.table as the catalog spells it)"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"most recent snapshots to return (default 50)"`
+	page.Params
 }
 
 // ListOut lists snapshots that changed something.
 type ListOut struct {
-	Warehouse string                   `json:"warehouse" jsonschema:"warehouse"`
-	Changes   []schemahistory.Snapshot `json:"changes" jsonschema:"snapshots that differ from the one before, newest first"`
+	Warehouse string                 `json:"warehouse" jsonschema:"warehouse"`
+	Changes   []schemahistory.Change `json:"changes" jsonschema:"this page of snapshots that differ from the one before, newest first"`
+	page.Info
 }
 
 var listSchemaChangesTool = mcpserver.Tool{
 	Name:        "list_schema_changes",
 	Title:       "List detected warehouse schema changes",
-	Description: "Lists the column changes detect_schema_change has found in a warehouse's tables, newest first, with what changed in each (added, dropped, retyped, likely renamed).",
+	Description: "Lists the column changes detect_schema_change has found in a warehouse's tables, newest first, with what changed in each (added, dropped, retyped, likely renamed). Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
 }
 
@@ -155,24 +157,26 @@ func (h *handlers) listSchemaChanges(ctx context.Context, in ListIn) (*ListOut, 
 			return nil, "", err
 		}
 	}
-	limit := in.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	all, err := schemahistory.History(ctx, db, wc.Name, in.Table, 0)
+	pg, err := in.Resolve("list_schema_changes", wc.Name, in.Table)
 	if err != nil {
 		return nil, "", err
 	}
-	out := &ListOut{Warehouse: wc.Name, Changes: []schemahistory.Snapshot{}}
-	for _, s := range all {
-		if len(s.Changes) > 0 && len(out.Changes) < limit {
-			out.Changes = append(out.Changes, s)
-		}
+	changes, total, err := schemahistory.Changes(ctx, db, wc.Name, in.Table, pg.Limit, pg.Offset)
+	if err != nil {
+		return nil, "", err
 	}
+	out := &ListOut{Warehouse: wc.Name, Changes: changes, Info: pg.Info(len(changes), total)}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d schema changes detected in %s", len(out.Changes), wc.Name)
-	for _, s := range out.Changes {
+	fmt.Fprintf(&b, "%d schema changes detected in %s", total, wc.Name)
+	for i, s := range out.Changes {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n… and %d more on this page", len(out.Changes)-20)
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s %s: %s", s.TakenAt.Format("2006-01-02 15:04"), s.Table, describeColumnChanges(s.Changes))
+	}
+	if out.NextCursor != "" {
+		b.WriteString("\nMore: pass next_cursor as cursor.")
 	}
 	return out, b.String(), nil
 }

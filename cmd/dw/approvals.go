@@ -58,9 +58,10 @@ func approvalsList(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tDOMAIN\tKIND\tAPPROVER\tEXPIRES\tWHAT")
+	// RUNS is every field the approval binds: what a decision allows.
+	fmt.Fprintln(tw, "ID\tSTATE\tDOMAIN\tKIND\tAPPROVER\tEXPIRES\tWHAT\tRUNS")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Domain, p.Kind, p.Approver, stamp(p.ExpiresAt), p.What)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Domain, p.Kind, p.Approver, stamp(p.ExpiresAt), p.What, p.Action.Summary())
 	}
 	return tw.Flush()
 }
@@ -115,9 +116,10 @@ func printProposal(w io.Writer, e *env, p *approvals.Proposal) {
 		row("Decision", fmt.Sprintf("%s by %s via %s at %s", d.Verdict, approvals.PersonLabel(cfg, d.PersonID), d.Channel, stamp(d.At)))
 		row("Reason", d.Reason)
 	}
+	fmt.Fprint(w, approvals.ActionText(p.Action, "  "))
 	if len(p.Details) > 0 {
 		raw, _ := json.Marshal(p.Details)
-		row("Details", string(raw))
+		row("Notes", string(raw)+" (notes only: they allow nothing)")
 	}
 	row("Receipt", "dw receipt show "+p.ReceiptID)
 }

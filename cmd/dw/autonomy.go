@@ -53,7 +53,7 @@ func autonomySet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	by, err := e.terminalDecider()
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func autonomyReset(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	by, err := e.terminalDecider()
 	if err != nil {
 		return err
 	}

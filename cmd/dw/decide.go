@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/config"
 )
 
 func init() {
@@ -38,9 +41,20 @@ func decide(ctx context.Context, e *env, args []string, v approvals.Verdict) err
 	if err != nil {
 		return err
 	}
-	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	login, err := e.login()
 	if err != nil {
 		return err
+	}
+	// Who decides is the OS account; the person it stands for is looked up
+	// in the approvers recorded with the proposal. The loaded config's
+	// mapping only picks among them when one login stands for several.
+	by := approvals.Decider{Channel: approvals.ChannelTerminal, OSUser: login,
+		Evidence: map[string]string{"os_user": login, "uid": strconv.Itoa(os.Getuid())}}
+	// A login that stands for several people (the embedded default's demo
+	// maps this terminal's login to every owner) names nobody here: the
+	// approvers recorded with the proposal say who it decides as.
+	if person, ok := e.cfg.PersonForOSUser(login); ok && loginPeople(e.cfg, login) == 1 {
+		by.PersonID = person.ID
 	}
 	if host, err := os.Hostname(); err == nil {
 		by.Evidence["host"] = host
@@ -53,8 +67,23 @@ func decide(ctx context.Context, e *env, args []string, v approvals.Verdict) err
 	if v == approvals.VerdictReject {
 		verb = "Rejected"
 	}
+	who := by.PersonID
+	if p.Decision != nil {
+		who = p.Decision.PersonID
+	}
 	fmt.Fprintf(e.stdout, "%s %s: %s\nRecorded as %s via terminal (OS user %s) in receipt %s.\n",
-		verb, p.ID, p.What, approvals.PersonLabel(e.cfg, by.PersonID), e.osUser, p.ReceiptID)
+		verb, p.ID, p.What, approvals.PersonLabel(e.cfg, who), login, p.ReceiptID)
 	refreshSlack(ctx, e, svc)
 	return nil
+}
+
+// loginPeople counts the people a login is mapped to.
+func loginPeople(cfg *config.Config, login string) int {
+	n := 0
+	for _, p := range cfg.People {
+		if slices.Contains(p.OSUsers, login) {
+			n++
+		}
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/packload"
@@ -86,7 +87,7 @@ func demoLoad(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	now := e.clock.Now()
-	if err := os.MkdirAll(filepath.Dir(wc.Path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(wc.Path), 0o700); err != nil {
 		return err
 	}
 	if err := tables.LoadWarehouse(ctx, wc.Path, pack, now); err != nil {
@@ -98,6 +99,11 @@ func demoLoad(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := packload.LoadStore(ctx, e.db, e.clock, p, wc.Name)
 	if err != nil {
+		return err
+	}
+	// A store loaded with a scenario is made for replay: on it DW_CLOCK
+	// also dates decisions (see approvals.MarkReplayStore).
+	if err := approvals.MarkReplayStore(ctx, e.db, cfg.Home, now); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Loaded %s into %s (%s) and the store: %d graph assets and %d edges created, %d changes, %d metrics, %d schema versions.\nIncident day %s; its 15:05 check is %s.\n",

@@ -22,6 +22,7 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/storeconfig"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -37,6 +38,9 @@ type command struct {
 }
 
 var commands = map[string]command{}
+
+// version is set by the build (-ldflags "-X main.version=…").
+var version = "dev"
 
 // register adds a subcommand. usage is the argument synopsis shown in help.
 func register(name, usage, summary string, run func(ctx context.Context, e *env, args []string) error) {
@@ -57,8 +61,12 @@ func init() {
 // writers, OS user and configuration loader.
 type env struct {
 	stdout, stderr io.Writer
-	// osUser is the login running dw: the evidence for terminal decisions.
+	// osUser is the login of the account running dw, looked up by uid
+	// (approvals.OSLogin), never taken from $USER: the evidence for
+	// terminal decisions. When the uid has no account it is "" and
+	// osUserErr says why.
 	osUser     string
+	osUserErr  error
 	clock      clock.Clock
 	loadConfig func() (*config.Config, error)
 	log        *slog.Logger
@@ -75,6 +83,7 @@ func (e *env) config() (*config.Config, error) {
 			return nil, err
 		}
 		e.cfg = cfg
+		e.clock = config.DemoClockFor(cfg, e.clock) // the embedded default acts on its demo's incident day
 	}
 	return e.cfg, nil
 }
@@ -104,6 +113,7 @@ func (e *env) close() {
 }
 
 func main() {
+	config.PrivateFiles()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -113,7 +123,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dw:", err)
 		os.Exit(2)
 	}
-	e := &env{stdout: os.Stdout, stderr: os.Stderr, osUser: config.CurrentOSUser(), clock: clk, loadConfig: config.Load, log: log}
+	login, loginErr := approvals.OSLogin()
+	e := &env{stdout: os.Stdout, stderr: os.Stderr, osUser: login, osUserErr: loginErr, clock: clk, loadConfig: config.Load, log: log}
 	os.Exit(run(ctx, e, os.Args[1:]))
 }
 
@@ -123,6 +134,14 @@ func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
 		printHelp(e.stderr)
 		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printHelp(e.stdout)
+		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintf(e.stdout, "dw %s\n", mcpserver.Version(version))
+		return 0
 	}
 	cmd, rest, ok := lookup(args)
 	if !ok {
@@ -171,7 +190,32 @@ func printHelp(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(w, "  dw %-46s %s\n", strings.TrimSpace(c.name+" "+c.usage), c.summary)
 	}
-	fmt.Fprintln(w, "\nThe config is $DW_CONFIG, else ./dw.yaml, else the embedded default.")
+	fmt.Fprintln(w, "  dw --version")
+	fmt.Fprintln(w, "\nThe config is $DW_CONFIG, else dw.yaml at the root of the checkout dw was built in,")
+	fmt.Fprintln(w, "else $DW_HOME/dw.yaml, else the embedded default; dw config says which, and checks it.")
+}
+
+// login is the OS account deciding at this terminal, or why it is unknown.
+func (e *env) login() (string, error) {
+	if e.osUser != "" {
+		return e.osUser, nil
+	}
+	if e.osUserErr != nil {
+		return "", e.osUserErr
+	}
+	return "", errors.New("the OS account running dw is unknown; decisions need a named account")
+}
+
+// terminalDecider is the person at this terminal as the config maps the
+// OS login. Which person that is counts only where no record says
+// otherwise: decisions on proposals are checked against the approvers
+// recorded with the proposal.
+func (e *env) terminalDecider() (approvals.Decider, error) {
+	login, err := e.login()
+	if err != nil {
+		return approvals.Decider{}, err
+	}
+	return approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, login)
 }
 
 // errUsage makes run print the command's usage line.

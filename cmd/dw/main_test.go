@@ -122,7 +122,7 @@ func TestDecideAtTerminal(t *testing.T) {
 		expect(t, "list", out, code, 0, p.ID, "pending", "billing", "bob", "Pause the Stripe sync")
 
 		_, errs, code := h.dw("root", "approve", p.ID)
-		expect(t, "unmapped login", errs, code, 1, `OS user "root" is not mapped to a person`)
+		expect(t, "unmapped login", errs, code, 1, `OS user "root" is not a recorded identity of any approver of `+p.ID)
 		_, errs, code = h.dw("dave", "approve", p.ID)
 		expect(t, "not the approver", errs, code, 1, "dave may not decide "+p.ID+": only the named approver bob may")
 		_, errs, code = h.dw("bob", "reject", p.ID)
@@ -200,7 +200,7 @@ func TestReceiptShowAndVerify(t *testing.T) {
 		}
 		db.Close()
 		out, errs, code := h.dw("root", "receipt", "verify", "INC-1")
-		expect(t, "verify tampered", out+errs, code, 1, "TAMPERED  INC-1", "entry 3 (decision by carol", "1 of 1 receipts failed verification")
+		expect(t, "verify tampered", out+errs, code, 1, "TAMPERED  INC-1", "entry 3 (decision by carol", "verification failed: the store was changed outside Data Workers")
 		_, errs, code = h.dw("root", "receipt", "show", "INC-404")
 		expect(t, "unknown receipt", errs, code, 1, `no receipt "INC-404"; closest: INC-1`)
 	})

@@ -33,12 +33,12 @@ func stepCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	by, err := e.terminalDecider()
 	if err != nil {
 		return err
 	}
 	entry, err := svc.RecordStep(ctx, pos[0], approvals.Step{Actor: by.PersonID, Description: *did,
-		Details: map[string]any{"os_user": e.osUser}})
+		Details: map[string]any{"os_user": by.OSUser}})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -27,7 +29,13 @@ func stopCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := svc.Stop(ctx, e.osUser, *reason)
+	// Anyone may pull the cord, even a uid without an account: a stop only
+	// makes the system do less, and the uid is recorded.
+	who, err := e.login()
+	if err != nil {
+		who = "uid:" + strconv.Itoa(os.Getuid())
+	}
+	st, err := svc.Stop(ctx, who, *reason)
 	if err != nil {
 		return err
 	}
@@ -48,7 +56,7 @@ func resumeCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := approvals.OSUserDecider(e.cfg, approvals.ChannelTerminal, e.osUser)
+	by, err := e.terminalDecider()
 	if err != nil {
 		return fmt.Errorf("%w (lifting the stop needs a configured person)", err)
 	}

@@ -71,10 +71,13 @@ const (
 	KindRerun         = "rerun"
 	KindRedeploy      = "redeploy"
 	KindBackfill      = "backfill"
+	// KindLineageEvent posts one OpenLineage event to the configured
+	// endpoint, a write outside the store like any other.
+	KindLineageEvent = "lineage_event"
 )
 
 // Kinds lists the valid action kinds.
-var Kinds = []string{KindHold, KindDiff, KindDelete, KindReplay, KindSchemaVersion, KindConnector, KindRerun, KindRedeploy, KindBackfill}
+var Kinds = []string{KindHold, KindDiff, KindDelete, KindReplay, KindSchemaVersion, KindConnector, KindRerun, KindRedeploy, KindBackfill, KindLineageEvent}
 
 // liveKinds change the live data stack and always take ClassLive.
 var liveKinds = map[string]bool{KindSchemaVersion: true, KindConnector: true}
@@ -111,9 +114,12 @@ type Proposal struct {
 	Targets    []string `json:"targets" jsonschema:"asset ids the change acts on"`
 	Scope      []string `json:"scope,omitempty" jsonschema:"blast radius: assets and consumers the change touches"`
 	Undo       string   `json:"undo" jsonschema:"how to reverse the change"`
-	// Details carries action parameters (a schema text, a connector
-	// config, a job id) that the executing tool needs verbatim.
-	Details       map[string]any `json:"details,omitempty" jsonschema:"action parameters"`
+	// Action is exactly what the approval allows to run; nil for a
+	// proposal people carry out themselves (a hold, a diff).
+	Action *ActionSpec `json:"action,omitempty" jsonschema:"the action the approval allows, every field of it: system, target, location, params and domain"`
+	// Details are free-form notes for people; they never widen or change
+	// what may run.
+	Details       map[string]any `json:"details,omitempty" jsonschema:"free-form notes; never used to decide what may run"`
 	Proposer      string         `json:"proposer" jsonschema:"agent that proposed it"`
 	Approver      string         `json:"approver" jsonschema:"person whose answer is awaited (or was given)"`
 	ApproverOrder []string       `json:"approver_order" jsonschema:"escalation order of person ids"`
@@ -127,6 +133,8 @@ type Proposal struct {
 
 	// expiry is the wait given to each approver.
 	expiry time.Duration
+	// actionErr says the stored action is unreadable or was edited.
+	actionErr error
 }
 
 // Decision is a person's recorded answer.
@@ -158,8 +166,14 @@ func New(db *store.DB, cfg *config.Config, clk clock.Clock, owners OwnerLookup) 
 	if clk == nil {
 		clk = clock.System{}
 	}
+	if cfg != nil {
+		registerHome(db, cfg.Home)
+	}
 	return &Service{db: db, cfg: cfg, clk: clk, owners: owners}
 }
+
+// keys are the store's MAC keys, kept outside the store (see keys.go).
+func (s *Service) keys() (*keyset, error) { return keysForQuerier(s.db) }
 
 // Config is the configuration the service applies.
 func (s *Service) Config() *config.Config { return s.cfg }
@@ -174,15 +188,27 @@ type NotApproverError struct {
 	// Allowed are the people who may decide now.
 	Allowed []string
 	Class   Class
+	// Detail, when set, says why the decider's identity was refused.
+	Detail string
+	// Recorded describes the approvers' identities recorded with the
+	// proposal, when the decider's identity did not match.
+	Recorded string
 }
 
 // Error names who tried and who may decide.
 func (e *NotApproverError) Error() string {
 	who := strings.Join(e.Allowed, " or ")
+	msg := fmt.Sprintf("%s may not decide %s: only the named approver %s may", e.PersonID, e.ProposalID, who)
 	if e.Class == ClassLive {
-		return fmt.Sprintf("%s may not decide %s: it changes the live data stack, so only the asset owner %s may approve it (no delegates)", e.PersonID, e.ProposalID, who)
+		msg = fmt.Sprintf("%s may not decide %s: it changes the live data stack, so only the asset owner %s may approve it (no delegates)", e.PersonID, e.ProposalID, who)
 	}
-	return fmt.Sprintf("%s may not decide %s: only the named approver %s may", e.PersonID, e.ProposalID, who)
+	if e.Detail != "" {
+		msg = fmt.Sprintf("%s: only the named approver %s may decide %s", e.Detail, who, e.ProposalID)
+	}
+	if e.Recorded != "" {
+		msg += fmt.Sprintf("; the approvers recorded when it was proposed are %s, and decisions follow that record, not the config of whoever decides", e.Recorded)
+	}
+	return msg
 }
 
 // DecidedError refuses a decision on a proposal that no longer waits for one.

@@ -96,11 +96,14 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 	if _, ok := LevelNames[level]; !ok {
 		return LevelInfo{}, invalid("unknown level %q; valid: L0 (manual), L1 (observe), L2 (propose), L3 (act reversibly), L4 (autonomous)", level)
 	}
-	person, err := s.ownerAtTerminal(d, by, reason)
+	person, err := s.ownerAtTerminal(ctx, d, by, reason)
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	now := s.clk.Now()
+	now, err := s.personTime(ctx)
+	if err != nil {
+		return LevelInfo{}, err
+	}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		before, err := levelOf(ctx, tx, d)
 		if err != nil {
@@ -110,7 +113,7 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 		if err := store.PutSetting(ctx, tx, autonomyKey(d.Name), string(val), now); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
 			"domain": d.Name, "from": before.Level, "to": level, "reason": reason, "channel": by.Channel, "evidence": evidenceOf(by),
 		})
 		return err
@@ -128,11 +131,14 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	person, err := s.ownerAtTerminal(d, by, reason)
+	person, err := s.ownerAtTerminal(ctx, d, by, reason)
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	now := s.clk.Now()
+	now, err := s.personTime(ctx)
+	if err != nil {
+		return LevelInfo{}, err
+	}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		before, err := levelOf(ctx, tx, d)
 		if err != nil {
@@ -144,7 +150,7 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 		if err := store.DeleteSetting(ctx, tx, autonomyKey(d.Name)); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
 			"domain": d.Name, "from": before.Level, "to": d.Autonomy, "reason": reason, "reset": true,
 			"channel": by.Channel, "evidence": evidenceOf(by),
 		})
@@ -156,12 +162,15 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 	return s.Level(ctx, d.Name)
 }
 
-func (s *Service) ownerAtTerminal(d *config.Domain, by Decider, reason string) (*config.Person, error) {
+func (s *Service) ownerAtTerminal(ctx context.Context, d *config.Domain, by Decider, reason string) (*config.Person, error) {
 	if by.Channel != ChannelTerminal {
 		return nil, invalid("autonomy levels change only in the config or by a person at the terminal (dw autonomy set), not via %s", by.Channel)
 	}
 	person, err := verify(s.cfg, by)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkRecordedIdentity(ctx, person.ID, by); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(d.Owners, person.ID) {
@@ -224,9 +233,12 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 	if p, ok := s.cfg.PersonForOSUser(osUser); ok {
 		by = p.ID
 	}
-	now := s.clk.Now()
+	now, err := s.personTime(ctx)
+	if err != nil {
+		return StopState{}, err
+	}
 	st := StopState{Active: true, By: by, OSUser: osUser, Reason: reason, Since: now}
-	err := s.db.InTx(ctx, func(tx *store.Tx) error {
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		cur, err := stopStatus(ctx, tx)
 		if err != nil {
 			return err
@@ -238,7 +250,7 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 		if err := store.PutSetting(ctx, tx, stopKey, string(val), now); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryStop, by, map[string]any{"reason": reason, "os_user": osUser})
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryStop, by, map[string]any{"reason": reason, "os_user": osUser})
 		return err
 	})
 	if err != nil {
@@ -257,7 +269,13 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 	if err != nil {
 		return StopState{}, err
 	}
-	now := s.clk.Now()
+	if err := s.checkRecordedIdentity(ctx, person.ID, by); err != nil {
+		return StopState{}, err
+	}
+	now, err := s.personTime(ctx)
+	if err != nil {
+		return StopState{}, err
+	}
 	var was StopState
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		cur, err := stopStatus(ctx, tx)
@@ -271,11 +289,62 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 		if err := store.DeleteSetting(ctx, tx, stopKey); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, OrgReceiptID, EntryResume, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryResume, person.ID, map[string]any{
 			"reason": strings.TrimSpace(reason), "stopped_by": cur.By, "stopped_at": cur.Since, "stop_reason": cur.Reason,
 			"evidence": evidenceOf(by),
 		})
 		return err
 	})
 	return was, err
+}
+
+// checkRecordedIdentity holds a person's identity to the approver records
+// made with proposals (records.go) when there are any for them: the config
+// of whoever runs dw cannot map their login to someone the team's own
+// records name with other logins. A person never recorded falls back to
+// the config, which is all there is.
+func (s *Service) checkRecordedIdentity(ctx context.Context, personID string, by Decider) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT value FROM kv WHERE key LIKE 'approvers.%'`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var recorded []ApproverRecord
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		var snap []ApproverRecord
+		if json.Unmarshal([]byte(v), &snap) != nil {
+			continue
+		}
+		for _, a := range snap {
+			if a.ID != personID {
+				continue
+			}
+			if a.identityMatches(by) {
+				return rows.Err()
+			}
+			recorded = append(recorded, a)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(recorded) > 0 {
+		return invalid("OS user %q is not one of %s's recorded identities (%s); the config you loaded maps it to them, but the approvers recorded with the team's proposals do not",
+			by.OSUser, personID, describeSnapshot(recorded))
+	}
+	return nil
+}
+
+// personTime dates what a person does (a level set, a stop, a resume)
+// like a decision: with the real time unless the store was made for replay.
+func (s *Service) personTime(ctx context.Context) (time.Time, error) {
+	ks, err := s.keys()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.decisionTime(ctx, ks)
 }

@@ -6,29 +6,54 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 )
 
 // Decide records a person's decision on a proposal. It is the only way a
 // proposal becomes approved or rejected.
 //
-// The decider must be a configured person whose channel identity (Slack
-// user, OS login) is theirs, must not be the proposer, and must be the
-// named approver: the current one in the escalation order or, for the
-// standard class, one asked in an earlier round. A live-class proposal
-// accepts its asset owner only. When two people decide at once exactly one
-// wins; the other gets a *DecidedError naming the winner.
+// Who decides comes from the channel's own identity (the OS account by
+// uid, the clicking Slack user) matched against the approvers recorded
+// with the proposal when it was made, never against the config of whoever
+// calls: a config mapping one's login to the approver changes nothing.
+// The decider must be the named approver: the current one in the
+// escalation order or, for the standard class, one asked in an earlier
+// round; a live-class proposal accepts its asset owner only. The decision
+// is dated with the real time (a replayed clock only on a store made for
+// replay), so an expired request is never decidable and no decision
+// predates its proposal. When two people decide at once exactly one wins;
+// the other gets a *DecidedError naming the winner.
 func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, verdict Verdict, reason string) (*Proposal, error) {
 	id := normID(proposalID)
 	if verdict != VerdictApprove && verdict != VerdictReject {
 		return nil, invalid("unknown verdict %q; valid: approve, reject", verdict)
 	}
-	person, err := verify(s.cfg, by)
+	switch by.Channel {
+	case ChannelSlack, ChannelTerminal, ChannelElicitation:
+	default:
+		return nil, invalid("channel %q is not a person channel; valid: slack, elicitation, terminal (agents cannot approve or reject)", by.Channel)
+	}
+	ks, err := s.keys()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.sweep(ctx, id); err != nil {
+	now, replayed, err := s.decisionClock(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	if replayed {
+		// On a replay store each process starts its replayed clock afresh
+		// at the replayed instant, so a decision may read a little earlier
+		// than the proposal an agent made seconds into its run: it is
+		// dated at the proposal then, never before it.
+		if cur, err := loadProposal(ctx, s.db, id); err == nil && now.Before(cur.CreatedAt) {
+			now = cur.CreatedAt
+		}
+	}
+	if _, err := s.sweepAt(ctx, id, now); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
@@ -40,14 +65,35 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 		if !p.State.Open() {
 			return &DecidedError{Proposal: p}
 		}
-		if person.ID == p.Proposer {
-			return invalid("%s proposed %s and cannot decide it", person.ID, p.ID)
+		if now.Before(p.CreatedAt) {
+			return invalid("%s was proposed at %s, after this decision's time %s: a decision is never dated before its proposal (DW_CLOCK dates decisions only on a store made for replay)",
+				p.ID, stamp(p.CreatedAt), stamp(now))
 		}
-		allowed := mayDecide(p)
-		if !slices.Contains(allowed, person.ID) {
-			return &NotApproverError{ProposalID: p.ID, PersonID: person.ID, Allowed: allowed, Class: p.Class}
+		if !now.Before(p.ExpiresAt) {
+			return invalid("%s's request to %s expired at %s; it is no longer decidable (nothing was granted)", p.ID, p.Approver, stamp(p.ExpiresAt))
 		}
-		now := s.clk.Now()
+		sp, err := checkProposal(ctx, tx, ks, p.ID)
+		if err != nil {
+			return err
+		}
+		switch sp.Status {
+		case RecordUnsealed:
+			return invalid("%s was proposed before proposals were sealed, so who may decide it was never recorded; nothing was decided: have the agent propose it again", p.ID)
+		case RecordEdited:
+			return invalid("%s fails its seal: the stored proposal was changed after it was made; nothing was decided (dw receipt verify shows what)", p.ID)
+		}
+		if by.PersonID != "" && !slices.ContainsFunc(sp.Approvers, func(a ApproverRecord) bool { return a.ID == by.PersonID }) {
+			if _, ok := s.cfg.Person(by.PersonID); !ok {
+				return invalid("%q is not a person in the config; decisions come only from people (agents cannot approve or reject)", by.PersonID)
+			}
+		}
+		person, err := resolveDecider(p, sp.Approvers, by)
+		if err != nil {
+			return err
+		}
+		if person == p.Proposer {
+			return invalid("%s proposed %s and cannot decide it", person, p.ID)
+		}
 		state := StateApproved
 		if verdict == VerdictReject {
 			state = StateRejected
@@ -75,15 +121,14 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approval_decisions (proposal_id, verdict, person_id, channel, evidence, reason, round, decided_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, string(verdict), person.ID, string(by.Channel), evJSON, reason, p.Round, store.Millis(now)); err != nil {
-			return fmt.Errorf("record decision on %s: %w", p.ID, err)
+		if err := insertDecision(ctx, tx, ks, sp.MAC, p.ID, verdict, person, by.Channel, evJSON, reason, p.Round, now); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE approval_requests SET outcome = 'decided' WHERE proposal_id = ? AND outcome = 'open'`, p.ID); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, p.ReceiptID, EntryDecision, person.ID, map[string]any{
-			"proposal": p.ID, "verdict": verdict, "person": person.ID, "channel": by.Channel,
+		_, err = appendReceipt(ctx, tx, ks, now, p.ReceiptID, EntryDecision, person, map[string]any{
+			"proposal": p.ID, "verdict": verdict, "person": person, "channel": by.Channel,
 			"evidence": json.RawMessage(evJSON), "reason": reason, "round": p.Round, "approver": p.Approver,
 		})
 		return err
@@ -96,6 +141,29 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 		return nil, err
 	}
 	return &p, nil
+}
+
+// decisionTime is the time a person's act is recorded at: the service
+// clock, except that a replayed clock (DW_CLOCK) yields to the real time
+// unless the store was made for replay.
+func (s *Service) decisionTime(ctx context.Context, ks *keyset) (time.Time, error) {
+	t, _, err := s.decisionClock(ctx, ks)
+	return t, err
+}
+
+// decisionClock is decisionTime, and whether it is a replayed time.
+func (s *Service) decisionClock(ctx context.Context, ks *keyset) (time.Time, bool, error) {
+	if r, ok := s.clk.(clock.Replayed); ok && r.Replayed() {
+		replay, err := isReplayStore(ctx, s.db, ks)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if !replay {
+			return time.Now().UTC(), false, nil
+		}
+		return s.clk.Now(), true, nil
+	}
+	return s.clk.Now(), false, nil
 }
 
 // mayDecide lists who may decide an open proposal now.

@@ -25,6 +25,10 @@ type Action struct {
 	// Reversible says the action can be undone by the system itself (a
 	// rerun, a pause); only reversible actions run without an approval.
 	Reversible bool `json:"reversible"`
+	// Spec is exactly what the tool is about to send. With a proposal it
+	// must equal the proposal's action field by field; its domain is
+	// resolved here from the config, never taken from the caller.
+	Spec *ActionSpec `json:"spec,omitempty"`
 }
 
 // Permit says an action may dispatch and on what grounds.
@@ -78,6 +82,11 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 	if a.ProposalID != "" {
 		p, err = s.Get(ctx, a.ProposalID)
 		if err != nil {
+			return Permit{}, err
+		}
+		// The state column alone proves nothing: an approval counts only
+		// with a sealed decision by a recorded approver (records.go).
+		if err := s.verifyApproval(ctx, p); err != nil {
 			return Permit{}, err
 		}
 	}
@@ -137,6 +146,28 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 	return Permit{}, refuse("domain %s has unknown level %q; valid: L0-L4", d.Name, li.Level)
 }
 
+// sameAction refuses a requested action that is not exactly the approved
+// one, naming every field that differs. Free-form details play no part.
+func (s *Service) sameAction(p *Proposal, req *ActionSpec) error {
+	if p.actionErr != nil {
+		return refuse("%v", p.actionErr)
+	}
+	switch {
+	case p.Action == nil && req == nil:
+		return nil
+	case p.Action == nil:
+		return refuse("proposal %s binds no action, so it allows running nothing (its notes do not count); requested %s. Propose the run with its action bound (system, target, location, params) and have it approved",
+			p.ID, req.String())
+	case req == nil:
+		return refuse("proposal %s allows only %s, and the tool named no action to compare it with", p.ID, p.Action.String())
+	}
+	r := s.requested(req)
+	if diffs := compareActions(p.Action, &r); len(diffs) > 0 {
+		return refuse("proposal %s approved a different action: %s; nothing was dispatched (a different action needs its own approval)", p.ID, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
 func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li LevelInfo) (Permit, error) {
 	switch p.State {
 	case StateApproved:
@@ -155,6 +186,9 @@ func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li Leve
 	}
 	if a.Asset != "" && !slices.Contains(p.Targets, a.Asset) {
 		return Permit{}, refuse("proposal %s approved changes to %s, not to %s", p.ID, strings.Join(p.Targets, ", "), a.Asset)
+	}
+	if err := s.sameAction(p, a.Spec); err != nil {
+		return Permit{}, err
 	}
 	basis := fmt.Sprintf("proposal %s approved", p.ID)
 	if d := p.Decision; d != nil {

@@ -151,7 +151,7 @@ func TestOrgStopRefusesDispatchButNotReads(t *testing.T) {
 		if _, err := s.Resume(ctx, term(t, s, "alice"), ""); err == nil || !strings.Contains(err.Error(), "no org-wide stop") {
 			t.Errorf("resume twice: %v", err)
 		}
-		if kinds := entryKinds(t, s, OrgReceiptID); strings.Join(kinds, ",") != "stop,resume" {
+		if kinds := entryKinds(t, s, OrgReceiptID); strings.Join(kinds, ",") != "approvers,stop,resume" {
 			t.Errorf("org receipt %v", kinds)
 		}
 	})

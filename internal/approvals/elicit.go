@@ -6,17 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/dataworkers/dw/internal/store"
 )
 
 // ElicitationInputKey is the key a tool uses for the approval question in
@@ -41,6 +37,7 @@ func ElicitationRequest(p Proposal) *mcp.ElicitParams {
 		b.WriteString("Blast radius: the targets only\n")
 	}
 	fmt.Fprintf(&b, "Undo: %s\n", p.Undo)
+	b.WriteString(ActionText(p.Action, ""))
 	fmt.Fprintf(&b, "Expires: %s (then it escalates; it is never granted by default)\n", stamp(p.ExpiresAt))
 	if p.Class == ClassLive {
 		b.WriteString("Class: live data stack change; only the asset owner may approve.\n")
@@ -84,28 +81,16 @@ type RequestState struct {
 	IssuedAt   time.Time `json:"i"`
 }
 
-const stateKeySetting = "approvals.request_state_key"
-
-// stateKey is the per-store HMAC key, created on first use. Every agent
-// process sharing the store shares it, so any of them can open a state
-// another sealed.
-func (s *Service) stateKey(ctx context.Context) ([]byte, error) {
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, err
-	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO kv (key, value, updated_ms) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`,
-		stateKeySetting, hex.EncodeToString(raw[:]), store.Millis(s.clk.Now())); err != nil {
-		return nil, fmt.Errorf("request state key: %w", err)
-	}
-	v, _, ok, err := store.GetSetting(ctx, s.db, stateKeySetting)
+// stateKey is the HMAC key for request states: derived from the key kept
+// outside the store (keys.go), so every agent process sharing the store
+// and its key can open a state another sealed, and someone who can only
+// write the store cannot forge one.
+func (s *Service) stateKey(context.Context) ([]byte, error) {
+	ks, err := s.keys()
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, errors.New("request state key: not stored")
-	}
-	return hex.DecodeString(v)
+	return ks.state, nil
 }
 
 // SealRequestState signs the proposal and person being asked.
@@ -183,11 +168,46 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 	if allowed := mayDecide(*p); !slices.Contains(allowed, by.PersonID) {
 		return nil, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
 	}
+	// Ask only someone the proposal's record names with this login: the
+	// agent's config alone does not make anyone an approver.
+	ks, err := s.keys()
+	if err != nil {
+		return nil, "", err
+	}
+	sp, err := checkProposal(ctx, s.db, ks, p.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	if sp.Status != RecordOK {
+		return nil, "", invalid("%s is %s (its seal does not hold), so nobody can decide it; have the agent propose it again", p.ID, sp.Status)
+	}
+	if by.PersonID, err = resolveDecider(*p, sp.Approvers, by); err != nil {
+		return nil, "", err
+	}
 	state, err := s.SealRequestState(ctx, *p, by.PersonID)
 	if err != nil {
 		return nil, "", err
 	}
 	return ElicitationRequest(*p), state, nil
+}
+
+// ErrNoElicitation refuses an answer from a client that did not declare
+// the elicitation capability: nobody can be shown to have seen the form.
+var ErrNoElicitation = &InputError{Msg: "this MCP client did not declare the elicitation capability when it connected, so it cannot show the person a confirmation form and no answer from it is accepted; nothing was recorded: the approver decides in Slack or with dw approve"}
+
+// ElicitationDeclared reports whether the client of a session declared,
+// in initialize, that it can show a form (the elicitation capability with
+// form mode, or with no mode named, which means form).
+func ElicitationDeclared(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
 }
 
 // ElicitResultFrom finds the answer to the approval question in a retry's
@@ -219,10 +239,21 @@ type ElicitationOutcome struct {
 // so the person can still decide in Slack or at the terminal. The error is
 // non-nil for a forged or stale state, a person mismatch, a refused
 // decision, or a store failure; the outcome is never Approved then.
-func (s *Service) DecideFromElicitation(ctx context.Context, osUser, requestState string, result *mcp.ElicitResult, elicitErr error) (ElicitationOutcome, error) {
+//
+// declared says whether the client declared the elicitation capability in
+// initialize (see ElicitationDeclared). Without it no answer counts,
+// whatever it says: on newer protocol versions a client answers input
+// requests itself, so an answer from a client that never said it can show
+// a form may come from the model rather than the person.
+func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUser, requestState string, result *mcp.ElicitResult, elicitErr error) (ElicitationOutcome, error) {
 	rs, err := s.OpenRequestState(ctx, requestState)
 	out := ElicitationOutcome{ProposalID: rs.ProposalID}
 	if err != nil {
+		out.Message = "not approved: " + err.Error()
+		return out, err
+	}
+	if !declared {
+		err := ErrNoElicitation
 		out.Message = "not approved: " + err.Error()
 		return out, err
 	}
@@ -230,6 +261,11 @@ func (s *Service) DecideFromElicitation(ctx context.Context, osUser, requestStat
 	if err != nil {
 		out.Message = "not approved: " + err.Error()
 		return out, err
+	}
+	// The person asked is the one the sealed state names; Decide checks
+	// this login against the approvers recorded with the proposal.
+	if asked, ok := s.cfg.Person(rs.PersonID); ok && slices.Contains(asked.OSUsers, osUser) {
+		by.PersonID = rs.PersonID
 	}
 	if by.PersonID != rs.PersonID {
 		err := invalid("the question about %s was put to %s, but this client runs as %s (%s)", rs.ProposalID, rs.PersonID, by.PersonID, osUser)

@@ -3,6 +3,8 @@ package approvals
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +23,9 @@ func confirmServer(s *Service, osUser string) *mcp.Server {
 		ProposalID string `json:"proposal_id"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_proposal"}, func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, *ElicitationOutcome, error) {
+		if !ElicitationDeclared(req.Session) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ErrNoElicitation.Error()}}}, nil, nil
+		}
 		if req.Params.RequestState == "" {
 			params, state, err := s.StartElicitation(ctx, osUser, args.ProposalID)
 			if err != nil {
@@ -28,7 +33,7 @@ func confirmServer(s *Service, osUser string) *mcp.Server {
 			}
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{ElicitationInputKey: params}, RequestState: state}, nil, nil
 		}
-		out, err := s.DecideFromElicitation(ctx, osUser, req.Params.RequestState, ElicitResultFrom(req.Params.InputResponses), nil)
+		out, err := s.DecideFromElicitation(ctx, ElicitationDeclared(req.Session), osUser, req.Params.RequestState, ElicitResultFrom(req.Params.InputResponses), nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -138,7 +143,12 @@ func TestElicitationForgedStateOverMCP(t *testing.T) {
 		ctx := context.Background()
 		s, _ := fixture(t, db)
 		p := mustPropose(t, s, holdDAG())
-		cs := connect(t, confirmServer(s, "bob"), "2026-07-28", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		// The client declares elicitation but answers by hand.
+		cs := connect(t, confirmServer(s, "bob"), "2026-07-28", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				t.Error("the form was shown although the client answers by hand")
+				return nil, nil
+			}})
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
 		if err != nil || !res.NeedsInput() {
 			t.Fatalf("first pass: %+v, %v", res, err)
@@ -159,4 +169,59 @@ func TestElicitationForgedStateOverMCP(t *testing.T) {
 			t.Errorf("state %s, want pending", got.State)
 		}
 	})
+}
+
+// Case 5: a client that did not declare elicitation answers accept and
+// approve anyway, by hand, on any protocol version (on 2026-07-28 a client
+// answers input requests itself). The tool refuses with a tool error the
+// model can read, not a JSON-RPC error, and nothing is recorded, even with
+// a genuine sealed state.
+func TestElicitationNeedsTheDeclaredCapability(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25", "2025-06-18"} {
+		t.Run(version, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				s, _ := fixture(t, db)
+				p := mustPropose(t, s, holdDAG())
+				// No ElicitationHandler: the client declares no elicitation.
+				cs := connect(t, confirmServer(s, "bob"), version, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+				if caps := cs.InitializeResult(); caps == nil {
+					t.Fatal("no initialize result")
+				}
+				state, err := s.SealRequestState(ctx, *p, "bob")
+				if err != nil {
+					t.Fatal(err)
+				}
+				accept := mcp.InputResponseMap{ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve", "reason": "the model says so"}}}
+				for _, call := range []struct {
+					name   string
+					params *mcp.CallToolParams
+				}{
+					{"first pass", &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}}},
+					{"answer with a genuine state", &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID},
+						RequestState: state, InputResponses: accept}},
+					{"answer with no state", &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID},
+						InputResponses: accept}},
+				} {
+					res, err := cs.CallTool(ctx, call.params)
+					if err != nil {
+						t.Fatalf("%s: a JSON-RPC error (%v); want a tool error the model can read", call.name, err)
+					}
+					if !res.IsError || len(res.Content) == 0 {
+						t.Fatalf("%s: %+v; want isError", call.name, res)
+					}
+					if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "did not declare the elicitation capability") {
+						t.Errorf("%s: %q", call.name, text)
+					}
+				}
+				if got, _ := s.Get(ctx, p.ID); got.State != StatePending || got.Decision != nil {
+					t.Errorf("state %s after answers from a client that cannot ask", got.State)
+				}
+				// The domain call refuses on its own too.
+				if out, err := s.DecideFromElicitation(ctx, false, "bob", state, accept[ElicitationInputKey].(*mcp.ElicitResult), nil); !errors.Is(err, ErrNoElicitation) || out.Approved || out.Recorded {
+					t.Errorf("DecideFromElicitation without the capability: %+v, %v", out, err)
+				}
+			})
+		})
+	}
 }

@@ -80,7 +80,7 @@ func TestElicitationFailsClosed(t *testing.T) {
 			{"accept with a non-string decision", accept(map[string]any{"decision": true}), nil},
 		}
 		for _, c := range notApproved {
-			out, err := s.DecideFromElicitation(ctx, "bob", state, c.result, c.err)
+			out, err := s.DecideFromElicitation(ctx, true, "bob", state, c.result, c.err)
 			if err != nil || out.Approved || out.Recorded || !strings.HasPrefix(out.Message, "not approved") {
 				t.Errorf("%s: %+v, %v; want not approved, nothing recorded", c.name, out, err)
 			}
@@ -104,18 +104,18 @@ func TestElicitationFailsClosed(t *testing.T) {
 			base64.RawURLEncoding.EncodeToString(swapped) + "." + sig,
 		}
 		for _, f := range forged {
-			out, err := s.DecideFromElicitation(ctx, "bob", f, accept(map[string]any{"decision": "approve"}), nil)
+			out, err := s.DecideFromElicitation(ctx, true, "bob", f, accept(map[string]any{"decision": "approve"}), nil)
 			if err == nil || out.Approved {
 				t.Errorf("forged state %q: %+v, %v", f, out, err)
 			}
 		}
 		// The answer must come from the person asked.
-		if out, err := s.DecideFromElicitation(ctx, "carol", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Approved {
+		if out, err := s.DecideFromElicitation(ctx, true, "carol", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Approved {
 			t.Errorf("carol answering bob's question: %+v, %v", out, err)
 		}
 		// A stale question must be asked again.
 		clk.Advance(31 * time.Minute)
-		if out, err := s.DecideFromElicitation(ctx, "bob", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Approved || !strings.Contains(err.Error(), "ask again") {
+		if out, err := s.DecideFromElicitation(ctx, true, "bob", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Approved || !strings.Contains(err.Error(), "ask again") {
 			t.Errorf("stale state: %+v, %v", out, err)
 		}
 		for _, id := range []string{p.ID, other.ID} {
@@ -128,18 +128,18 @@ func TestElicitationFailsClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.DecideFromElicitation(ctx, "bob", state, accept(map[string]any{"decision": "approve", "reason": "go"}), nil)
+		out, err := s.DecideFromElicitation(ctx, true, "bob", state, accept(map[string]any{"decision": "approve", "reason": "go"}), nil)
 		if err != nil || !out.Approved || !out.Recorded || out.Proposal.Decision.Channel != ChannelElicitation ||
 			out.Proposal.Decision.Evidence["os_user"] != "bob" || out.Proposal.Decision.Reason != "go" {
 			t.Fatalf("accepted approve: %+v, %v", out, err)
 		}
 		// A replay of the same answer is told it is decided.
-		if out, err := s.DecideFromElicitation(ctx, "bob", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Recorded {
+		if out, err := s.DecideFromElicitation(ctx, true, "bob", state, accept(map[string]any{"decision": "approve"}), nil); err == nil || out.Recorded {
 			t.Errorf("replayed answer: %+v, %v", out, err)
 		}
 
 		_, state, _ = s.StartElicitation(ctx, "bob", other.ID)
-		out, err = s.DecideFromElicitation(ctx, "bob", state, accept(map[string]any{"decision": "reject", "reason": "not tonight"}), nil)
+		out, err = s.DecideFromElicitation(ctx, true, "bob", state, accept(map[string]any{"decision": "reject", "reason": "not tonight"}), nil)
 		if err != nil || out.Approved || !out.Recorded || out.Proposal.State != StateRejected {
 			t.Errorf("accepted reject: %+v, %v", out, err)
 		}

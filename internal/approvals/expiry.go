@@ -34,7 +34,12 @@ func (s *Service) Sweep(ctx context.Context) ([]Escalation, error) {
 // It reads first and only opens a write transaction when something is due,
 // so the common case costs one indexed query.
 func (s *Service) sweep(ctx context.Context, id string) ([]Escalation, error) {
-	now := s.clk.Now()
+	return s.sweepAt(ctx, id, s.clk.Now())
+}
+
+// sweepAt applies the expiries due at now: Decide sweeps at the decision's
+// own time, so a request that has expired by then is never decided.
+func (s *Service) sweepAt(ctx context.Context, id string, now time.Time) ([]Escalation, error) {
 	query := `SELECT id FROM approval_proposals WHERE state IN ('pending', 'escalated') AND expires_ms <= ?`
 	args := []any{store.Millis(now)}
 	if id != "" {
@@ -58,11 +63,18 @@ func (s *Service) sweep(ctx context.Context, id string) ([]Escalation, error) {
 		return nil, err
 	}
 	var out []Escalation
+	if len(due) == 0 {
+		return nil, nil
+	}
+	ks, err := s.keys()
+	if err != nil {
+		return nil, err
+	}
 	for _, pid := range due {
 		var esc *Escalation
 		err := s.db.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			esc, err = escalate(ctx, tx, pid, now)
+			esc, err = escalate(ctx, tx, ks, pid, now)
 			return err
 		})
 		if err != nil {
@@ -78,7 +90,7 @@ func (s *Service) sweep(ctx context.Context, id string) ([]Escalation, error) {
 // escalate moves one due proposal on. The conditional UPDATE (same round,
 // still open, still due) makes concurrent sweepers and a racing decision
 // safe: only one of them changes the row.
-func escalate(ctx context.Context, tx *store.Tx, id string, now time.Time) (*Escalation, error) {
+func escalate(ctx context.Context, tx *store.Tx, ks *keyset, id string, now time.Time) (*Escalation, error) {
 	p, err := loadProposal(ctx, tx, id)
 	if err != nil {
 		return nil, err
@@ -108,7 +120,7 @@ func escalate(ctx context.Context, tx *store.Tx, id string, now time.Time) (*Esc
 			return nil, err
 		}
 		esc.To, esc.Round = to, next
-		_, err = AppendReceipt(ctx, tx, now, p.ReceiptID, EntryEscalated, "approvals", map[string]any{
+		_, err = appendReceipt(ctx, tx, ks, now, p.ReceiptID, EntryEscalated, "approvals", map[string]any{
 			"proposal": p.ID, "from": p.Approver, "to": to, "round": next, "expires_at": expires,
 			"reason": "no answer from " + p.Approver + " by " + stamp(p.ExpiresAt),
 		})
@@ -126,7 +138,7 @@ func escalate(ctx context.Context, tx *store.Tx, id string, now time.Time) (*Esc
 		return nil, err
 	}
 	esc.Expired = true
-	_, err = AppendReceipt(ctx, tx, now, p.ReceiptID, EntryExpired, "approvals", map[string]any{
+	_, err = appendReceipt(ctx, tx, ks, now, p.ReceiptID, EntryExpired, "approvals", map[string]any{
 		"proposal": p.ID, "asked": p.ApproverOrder[:p.Round+1], "deadline": p.ExpiresAt,
 		"result": "expired unanswered; nothing was granted",
 	})

@@ -127,7 +127,7 @@ func (s *Service) NoticePosted(ctx context.Context, n Notice, via string, refs [
 			store.Millis(now), string(msgs), n.RequestID); err != nil {
 			return err
 		}
-		_, err := AppendReceipt(ctx, tx, now, n.Proposal.ReceiptID, EntryNotified, via, map[string]any{
+		_, err := s.appendEntry(ctx, tx, now, n.Proposal.ReceiptID, EntryNotified, via, map[string]any{
 			"proposal": n.Proposal.ID, "round": n.Round, "approver": n.Approver, "via": via, "messages": refs,
 		})
 		return err

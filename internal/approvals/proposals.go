@@ -22,7 +22,7 @@ import (
 type NewProposal struct {
 	IncidentID string   `json:"incident_id,omitempty" jsonschema:"incident this change remedies, if any; its receipt records the proposal"`
 	Domain     string   `json:"domain,omitempty" jsonschema:"domain whose rules apply; default: the domain the targets belong to"`
-	Kind       string   `json:"kind" jsonschema:"action kind: hold, diff, delete, replay, schema_version, connector_change, rerun, redeploy or backfill"`
+	Kind       string   `json:"kind" jsonschema:"action kind: hold, diff, delete, replay, schema_version, connector_change, rerun, redeploy, backfill or lineage_event"`
 	Class      Class    `json:"class,omitempty" jsonschema:"live for a change to the live data stack (only the asset owner may approve); default standard, and always live for schema_version and connector_change"`
 	What       string   `json:"what" jsonschema:"the change in one line, as the approver will read it"`
 	Why        string   `json:"why" jsonschema:"why it is needed (the cause found)"`
@@ -30,8 +30,12 @@ type NewProposal struct {
 	Scope      []string `json:"scope,omitempty" jsonschema:"blast radius: assets and consumers the change touches"`
 	Undo       string   `json:"undo" jsonschema:"how to reverse the change, named concretely"`
 	Copy       []string `json:"copy,omitempty" jsonschema:"person ids to copy besides the domain's copy list"`
-	// Details are action parameters the executing tool needs verbatim.
-	Details map[string]any `json:"details,omitempty" jsonschema:"action parameters the executing tool needs (schema text, job id, …)"`
+	// Action is the one action the approval allows (system, target,
+	// location, params); its domain is set from the config. A proposal
+	// without one allows no tool to run anything.
+	Action *ActionSpec `json:"action,omitempty" jsonschema:"the action the approval allows to run: system, target, location and every parameter sent"`
+	// Details are free-form notes for people; they never decide what runs.
+	Details map[string]any `json:"details,omitempty" jsonschema:"free-form notes for the approver (schema text, verify table, …); never used to decide what may run"`
 	// Proposer is the agent's name, e.g. dw-incidents.
 	Proposer string `json:"-"`
 }
@@ -52,13 +56,17 @@ func (s *Service) Propose(ctx context.Context, np NewProposal) (*Proposal, error
 			return err
 		}
 		p.ID, p.ReceiptID = id, receiptFor(p.IncidentID, id)
+		// Fix who may decide, and seal the proposal (records.go).
+		if err := s.recordApprovers(ctx, tx, p, now); err != nil {
+			return err
+		}
 		if err := openRequest(ctx, tx, p.ID, 0, p.Approver, now, p.ExpiresAt); err != nil {
 			return err
 		}
-		if _, err := AppendReceipt(ctx, tx, now, p.ReceiptID, EntryProposal, p.Proposer, proposalFacts(p)); err != nil {
+		if _, err := s.appendEntry(ctx, tx, now, p.ReceiptID, EntryProposal, p.Proposer, proposalFacts(p)); err != nil {
 			return err
 		}
-		_, err = AppendReceipt(ctx, tx, now, p.ReceiptID, EntryRequest, p.Proposer, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, p.ReceiptID, EntryRequest, p.Proposer, map[string]any{
 			"proposal": p.ID, "round": 0, "approver": p.Approver, "expires_at": p.ExpiresAt,
 		})
 		return err
@@ -67,6 +75,13 @@ func (s *Service) Propose(ctx context.Context, np NewProposal) (*Proposal, error
 		return nil, err
 	}
 	return s.Get(ctx, p.ID)
+}
+
+// Check validates a new proposal as Propose would, recording nothing, so
+// an agent sending several can refuse them all before sending any.
+func (s *Service) Check(ctx context.Context, np NewProposal) error {
+	_, err := s.prepare(ctx, np)
+	return err
 }
 
 // prepare validates a new proposal and resolves its domain and approvers.
@@ -106,6 +121,10 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	if liveKinds[np.Kind] {
 		class = ClassLive
 	}
+	action, err := bindAction(s.cfg, np.Action, np.Kind, d.Name, targets)
+	if err != nil {
+		return nil, err
+	}
 	order, err := s.approverOrder(ctx, d, class, targets)
 	if err != nil {
 		return nil, err
@@ -134,7 +153,7 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	p := &Proposal{
 		IncidentID: strings.TrimSpace(np.IncidentID), Domain: d.Name, Kind: np.Kind, Class: class,
 		What: strings.TrimSpace(np.What), Why: strings.TrimSpace(np.Why), Targets: targets,
-		Scope: cleanList(np.Scope), Undo: strings.TrimSpace(np.Undo), Details: np.Details,
+		Scope: cleanList(np.Scope), Undo: strings.TrimSpace(np.Undo), Action: action, Details: np.Details,
 		Proposer: np.Proposer, Approver: order[0], ApproverOrder: order, Copied: copied,
 		State: StatePending, CreatedAt: now, ExpiresAt: now.Add(expiry), UpdatedAt: now, expiry: expiry,
 	}
@@ -215,14 +234,18 @@ func insertProposal(ctx context.Context, q store.Querier, p *Proposal, now time.
 	if err != nil {
 		return "", invalid("details cannot be encoded as JSON: %v", err)
 	}
+	action, err := encodeAction(p.Action)
+	if err != nil {
+		return "", invalid("action cannot be encoded as JSON: %v", err)
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		id := newID()
 		receipt := receiptFor(p.IncidentID, id)
 		res, err := q.ExecContext(ctx, `INSERT INTO approval_proposals (id, incident_id, receipt_id, domain, kind, class, what, why,
-			targets, scope, undo, details, proposer, approver, approver_order, round, copied, state, expiry_ms, created_ms, expires_ms, updated_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			targets, scope, undo, details, action, proposer, approver, approver_order, round, copied, state, expiry_ms, created_ms, expires_ms, updated_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			id, p.IncidentID, receipt, p.Domain, p.Kind, string(p.Class), p.What, p.Why, string(targets), string(scope), p.Undo,
-			details, p.Proposer, p.Approver, string(order), string(copied), string(StatePending), p.expiry.Milliseconds(),
+			details, action, p.Proposer, p.Approver, string(order), string(copied), string(StatePending), p.expiry.Milliseconds(),
 			store.Millis(now), store.Millis(p.ExpiresAt), store.Millis(now))
 		if err != nil {
 			return "", fmt.Errorf("record proposal: %w", err)
@@ -271,23 +294,29 @@ func proposalFacts(p *Proposal) map[string]any {
 	if p.IncidentID != "" {
 		m["incident"] = p.IncidentID
 	}
+	if p.Action != nil {
+		// The receipt keeps the whole action and its hash, so an auditor
+		// reads what the approval allowed, not only its notes.
+		m["action"] = p.Action
+		m["action_sha256"] = p.Action.Hash()
+	}
 	if len(p.Details) > 0 {
 		m["details"] = p.Details
 	}
 	return m
 }
 
-const proposalColumns = `id, incident_id, receipt_id, domain, kind, class, what, why, targets, scope, undo, details, proposer,
+const proposalColumns = `id, incident_id, receipt_id, domain, kind, class, what, why, targets, scope, undo, details, action, proposer,
 	approver, approver_order, round, copied, state, expiry_ms, created_ms, expires_ms, updated_ms`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanProposal(r rowScanner) (Proposal, error) {
 	var p Proposal
-	var class, state, targets, scope, details, order, copied string
+	var class, state, targets, scope, details, action, order, copied string
 	var expiryMs, createdMs, expiresMs, updatedMs int64
 	if err := r.Scan(&p.ID, &p.IncidentID, &p.ReceiptID, &p.Domain, &p.Kind, &class, &p.What, &p.Why, &targets, &scope,
-		&p.Undo, &details, &p.Proposer, &p.Approver, &order, &p.Round, &copied, &state, &expiryMs, &createdMs, &expiresMs, &updatedMs); err != nil {
+		&p.Undo, &details, &action, &p.Proposer, &p.Approver, &order, &p.Round, &copied, &state, &expiryMs, &createdMs, &expiresMs, &updatedMs); err != nil {
 		return p, err
 	}
 	p.Class, p.State = Class(class), State(state)
@@ -310,6 +339,9 @@ func scanProposal(r rowScanner) (Proposal, error) {
 	if len(p.Details) == 0 {
 		p.Details = nil
 	}
+	// An unreadable or edited action is kept as an error, not returned:
+	// the proposal still lists, and dispatch refuses it.
+	p.Action, p.actionErr = decodeAction(p.ID, action)
 	return p, nil
 }
 

@@ -33,6 +33,9 @@ const (
 	EntryResume    = "resume"
 	EntryAutonomy  = "autonomy"
 	EntryCause     = "cause"
+	// EntryApprovers records who may approve a domain's proposals, each
+	// time that differs from the last proposal's (org receipt).
+	EntryApprovers = "approvers"
 )
 
 // OrgReceiptID is the receipt of organisation-wide changes: stops,
@@ -52,12 +55,24 @@ type Entry struct {
 
 // Verification is the result of checking a receipt's chain.
 type Verification struct {
-	ReceiptID string   `json:"receipt_id"`
-	Entries   int      `json:"entries"`
-	OK        bool     `json:"ok" jsonschema:"true when no entry was edited or removed"`
-	Head      string   `json:"head,omitempty" jsonschema:"hash of the last entry"`
-	Problems  []string `json:"problems,omitempty" jsonschema:"each edited or missing entry found"`
+	ReceiptID string `json:"receipt_id"`
+	Entries   int    `json:"entries"`
+	OK        bool   `json:"ok" jsonschema:"true when every entry is keyed and none was edited or removed"`
+	// Status is ok, tampered, or unauthenticated (entries written before
+	// keys existed, which prove nothing).
+	Status string `json:"status" jsonschema:"ok, tampered, or unauthenticated (written before keys)"`
+	// Unauthenticated counts entries sealed with plain SHA-256 before keys.
+	Unauthenticated int      `json:"unauthenticated,omitempty" jsonschema:"entries written before keys existed: not provable"`
+	Head            string   `json:"head,omitempty" jsonschema:"MAC of the last entry"`
+	Problems        []string `json:"problems,omitempty" jsonschema:"each edited or missing entry found"`
 }
+
+// Verification statuses.
+const (
+	StatusOK              = "ok"
+	StatusTampered        = "tampered"
+	StatusUnauthenticated = "unauthenticated"
+)
 
 // ReceiptDoc is a receipt as an auditor reads it: every entry in order,
 // the current state of the proposals it records, and the chain check.
@@ -69,11 +84,31 @@ type ReceiptDoc struct {
 }
 
 // AppendReceipt adds an entry to the end of a receipt's chain. The entry's
-// hash covers the receipt id, sequence number, kind, actor, time, previous
-// hash and the canonical JSON of payload, so editing or removing any entry
-// breaks the chain. q may be the DB (the append gets its own transaction)
-// or a Tx (the append commits with the caller's other writes).
+// hash is an HMAC-SHA256, under the key kept outside the store (see
+// keys.go), of the receipt id, sequence number, kind, actor, time,
+// previous hash, the canonical JSON of payload and the entry's place in
+// the global chain, so editing, removing or re-sealing any entry without
+// the key shows. q may be the DB (the append gets its own transaction) or
+// a Tx (the append commits with the caller's other writes).
 func AppendReceipt(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor string, payload any) (Entry, error) {
+	ks, err := keysForQuerier(q)
+	if err != nil {
+		return Entry{}, err
+	}
+	return appendReceipt(ctx, q, ks, at, receiptID, kind, actor, payload)
+}
+
+// appendEntry appends with the service's key; inside a transaction the
+// store handle alone cannot name the key, so the service's code uses this.
+func (s *Service) appendEntry(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor string, payload any) (Entry, error) {
+	ks, err := s.keys()
+	if err != nil {
+		return Entry{}, err
+	}
+	return appendReceipt(ctx, q, ks, at, receiptID, kind, actor, payload)
+}
+
+func appendReceipt(ctx context.Context, q store.Querier, ks *keyset, at time.Time, receiptID, kind, actor string, payload any) (Entry, error) {
 	if strings.TrimSpace(receiptID) == "" || strings.TrimSpace(kind) == "" || strings.TrimSpace(actor) == "" {
 		return Entry{}, invalid("a receipt entry needs a receipt id, a kind and an actor (got %q, %q, %q)", receiptID, kind, actor)
 	}
@@ -85,18 +120,27 @@ func AppendReceipt(ctx context.Context, q store.Querier, at time.Time, receiptID
 		var e Entry
 		err := db.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			e, err = appendTx(ctx, tx, at, receiptID, kind, actor, body)
+			e, err = appendTx(ctx, tx, ks, at, receiptID, kind, actor, body)
 			return err
 		})
 		return e, err
 	}
-	return appendTx(ctx, q, at, receiptID, kind, actor, body)
+	return appendTx(ctx, q, ks, at, receiptID, kind, actor, body)
 }
 
-// appendTx must run inside a transaction: the head row update serialises
-// concurrent appenders to one receipt and keeps seq and prev_hash in step.
-func appendTx(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor, body string) (Entry, error) {
+// appendTx must run inside a transaction. The global head is taken first,
+// so two transactions appending to several receipts always lock in the
+// same order; the receipt's head row then keeps seq and prev_hash in step.
+func appendTx(ctx context.Context, q store.Querier, ks *keyset, at time.Time, receiptID, kind, actor, body string) (Entry, error) {
 	atMs := store.Millis(at)
+	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_global_head (id, seq, hash) VALUES (1, 0, '') ON CONFLICT (id) DO NOTHING`); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: %w", receiptID, err)
+	}
+	var gseq int64
+	var gprev string
+	if err := q.QueryRowContext(ctx, `UPDATE receipt_global_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash`).Scan(&gseq, &gprev); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: advance global head: %w", receiptID, err)
+	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_heads (receipt_id, seq, hash, updated_ms) VALUES (?, 0, '', ?)
 		ON CONFLICT (receipt_id) DO NOTHING`, receiptID, atMs); err != nil {
 		return Entry{}, fmt.Errorf("receipt %s: %w", receiptID, err)
@@ -107,13 +151,16 @@ func appendTx(ctx context.Context, q store.Querier, at time.Time, receiptID, kin
 		atMs, receiptID).Scan(&seq, &prev); err != nil {
 		return Entry{}, fmt.Errorf("receipt %s: advance head: %w", receiptID, err)
 	}
-	h := entryHash(receiptID, seq, kind, actor, atMs, prev, body)
-	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_entries (receipt_id, seq, kind, actor, at_ms, payload, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, receiptID, seq, kind, actor, atMs, body, prev, h); err != nil {
+	h := entryMAC(ks, receiptID, seq, kind, actor, atMs, prev, body, gseq, gprev)
+	if _, err := q.ExecContext(ctx, `INSERT INTO receipt_entries (receipt_id, seq, kind, actor, at_ms, payload, prev_hash, hash, gseq, gprev)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, receiptID, seq, kind, actor, atMs, body, prev, h, gseq, gprev); err != nil {
 		return Entry{}, fmt.Errorf("receipt %s: append %s: %w", receiptID, kind, err)
 	}
 	if _, err := q.ExecContext(ctx, `UPDATE receipt_heads SET hash = ? WHERE receipt_id = ?`, h, receiptID); err != nil {
 		return Entry{}, fmt.Errorf("receipt %s: set head: %w", receiptID, err)
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE receipt_global_head SET hash = ? WHERE id = 1`, h); err != nil {
+		return Entry{}, fmt.Errorf("receipt %s: set global head: %w", receiptID, err)
 	}
 	return Entry{Seq: seq, Kind: kind, Actor: actor, At: store.FromMillis(atMs), Payload: json.RawMessage(body), PrevHash: prev, Hash: h}, nil
 }
@@ -141,13 +188,21 @@ func canonicalJSON(v any) (string, error) {
 	return string(out), nil
 }
 
-// entryHash is SHA-256 over a JSON array of the entry's fields. The
-// payload goes in as a string, byte for byte, so even a whitespace edit
-// of the stored text shows.
+// entryHash is plain SHA-256 over a JSON array of the entry's fields: how
+// entries were sealed before keys existed. Anyone can recompute it, so an
+// entry that only matches it is reported as unauthenticated, never ok.
 func entryHash(receiptID string, seq int64, kind, actor string, atMs int64, prev, payload string) string {
 	b, _ := json.Marshal([]any{receiptID, seq, kind, actor, atMs, prev, payload})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// entryMAC is HMAC-SHA256 over the entry's fields and its place in the
+// global chain. The payload goes in as a string, byte for byte, so even a
+// whitespace edit of the stored text shows.
+func entryMAC(ks *keyset, receiptID string, seq int64, kind, actor string, atMs int64, prev, payload string, gseq int64, gprev string) string {
+	b, _ := json.Marshal([]any{"receipt-entry", receiptID, seq, kind, actor, atMs, prev, payload, gseq, gprev})
+	return mac(ks.receipt, b)
 }
 
 // Entries reads a receipt's entries in chain order.
@@ -173,26 +228,36 @@ func Entries(ctx context.Context, q store.Querier, receiptID string) ([]Entry, e
 	return out, rows.Err()
 }
 
-// Verify checks one receipt's chain: every entry's hash against its
+// Verify checks one receipt's chain: every entry's MAC against its
 // contents, each link against the entry before, the sequence for gaps and
-// the head row for entries removed from the end.
+// the head row for entries removed from the end. Entries written before
+// keys existed are counted as unauthenticated: their plain SHA-256 can be
+// recomputed by anyone, so they prove nothing and the receipt is not OK.
 //
-// It cannot notice a receipt whose entries and head were all removed, nor
-// a chain rewritten end to end by someone holding the store: anchoring the
-// head hash outside the store (a Slack message, a ticket) covers that.
+// A receipt removed whole, or a tail removed together with its head rows,
+// is found by VerifyGlobal and VerifyAnchor, not here.
 func Verify(ctx context.Context, q store.Querier, receiptID string) (Verification, error) {
+	ks, err := keysForQuerier(q)
+	if err != nil {
+		return Verification{ReceiptID: receiptID}, err
+	}
+	return verifyReceipt(ctx, q, ks, receiptID)
+}
+
+func verifyReceipt(ctx context.Context, q store.Querier, ks *keyset, receiptID string) (Verification, error) {
 	v := Verification{ReceiptID: receiptID}
-	rows, err := q.QueryContext(ctx, `SELECT seq, kind, actor, at_ms, payload, prev_hash, hash FROM receipt_entries
+	rows, err := q.QueryContext(ctx, `SELECT seq, kind, actor, at_ms, payload, prev_hash, hash, gseq, gprev FROM receipt_entries
 		WHERE receipt_id = ? ORDER BY seq`, receiptID)
 	if err != nil {
 		return v, fmt.Errorf("receipt %s: %w", receiptID, err)
 	}
 	var prevHash string
 	var want int64 = 1
+	keyedSeen := false
 	for rows.Next() {
-		var seq, atMs int64
-		var kind, actor, payload, prev, hash string
-		if err := rows.Scan(&seq, &kind, &actor, &atMs, &payload, &prev, &hash); err != nil {
+		var seq, atMs, gseq int64
+		var kind, actor, payload, prev, hash, gprev string
+		if err := rows.Scan(&seq, &kind, &actor, &atMs, &payload, &prev, &hash, &gseq, &gprev); err != nil {
 			rows.Close()
 			return v, err
 		}
@@ -207,8 +272,20 @@ func Verify(ctx context.Context, q store.Querier, receiptID string) (Verificatio
 		if prev != prevHash {
 			v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s) does not link to the entry before it: an earlier entry was removed or rewritten", seq, kind, actor))
 		}
-		if entryHash(receiptID, seq, kind, actor, atMs, prev, payload) != hash {
+		switch {
+		case gseq > 0:
+			keyedSeen = true
+			if !macEqual(entryMAC(ks, receiptID, seq, kind, actor, atMs, prev, payload, gseq, gprev), hash) {
+				v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s at %s) was edited: its contents no longer match its MAC", seq, kind, actor, stamp(store.FromMillis(atMs))))
+			}
+		case entryHash(receiptID, seq, kind, actor, atMs, prev, payload) != hash:
 			v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s at %s) was edited: its contents no longer match its hash", seq, kind, actor, stamp(store.FromMillis(atMs))))
+		case keyedSeen:
+			// Entries are keyed from the moment a key exists; an unkeyed
+			// one after a keyed one was written without the key.
+			v.Problems = append(v.Problems, fmt.Sprintf("entry %d (%s by %s) carries no MAC but follows keyed entries: it was written or re-sealed without the key", seq, kind, actor))
+		default:
+			v.Unauthenticated++
 		}
 		prevHash = hash
 		want = seq + 1
@@ -239,8 +316,21 @@ func Verify(ctx context.Context, q store.Querier, receiptID string) (Verificatio
 			v.Problems = append(v.Problems, fmt.Sprintf("the last entry %d does not match the head's hash: it was rewritten", last))
 		}
 	}
-	v.OK = len(v.Problems) == 0
+	v.finish()
 	return v, nil
+}
+
+// finish sets OK and Status from what was found.
+func (v *Verification) finish() {
+	switch {
+	case len(v.Problems) > 0:
+		v.Status = StatusTampered
+	case v.Unauthenticated > 0:
+		v.Status = StatusUnauthenticated
+	default:
+		v.Status = StatusOK
+	}
+	v.OK = v.Status == StatusOK
 }
 
 func seqRange(a, b int64) string {
@@ -271,13 +361,17 @@ func ReceiptIDs(ctx context.Context, q store.Querier) ([]string, error) {
 
 // VerifyAll checks every receipt in the store.
 func VerifyAll(ctx context.Context, q store.Querier) ([]Verification, error) {
+	ks, err := keysForQuerier(q)
+	if err != nil {
+		return nil, err
+	}
 	ids, err := ReceiptIDs(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Verification, 0, len(ids))
 	for _, id := range ids {
-		v, err := Verify(ctx, q, id)
+		v, err := verifyReceipt(ctx, q, ks, id)
 		if err != nil {
 			return nil, err
 		}

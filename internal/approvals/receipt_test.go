@@ -94,8 +94,8 @@ func TestVerifyFindsEditedAndRemovedEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 		all, err := VerifyAll(ctx, db)
-		if err != nil || len(all) != 2 {
-			t.Fatalf("verify all: %+v, %v", all, err)
+		if err != nil || len(all) != 3 {
+			t.Fatalf("verify all (INC-1, INC-2 and the org receipt recording billing's approvers): %+v, %v", all, err)
 		}
 		if all[1].ReceiptID != "INC-2" || all[1].OK || !strings.Contains(all[1].Problems[0], "entries 2 missing at the end") {
 			t.Errorf("removed tail entry: %+v", all[1])

@@ -62,6 +62,7 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 				fmt.Fprintf(&b, "- Blast radius: %s\n", s)
 			}
 			fmt.Fprintf(&b, "- Undo: %s\n", str(p.facts["undo"]))
+			b.WriteString(receiptAction(p.facts))
 			fmt.Fprintf(&b, "- Approver: %s (escalation order: %s)", str(p.facts["approver"]), strings.ReplaceAll(list(p.facts["approver_order"]), ", ", " → "))
 			if c := list(p.facts["copied"]); c != "" {
 				fmt.Fprintf(&b, "; copied: %s", c)
@@ -135,6 +136,26 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 	b.WriteString("\n## Log\n\n| # | At (UTC) | Kind | Actor | Summary |\n|---|---|---|---|---|\n")
 	for _, e := range doc.Entries {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", e.Seq, e.At.UTC().Format("2006-01-02 15:04:05"), e.Kind, cell(e.Actor), cell(summary(e)))
+	}
+	return b.String()
+}
+
+// receiptAction renders the action a proposal entry bound, every field,
+// as the approver was shown it, with the hash recorded beside it.
+func receiptAction(f map[string]any) string {
+	raw, ok := f["action"]
+	if !ok {
+		return "- Runs: nothing (no action bound; people carry it out)\n"
+	}
+	text, _ := json.Marshal(raw)
+	a, err := decodeAction(str(f["proposal"]), string(text))
+	if err != nil || a == nil {
+		return fmt.Sprintf("- Runs: unreadable action (%v)\n", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Runs exactly (action sha256 %s):\n", str(f["action_sha256"]))
+	for _, fl := range a.Fields() {
+		fmt.Fprintf(&b, "  - %s: %s\n", fl.Name, fl.Value)
 	}
 	return b.String()
 }
@@ -234,6 +255,8 @@ func summary(e Entry) string {
 		return fmt.Sprintf("stop lifted: %q", str(f["reason"]))
 	case EntryAutonomy:
 		return fmt.Sprintf("domain %s autonomy %s → %s: %q", str(f["domain"]), str(f["from"]), str(f["to"]), str(f["reason"]))
+	case EntryApprovers:
+		return approversSummary(f)
 	}
 	s := []rune(describe(f))
 	if len(s) > 140 {

@@ -41,12 +41,16 @@ func (s *Service) RecordStep(ctx context.Context, proposalID string, st Step) (E
 	default:
 		return Entry{}, invalid("%s is %s: steps are recorded only for an approved change", p.ID, p.State)
 	}
+	// A state column set to approved by hand earns no step either.
+	if err := s.verifyApproval(ctx, p); err != nil {
+		return Entry{}, err
+	}
 	payload := map[string]any{"proposal": p.ID, "description": st.Description,
 		"checks_before": nonNilChecks(st.ChecksBefore), "checks_after": nonNilChecks(st.ChecksAfter)}
 	if len(st.Details) > 0 {
 		payload["details"] = st.Details
 	}
-	return AppendReceipt(ctx, s.db, s.clk.Now(), p.ReceiptID, EntryStep, st.Actor, payload)
+	return s.appendEntry(ctx, s.db, s.clk.Now(), p.ReceiptID, EntryStep, st.Actor, payload)
 }
 
 func nonNilChecks(c []Check) []Check {
@@ -94,7 +98,7 @@ func (s *Service) transition(ctx context.Context, proposalID, actor, note string
 		if to == StateUndone {
 			payload["undo"] = p.Undo
 		}
-		_, err = AppendReceipt(ctx, tx, now, p.ReceiptID, kind, actor, payload)
+		_, err = s.appendEntry(ctx, tx, now, p.ReceiptID, kind, actor, payload)
 		return err
 	})
 	if err != nil {

@@ -58,6 +58,10 @@ type Basis string
 const (
 	// HourOfWeek: earlier points in the same weekday and hour.
 	HourOfWeek Basis = "hour_of_week"
+	// DayTypeHour: earlier points in the same hour of the same kind of
+	// day (weekday or weekend), shrunk toward the same hour of any day
+	// when the two barely differ. It needs two weeks, not four.
+	DayTypeHour Basis = "day_type_hour"
 	// HourOfDay: earlier points in the same hour of any day.
 	HourOfDay Basis = "hour_of_day"
 	// All: every earlier point.
@@ -93,6 +97,10 @@ type Options struct {
 	// Location sets the clock that hour-of-day and weekday are read in.
 	// Default UTC.
 	Location *time.Location
+	// Counts says the values are counts of events (rows, orders): a count
+	// of 15 where 20 is usual is Poisson noise, so the expected range is
+	// never narrower than Poisson noise at the threshold.
+	Counts bool
 }
 
 // Seasonal slots need this many points before they are trusted.
@@ -101,6 +109,10 @@ const (
 	// least that separates a weekly pattern from chance.
 	minHourOfWeek = 4
 	minHourOfDay  = 7
+	// Two weeks give four weekend days per hour; three of them (one may
+	// be missing) with the pooled spread as a floor are enough for the
+	// weekday/weekend split, shrunk toward the hour of day.
+	minDayType = 3
 )
 
 // madScale turns a median absolute deviation into a standard deviation
@@ -125,7 +137,10 @@ type Judgement struct {
 	History  int    `json:"history" jsonschema:"earlier points available"`
 	Basis    Basis  `json:"basis,omitempty" jsonschema:"hour_of_week, hour_of_day, all or always_zero"`
 	Seasonal bool   `json:"seasonal" jsonschema:"whether the baseline used only the same hour (of week or day)"`
-	Reason   string `json:"reason" jsonschema:"one sentence explaining the verdict"`
+	// Slot names the time the value was compared with, for messages:
+	// "Tuesday 11:00", "weekday 11:00", "11:00", or "" for all points.
+	Slot   string `json:"slot,omitempty" jsonschema:"the time of week or day the value was compared with, e.g. weekday 11:00"`
+	Reason string `json:"reason" jsonschema:"one sentence explaining the verdict"`
 }
 
 func (o *Options) defaults() {
@@ -189,50 +204,154 @@ func Score(history []Point, at time.Time, value float64, opts Options) Judgement
 
 	slot, basis := seasonalSlot(train, at, opts.Location)
 	j.Basis, j.Seasonal, j.N = basis, basis != All, len(slot)
+	j.Slot = slotName(basis, at.In(opts.Location))
 	values := valuesOf(slot)
 	med := median(values)
 	spread := madScale * mad(values, med)
 	// A slot of three points can have a MAD near zero by chance; the noise
 	// of the whole series around its own seasonal centres is a floor that
 	// does not depend on that luck.
-	if pooled := pooledSpread(train, basis, opts.Location); pooled > spread {
+	if pooled := pooledSpread(train, basis, opts.Location, med); pooled > spread {
 		spread = pooled
+	}
+	if basis == DayTypeHour {
+		med = shrinkTowardHour(train, at, opts.Location, med, spread, len(slot))
 	}
 	spread = math.Max(spread, math.Max(opts.RelativeFloor*math.Abs(med), opts.AbsoluteFloor))
 
 	j.Median, j.Spread = med, spread
 	j.Low, j.High = med-opts.Threshold*spread, med+opts.Threshold*spread
+	score := (value - med) / spread
+	if opts.Counts && med >= 0 && value >= 0 {
+		// Counts are never judged tighter than Poisson noise allows. On
+		// the Anscombe scale 2*sqrt(x+3/8) a Poisson count has unit
+		// spread, so the band is exact enough for small counts too: 0
+		// where 10 is usual is news, 15 where 20 is usual is not.
+		root := math.Sqrt(med + 0.375)
+		if lo := root - opts.Threshold/2; lo > 0 {
+			j.Low = math.Min(j.Low, lo*lo-0.375)
+		} else {
+			j.Low = math.Min(j.Low, 0)
+		}
+		hi := root + opts.Threshold/2
+		j.High = math.Max(j.High, hi*hi-0.375)
+		if ps := 2 * (math.Sqrt(value+0.375) - root); math.Abs(ps) < math.Abs(score) {
+			score = ps
+		}
+	}
 	if minValue(values) >= 0 && j.Low < 0 {
 		j.Low = 0
 	}
-	j.Score = clampScore((value - med) / spread)
+	j.Score = clampScore(score)
 	above, below := value > j.High, value < j.Low
 	switch {
 	case above && opts.Direction != Down, below && opts.Direction != Up:
 		j.Verdict = Anomalous
-		word := "above"
-		if below {
-			word = "below"
-		}
-		j.Reason = fmt.Sprintf("%s is %s the expected %s–%s (%s, %d points)", formatValue(value), word, formatValue(j.Low), formatValue(j.High), describeBasis(basis), j.N)
 	default:
 		j.Verdict = Normal
-		j.Reason = fmt.Sprintf("%s is within the expected %s–%s (%s, %d points)", formatValue(value), formatValue(j.Low), formatValue(j.High), describeBasis(basis), j.N)
 	}
+	j.Reason = describeMove(j)
 	return j
+}
+
+// describeMove says how value sits against the usual level in plain
+// words: "27% below the usual weekday 11:00 (median 39100; expected
+// 32314–46022, 12 points)".
+func describeMove(j Judgement) string {
+	usual := "the usual level"
+	if j.Slot != "" {
+		usual = "the usual " + j.Slot
+	}
+	var move string
+	switch pct := PercentChange(j.Value, j.Median); {
+	case math.IsNaN(pct):
+		move = "against " + usual
+	case math.Abs(pct) < 0.5:
+		move = "at " + usual
+	case pct > 0:
+		move = fmt.Sprintf("%s above %s", formatPercent(pct), usual)
+	default:
+		move = fmt.Sprintf("%s below %s", formatPercent(-pct), usual)
+	}
+	verdict := "within"
+	if j.Verdict == Anomalous {
+		verdict = "outside"
+	}
+	return fmt.Sprintf("%s is %s (median %s); %s the expected %s–%s (%s, %d points)", formatValue(j.Value), move,
+		formatValue(j.Median), verdict, formatValue(j.Low), formatValue(j.High), describeBasis(j.Basis), j.N)
+}
+
+// PercentChange is how far v is from base, in percent of base; NaN when
+// base is zero.
+func PercentChange(v, base float64) float64 {
+	if base == 0 || math.IsNaN(base) {
+		return math.NaN()
+	}
+	return 100 * (v - base) / math.Abs(base)
+}
+
+func formatPercent(p float64) string {
+	if p >= 10 {
+		return fmt.Sprintf("%.0f%%", p)
+	}
+	return fmt.Sprintf("%.1f%%", p)
+}
+
+// slotName is the time a value is compared with, as a person says it.
+func slotName(b Basis, at time.Time) string {
+	hour := at.Format("15:00")
+	switch b {
+	case HourOfWeek:
+		return at.Weekday().String() + " " + hour
+	case DayTypeHour:
+		if weekend(at) {
+			return "weekend " + hour
+		}
+		return "weekday " + hour
+	case HourOfDay:
+		return hour
+	}
+	return ""
+}
+
+func weekend(t time.Time) bool { return t.Weekday() == time.Saturday || t.Weekday() == time.Sunday }
+
+// shrinkTowardHour pulls the weekday-or-weekend median of a small slot
+// toward the median of the same hour on every day, by how little the two
+// differ compared with the slot median's own uncertainty (an empirical
+// Bayes weight): a real weekend dip stays, a difference that three points
+// could show by chance is mostly taken back.
+func shrinkTowardHour(train []Point, at time.Time, loc *time.Location, slotMedian, spread float64, n int) float64 {
+	at = at.In(loc)
+	var day []float64
+	for _, p := range train {
+		if p.At.In(loc).Hour() == at.Hour() {
+			day = append(day, p.Value)
+		}
+	}
+	effect := slotMedian - median(day)
+	// The standard error of a median is about 1.25 sigma / sqrt(n).
+	se2 := 1.57 * spread * spread / float64(n)
+	if se2+effect*effect == 0 {
+		return slotMedian
+	}
+	return slotMedian - effect*se2/(se2+effect*effect)
 }
 
 // seasonalSlot picks the most specific history with enough points: the
 // same hour of the week, else the same hour of the day, else everything.
 func seasonalSlot(train []Point, at time.Time, loc *time.Location) ([]Point, Basis) {
 	at = at.In(loc)
-	var week, day []Point
+	var week, dayType, day []Point
 	for _, p := range train {
 		t := p.At.In(loc)
 		if t.Hour() != at.Hour() {
 			continue
 		}
 		day = append(day, p)
+		if weekend(t) == weekend(at) {
+			dayType = append(dayType, p)
+		}
 		if t.Weekday() == at.Weekday() {
 			week = append(week, p)
 		}
@@ -240,6 +359,8 @@ func seasonalSlot(train []Point, at time.Time, loc *time.Location) ([]Point, Bas
 	switch {
 	case len(week) >= minHourOfWeek:
 		return week, HourOfWeek
+	case len(dayType) >= minDayType:
+		return dayType, DayTypeHour
 	case len(day) >= minHourOfDay:
 		return day, HourOfDay
 	}
@@ -247,8 +368,11 @@ func seasonalSlot(train []Point, at time.Time, loc *time.Location) ([]Point, Bas
 }
 
 // pooledSpread is the scaled MAD of every point's distance from the median
-// of its own slot under basis, over slots big enough to have a median.
-func pooledSpread(train []Point, basis Basis, loc *time.Location) float64 {
+// of its own slot under basis, over slots big enough to have a median. The
+// distances are relative to their slot's median (then scaled to med) when
+// every slot median is positive: a night hour of 400 rows is not as noisy
+// in rows as a midday hour of 1,800.
+func pooledSpread(train []Point, basis Basis, loc *time.Location, med float64) float64 {
 	if basis == All {
 		return 0
 	}
@@ -256,23 +380,38 @@ func pooledSpread(train []Point, basis Basis, loc *time.Location) float64 {
 	for _, p := range train {
 		t := p.At.In(loc)
 		k := t.Hour()
-		if basis == HourOfWeek {
+		switch {
+		case basis == HourOfWeek:
 			k += 24 * int(t.Weekday())
+		case basis == DayTypeHour && weekend(t):
+			k += 24
 		}
 		slots[k] = append(slots[k], p.Value)
 	}
-	var residuals []float64
+	least := minHourOfWeek
+	if basis == DayTypeHour {
+		least = minDayType
+	}
+	var residuals, relative []float64
+	positive := med > 0
 	for _, vs := range slots {
-		if len(vs) < minHourOfWeek {
+		if len(vs) < least {
 			continue
 		}
 		m := median(vs)
+		positive = positive && m > 0
 		for _, v := range vs {
 			residuals = append(residuals, math.Abs(v-m))
+			if m > 0 {
+				relative = append(relative, math.Abs(v-m)/m)
+			}
 		}
 	}
 	if len(residuals) == 0 {
 		return 0
+	}
+	if positive {
+		return madScale * median(relative) * med
 	}
 	return madScale * median(residuals)
 }
@@ -281,6 +420,8 @@ func describeBasis(b Basis) string {
 	switch b {
 	case HourOfWeek:
 		return "same hour of the week"
+	case DayTypeHour:
+		return "same hour on the same kind of day, weekday or weekend"
 	case HourOfDay:
 		return "same hour of the day"
 	case AlwaysZero:

@@ -24,6 +24,10 @@ const (
 	Pass Status = "pass"
 	// Learning: no expectation and too little history to judge yet.
 	Learning Status = "learning"
+	// NotJudged is a report's status (never one result's) when nothing
+	// was found but some results had too little history to judge: it is
+	// not an all-clear.
+	NotJudged Status = "not_judged"
 )
 
 func (s Status) rank() int {
@@ -120,8 +124,10 @@ type MetricResult struct {
 	History     *HistoryUsed `json:"history,omitempty" jsonschema:"how much history the value was judged on"`
 	// Buckets are listed when a bucketed metric is not a plain pass, so
 	// the reader can see when it started and where it is heading.
-	Buckets  []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass"`
-	Inferred bool           `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
+	Buckets []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass; a long window lists the first buckets that are not a pass and the latest (see buckets_total)"`
+	// BucketsTotal is set when the answer lists only some buckets.
+	BucketsTotal int  `json:"buckets_total,omitempty" jsonschema:"buckets in the window when only some are listed"`
+	Inferred     bool `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
 }
 
 // Report is the outcome of one quality check of one table.
@@ -131,7 +137,7 @@ type Report struct {
 	Asset      string    `json:"asset" jsonschema:"asset id of the table"`
 	ObservedAt time.Time `json:"observed_at" jsonschema:"when the scan ran"`
 	Window     *Window   `json:"window,omitempty" jsonschema:"the window and buckets checked"`
-	Status     Status    `json:"status" jsonschema:"worst status of any check"`
+	Status     Status    `json:"status" jsonschema:"worst status of any check: fail, anomalous, pass, or not_judged when nothing was found but some checks had too little history to judge"`
 	// Problems names the kinds of problem found; empty means none of
 	// volume, nulls, uniqueness or freshness (nor values, when checked).
 	Problems []Problem `json:"problems" jsonschema:"kinds of problem found: volume, nulls, uniqueness, freshness, values"`
@@ -172,7 +178,9 @@ func baselineOptions(metric string, trainBefore time.Time) baseline.Options {
 	o := baseline.Options{TrainBefore: trainBefore}
 	switch metric {
 	case MetricRowCount:
-		o.RelativeFloor = 0.05
+		// Rows are counts, so a quiet hour's Poisson noise sets the floor;
+		// 3% keeps a 20% shift visible at a 3.5-spread threshold.
+		o.RelativeFloor, o.Counts = 0.03, true
 	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange:
 		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 0.002
 	case MetricFailingRows:
@@ -220,7 +228,15 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		// rows counted by their latest change are not arrivals: neither is
 		// a volume to judge or keep as history.
 		if !(o.Metric == MetricRowCount && (jd.partial || plan.rewritten)) {
-			j := baseline.Score(history[series], jd.slot.at, o.Value, baselineOptions(o.Metric, jd.slot.trainBefore))
+			opts := baselineOptions(o.Metric, jd.slot.trainBefore)
+			var j baseline.Judgement
+			if isRate(o.Metric) {
+				// Judged with its counts: 2 nulls in a quiet hour of 10
+				// rows is not the news 200 in 1,000 is.
+				j = baseline.ScoreRate(history[series], jd.slot.at, float64(o.Count), float64(o.Of), opts)
+			} else {
+				j = baseline.Score(history[series], jd.slot.at, o.Value, opts)
+			}
 			jd.j = &j
 			samples = append(samples, baseline.Sample{Series: series, Point: baseline.Point{At: jd.slot.at, Value: o.Value}})
 		}

@@ -200,6 +200,21 @@ func summarize(rep *Report, plan *ScanPlan) {
 	}
 	var b strings.Builder
 	b.WriteString(rep.Table + windowPhrase(plan) + ": ")
+	// Too little history is said first when nothing was found: "no problem
+	// in 12 checks" over 12 unjudged results would read as an all-clear.
+	if len(found) == 0 && learning > 0 {
+		rep.Status = NotJudged
+		judged := len(rep.Results) - learning
+		if unjudged {
+			judged--
+		}
+		if judged <= 0 {
+			fmt.Fprintf(&b, "NOT JUDGED: all %d results have too little history to judge yet, so this is not an all-clear. Run the check again later, or record history first (quality checks accept history_days), or set expectations.", learning)
+			rep.Summary = b.String()
+			return
+		}
+		fmt.Fprintf(&b, "NOT JUDGED in part: %d of %d results have too little history to judge yet; of the other %d, ", learning, len(rep.Results), judged)
+	}
 	var normal []string
 	for _, p := range problemOrder {
 		rs := found[p]
@@ -253,7 +268,7 @@ func summarize(rep *Report, plan *ScanPlan) {
 		fmt.Fprintf(&b, " Volume is not judged per %s: %s records each row's latest change (the table holds current state), so rows rewritten later leave earlier %ss; the row count of the whole table (no period) is judged against earlier checks instead.",
 			orWindow(plan.Window.Grain), plan.Window.Column, orWindow(plan.Window.Grain))
 	}
-	if learning > 0 {
+	if learning > 0 && len(found) > 0 {
 		fmt.Fprintf(&b, " %d of %d results have too little history to judge yet.", learning, len(rep.Results))
 	}
 	rep.Summary = strings.TrimSpace(b.String())

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/baseline"
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 	"github.com/dataworkers/dw/internal/warehouse"
@@ -226,19 +228,33 @@ type HistoryRequest struct {
 	// have one.
 	Dimension string `json:"dimension,omitempty" jsonschema:"column, key (a,b) or predicate name the metric is about"`
 	Grain     string `json:"grain,omitempty" jsonschema:"hour, day, a window such as window:24h, or empty for the series with most points"`
-	Days      int    `json:"days,omitempty" jsonschema:"how many days of points to return; default 14, at most 366"`
+	Days      int    `json:"days,omitempty" jsonschema:"how many days of points to look at; default 14, at most 366"`
+	// Pages run backwards in time: the first holds the newest points.
+	Limit  int    `json:"limit,omitempty" jsonschema:"points per page, newest first: 1 to 500 (default 200)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor from the previous answer, for the page of earlier points; omit for the newest"`
 }
 
 // HistoryResult is a metric's recent points and the baseline its latest
 // point was judged against.
 type HistoryResult struct {
 	Series baseline.Series  `json:"series" jsonschema:"the series returned"`
-	Points []baseline.Point `json:"points" jsonschema:"points, oldest first"`
+	Points []baseline.Point `json:"points" jsonschema:"this page of points (the newest not yet shown), oldest first"`
+	// Total and NextCursor page the points.
+	Total      int    `json:"total" jsonschema:"points in the days looked at, across pages"`
+	NextCursor string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the page of earlier points; absent when none are left"`
 	// Latest is the newest point judged against the points before it.
 	Latest *baseline.Judgement `json:"latest,omitempty" jsonschema:"the newest point judged against the points before it"`
 	// Others lists the asset's other series, to browse.
-	Others []string `json:"others,omitempty" jsonschema:"other series recorded for this table"`
+	Others []string `json:"others,omitempty" jsonschema:"other series recorded for this table (the first 50)"`
+	// OthersTotal counts them all.
+	OthersTotal int `json:"others_total,omitempty" jsonschema:"other series recorded for this table in all"`
 }
+
+// Bounds on get_quality_history's answer.
+const (
+	historyDefaultPoints = 200
+	maxOtherSeries       = 50
+)
 
 // History is get_quality_history.
 func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, error) {
@@ -251,6 +267,11 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 		days = 14
 	case days < 0 || days > 366:
 		return nil, fmt.Errorf("days %d: give 1 to 366", req.Days)
+	}
+	pg, err := page.Params{Limit: req.Limit, Cursor: req.Cursor}.ResolveWith(historyDefaultPoints, page.MaxLimit,
+		"get_quality_history", req.Table, req.Metric, req.Dimension, req.Grain, strconv.Itoa(days))
+	if err != nil {
+		return nil, err
 	}
 	wh, d := env.Warehouse, env.Warehouse.Dialect()
 	table, err := warehouse.Resolve(ctx, wh, req.Table)
@@ -323,9 +344,19 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 	}
 	for _, s := range all {
 		if s != best {
-			res.Others = append(res.Others, s.String())
+			res.OthersTotal++
+			if len(res.Others) < maxOtherSeries {
+				res.Others = append(res.Others, s.String())
+			}
 		}
 	}
+	// Page from the newest point back: offset counts points already shown
+	// from the end.
+	n := len(res.Points)
+	hi := max(0, n-pg.Offset)
+	lo := max(0, hi-pg.Limit)
+	res.Points, res.Total = res.Points[lo:hi:hi], n
+	res.NextCursor = pg.Next(hi-lo, lo > 0)
 	return res, nil
 }
 

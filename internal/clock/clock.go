@@ -62,6 +62,18 @@ func NewOffset(start time.Time) Offset { return Offset{delta: start.Sub(time.Now
 // Now returns the shifted time in UTC.
 func (o Offset) Now() time.Time { return time.Now().Add(o.delta).UTC() }
 
+// Replayed is implemented by clocks that stand in for another time
+// (DW_CLOCK). Such a clock may date what agents observe, but a person's
+// decision is dated with it only on a store made for replay (the demo's):
+// elsewhere it would let an expired request be approved, or a decision be
+// dated before its proposal.
+type Replayed interface {
+	Replayed() bool
+}
+
+// Replayed reports that an offset clock stands in for another time.
+func (Offset) Replayed() bool { return true }
+
 // FromEnv returns the clock named by DW_CLOCK (an RFC 3339 time the
 // process starts at, for demos and replays), else the system clock.
 func FromEnv(getenv func(string) string) (Clock, error) {
@@ -75,3 +87,27 @@ func FromEnv(getenv func(string) string) (Clock, error) {
 	}
 	return NewOffset(t), nil
 }
+
+// Slowed is a clock that reads At when the real time is Since and then
+// moves Factor times slower than real time. The embedded default's demo
+// uses it: every process (the five agents and dw) reads the same instant of
+// the incident day from the same anchor, so a proposal is never dated after
+// the decision on it, and a day of real time moves the demo on by only
+// minutes, so the demo's data (which stops at the incident) never looks
+// like an outage.
+type Slowed struct {
+	At, Since time.Time
+	Factor    int
+}
+
+// Now returns the slowed time in UTC.
+func (s Slowed) Now() time.Time {
+	f := s.Factor
+	if f < 1 {
+		f = 1
+	}
+	return s.At.Add(time.Since(s.Since) / time.Duration(f)).UTC()
+}
+
+// Replayed reports that a slowed clock stands in for another time.
+func (Slowed) Replayed() bool { return true }

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,18 +22,30 @@ func (avroFormat) parse(s Schema) (any, error) {
 		if err := jsonSyntax(Avro, ref); err != nil {
 			return nil, withWhich(err, which)
 		}
-		if _, err := avro.ParseWithCache(ref, "", cache); err != nil {
+		if _, err := parseAvro(ref, cache); err != nil {
 			return nil, &ParseError{Kind: Avro, Which: which, Message: avroMessage(err)}
 		}
 	}
 	if err := jsonSyntax(Avro, s.Text); err != nil {
 		return nil, err
 	}
-	parsed, err := avro.ParseWithCache(s.Text, "", cache)
+	parsed, err := parseAvro(s.Text, cache)
 	if err != nil {
 		return nil, &ParseError{Kind: Avro, Message: avroMessage(err)}
 	}
 	return parsed, nil
+}
+
+// parseAvro is hamba's parser with its panics turned into errors: v2.31.0
+// indexes the first member of an empty union when a field has a default
+// ({"type": [], "default": …}), found by FuzzAvroSchema.
+func parseAvro(text string, cache *avro.SchemaCache) (s avro.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, errors.New("the Avro parser failed on this schema (a known cause: a union with no types, [], and a default); check its unions")
+		}
+	}()
+	return avro.ParseWithCache(text, "", cache)
 }
 
 func avroMessage(err error) string {

@@ -1,6 +1,7 @@
 // Package config reads dw.yaml and the environment.
 //
-// The file is found at $DW_CONFIG, else ./dw.yaml. Without a file the agents
+// The file is found at $DW_CONFIG, else at the root of the checkout the
+// binary runs from, else in $DW_HOME (locate.go). Without a file the agents
 // run on the embedded default: a DuckDB demo warehouse and a SQLite store in
 // the data directory ($DW_HOME, else $XDG_DATA_HOME/data-workers, else
 // ~/.local/share/data-workers), so an MCP client can add an agent on a
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,10 +44,15 @@ type Config struct {
 	People         []Person        `yaml:"people"`
 	Domains        []Domain        `yaml:"domains"`
 	Approvals      ApprovalDefault `yaml:"approvals"`
+	Routines       []Routine       `yaml:"routines"`
 
 	// Source is the file the configuration came from, or "" for the
 	// embedded default.
 	Source string `yaml:"-"`
+	// Origin says how Source was found (OriginEnv, OriginProject,
+	// OriginHome); Searched lists the files looked for when none existed.
+	Origin   string   `yaml:"-"`
+	Searched []string `yaml:"-"`
 }
 
 // Store says where state lives.
@@ -180,27 +187,20 @@ type ApprovalDefault struct {
 // Autonomy levels, lowest first.
 var AutonomyLevels = []string{"L0", "L1", "L2", "L3", "L4"}
 
-// Load reads the configuration from $DW_CONFIG, else ./dw.yaml, else the
-// embedded default.
+// Load reads the configuration from $DW_CONFIG, else the dw.yaml of the
+// checkout the running binary lives in, else $DW_HOME/dw.yaml, else the
+// embedded default (see places in locate.go).
 func Load() (*Config, error) {
-	path := os.Getenv("DW_CONFIG")
-	explicit := path != ""
-	if !explicit {
-		path = "dw.yaml"
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && !explicit {
-			return Default()
-		}
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	return Parse(path, data)
+	exe, _ := os.Executable() // "" is fine: no checkout step
+	return load(os.Getenv, exe)
 }
 
 // Default is the embedded default configuration.
 func Default() (*Config, error) {
 	c := &Config{}
+	if err := c.addDemoPeople(CurrentOSUser()); err != nil { // embedded.go
+		return nil, err
+	}
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
@@ -369,6 +369,7 @@ func (c *Config) validate() []fieldError {
 			add(path+".approval_expiry", "must be positive, e.g. 2h")
 		}
 	}
+	errs = append(errs, c.validateRoutines()...)
 	return errs
 }
 
@@ -503,9 +504,13 @@ func (c *Config) PersonForOSUser(login string) (*Person, bool) {
 // CurrentOSUser is the login name running this process. It is deliberately
 // not overridable from the environment: for the terminal and elicitation
 // channels the OS account is the evidence of who decided.
+//
+// The account is looked up by uid: user.Current falls back to $USER when
+// the uid has no passwd entry, which would let anyone name themselves.
+// With no entry the result is "", which no person is mapped to.
 func CurrentOSUser() string {
-	if u, err := user.Current(); err == nil {
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil {
 		return u.Username
 	}
-	return os.Getenv("USER")
+	return ""
 }

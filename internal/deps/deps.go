@@ -30,6 +30,9 @@ type Deps struct {
 	Config *config.Config
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// ConfigErr is why the configuration did not load; while it is set
+	// Config is only a placeholder and nothing is opened (see Load).
+	ConfigErr error
 
 	// OpenWarehouse opens a configured warehouse. Only agents that read
 	// warehouses set it (to warehouses.Open), so the others do not link the
@@ -44,6 +47,8 @@ type Deps struct {
 	mu         sync.Mutex
 	db         *store.DB
 	warehouses map[string]warehouse.Warehouse
+
+	held held // the lineage graph and the external clients (graph.go, clients.go)
 }
 
 // New returns dependencies for an agent; nothing is opened yet.
@@ -57,11 +62,21 @@ func New(agent string, cfg *config.Config, clk clock.Clock, logger *slog.Logger)
 	return &Deps{Agent: agent, Config: cfg, Clock: clk, Logger: logger, warehouses: map[string]warehouse.Warehouse{}}
 }
 
-// Load reads the configuration the usual way and returns dependencies for agent.
+// Load reads the configuration the usual way and returns dependencies for
+// agent. A configuration that does not load does not stop the agent: an
+// agent that exits before initialize shows the client only "failed to
+// connect", and the file:line:key error is lost on a stderr nobody reads.
+// So the agent starts with ConfigErr set (and the embedded default's shape
+// in Config, which opens nothing); Store and Warehouse return ConfigErr,
+// and mcpserver.Main answers every tool call with it.
 func Load(agent string) (*Deps, error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return nil, err
+	config.PrivateFiles()
+	cfg, cfgErr := config.Load()
+	if cfgErr != nil {
+		var err error
+		if cfg, err = config.Default(); err != nil {
+			return nil, cfgErr
+		}
 	}
 	clk, err := clock.FromEnv(os.Getenv)
 	if err != nil {
@@ -70,12 +85,21 @@ func Load(agent string) (*Deps, error) {
 	if _, ok := clk.(clock.Offset); ok {
 		slog.Warn("DW_CLOCK is set: acting as if the time were "+clk.Now().Format(time.RFC3339), "agent", agent)
 	}
-	return New(agent, cfg, clk, slog.Default()), nil
+	if cfgErr == nil {
+		// The embedded default acts on its demo's incident day (config.DemoClock).
+		clk = config.DemoClockFor(cfg, clk)
+	}
+	d := New(agent, cfg, clk, slog.Default())
+	d.ConfigErr = cfgErr
+	return d, nil
 }
 
 // Store opens the state store on first use. A failed open is not cached,
 // so a store that comes up later is picked up by the next call.
 func (d *Deps) Store(ctx context.Context) (*store.DB, error) {
+	if d.ConfigErr != nil {
+		return nil, d.ConfigErr
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.db != nil {
@@ -97,6 +121,9 @@ func (d *Deps) Store(ctx context.Context) (*store.DB, error) {
 
 // Warehouse returns the named warehouse ("" is the first configured).
 func (d *Deps) Warehouse(ctx context.Context, name string) (warehouse.Warehouse, error) {
+	if d.ConfigErr != nil {
+		return nil, d.ConfigErr
+	}
 	wc, err := d.Config.Warehouse(name)
 	if err != nil {
 		return nil, err
@@ -117,8 +144,9 @@ func (d *Deps) Warehouse(ctx context.Context, name string) (warehouse.Warehouse,
 	return w, nil
 }
 
-// Close releases the store.
+// Close releases the clients and the store.
 func (d *Deps) Close() error {
+	d.closeClients()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.db != nil {

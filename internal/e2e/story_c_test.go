@@ -426,6 +426,11 @@ func scPropose(t *testing.T, cfg *config.Config, at time.Time) scProposals {
 	}
 	defer db.Close()
 	svc := approvals.New(db, cfg, clock.NewFake(at), nil)
+	// The approval binds the registration: this registry, subject and schema.
+	bound, err := approvals.SchemaVersionAction(cfg.SchemaRegistry.URL, "orders-value", "AVRO", c.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
 	propose := func() *approvals.Proposal {
 		p, err := svc.Propose(ctx, approvals.NewProposal{
 			Kind:     approvals.KindSchemaVersion,
@@ -434,6 +439,7 @@ func scPropose(t *testing.T, cfg *config.Config, at time.Time) scProposals {
 			Targets:  []string{"schema://orders-value"},
 			Undo:     "soft-delete version 3 (DELETE /subjects/orders-value/versions/3)",
 			Details:  map[string]any{connectors.DetailSubject: "orders-value", connectors.DetailSchemaSHA: c.SHA256, connectors.DetailSchemaType: "AVRO"},
+			Action:   bound,
 			Proposer: "dw-incidents",
 		})
 		if err != nil {

@@ -10,7 +10,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 )
@@ -143,6 +146,8 @@ func cleanAsset(field, a string) (string, error) {
 		return "", invalid("%s: asset id longer than %d characters", field, maxAssetLen)
 	case strings.ContainsAny(a, " \t\r\n"):
 		return "", invalid("%s: asset id %q contains whitespace", field, a)
+	case strings.ContainsFunc(a, unicode.IsControl) || !utf8.ValidString(a):
+		return "", invalid("%s: asset id %q contains a control character or invalid UTF-8; use an id like snowflake://usage.usage_hourly", field, a)
 	}
 	return a, nil
 }
@@ -298,13 +303,13 @@ type ChangeFilter struct {
 	Asset  string    `json:"asset,omitempty" jsonschema:"only changes touching this asset id"`
 	Kind   string    `json:"kind,omitempty" jsonschema:"only changes of this kind"`
 	System string    `json:"system,omitempty" jsonschema:"only changes to this system"`
-	Limit  int       `json:"limit,omitempty" jsonschema:"most changes to return, newest first; default 100, at most 1000"`
+	page.Params
 }
 
 // ChangeList is the output of list_changes.
 type ChangeList struct {
-	Changes   []Change `json:"changes" jsonschema:"matching changes, newest first"`
-	Truncated bool     `json:"truncated" jsonschema:"true when more changes matched than the limit"`
+	Changes []Change `json:"changes" jsonschema:"this page of matching changes, newest first"`
+	page.Info
 }
 
 // ListChanges lists recorded changes, newest first.
@@ -312,12 +317,9 @@ func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList,
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 		return nil, invalid("until (%s) must be after since (%s)", f.Until.UTC().Format(time.RFC3339), f.Since.UTC().Format(time.RFC3339))
 	}
-	limit := f.Limit
-	switch {
-	case limit < 0 || limit > 1000:
-		return nil, invalid("limit %d out of range: use 1 to 1000 (default 100)", limit)
-	case limit == 0:
-		limit = 100
+	pg, err := f.Resolve("list_changes", f.Since.String(), f.Until.String(), f.Asset, f.Kind, f.System)
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var args []any
@@ -351,22 +353,22 @@ func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList,
 		where = append(where, "c.at_ms < ?")
 		args = append(args, store.Millis(f.Until))
 	}
-	q := `SELECT c.id, c.external_key, c.at_ms, c.kind, c.system, c.assets, c.fields, c.state_skipped,
-		c.actor, c.source, c.summary, c.details, c.recorded_ms FROM ` + from
+	cond := ""
 	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		cond = " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY c.at_ms DESC, c.id DESC LIMIT ?"
-	args = append(args, limit+1)
-	changes, err := queryChanges(ctx, s.DB, true, q, args...)
+	var total int
+	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+from+cond, args...).Scan(&total); err != nil {
+		return nil, fmt.Errorf("count changes: %w", err)
+	}
+	q := `SELECT c.id, c.external_key, c.at_ms, c.kind, c.system, c.assets, c.fields, c.state_skipped,
+		c.actor, c.source, c.summary, c.details, c.recorded_ms FROM ` + from + cond +
+		" ORDER BY c.at_ms DESC, c.id DESC LIMIT ? OFFSET ?"
+	changes, err := queryChanges(ctx, s.DB, true, q, append(args, pg.Limit, pg.Offset)...)
 	if err != nil {
 		return nil, err
 	}
-	out := &ChangeList{Changes: changes}
-	if len(changes) > limit {
-		out.Changes, out.Truncated = changes[:limit], true
-	}
-	return out, nil
+	return &ChangeList{Changes: changes, Info: pg.Info(len(changes), total)}, nil
 }
 
 const changeSelect = `SELECT id, external_key, at_ms, kind, system, assets, fields, state_skipped,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -128,9 +129,16 @@ func TestListChangesFilters(t *testing.T) {
 		check(ChangeFilter{Kind: "deploy"}, "12deploy", "10deploy")
 		check(ChangeFilter{Asset: "kafka://prod/xb"}, "11restore")
 		check(ChangeFilter{Since: tue(11, 0), Until: tue(13, 0)}, "12deploy", "11restore")
-		l, err := s.ListChanges(ctx, ChangeFilter{Limit: 2})
-		if err != nil || len(l.Changes) != 2 || !l.Truncated {
+		l, err := s.ListChanges(ctx, ChangeFilter{Params: page.Params{Limit: 2}})
+		if err != nil || len(l.Changes) != 2 || l.NextCursor == "" || l.Total != 4 {
 			t.Fatalf("limit 2: %+v, %v", l, err)
+		}
+		l2, err := s.ListChanges(ctx, ChangeFilter{Params: page.Params{Limit: 2, Cursor: l.NextCursor}})
+		if err != nil || len(l2.Changes) != 2 || l2.NextCursor != "" || l2.Changes[0].ID == l.Changes[1].ID {
+			t.Fatalf("second page: %+v, %v", l2, err)
+		}
+		if _, err := s.ListChanges(ctx, ChangeFilter{Kind: "deploy", Params: page.Params{Cursor: l.NextCursor}}); !errors.Is(err, page.ErrBadCursor) {
+			t.Fatalf("cursor of another filter: err = %v", err)
 		}
 		if _, err := s.ListChanges(ctx, ChangeFilter{Since: tue(13, 0), Until: tue(11, 0)}); err == nil || !strings.Contains(err.Error(), "must be after") {
 			t.Fatalf("until before since: err = %v", err)

@@ -2,6 +2,7 @@ package incidents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -43,10 +44,9 @@ type MetricPoint struct {
 	Value float64   `json:"value" jsonschema:"the metric's value"`
 }
 
-// validateMetricSQL accepts one read-only query: a single SELECT or WITH
-// statement, at most a trailing semicolon. It is checked when the metric is
-// defined and again before every run, so a stored definition edited behind
-// the tool's back is refused too.
+// validateMetricSQL is the cheap first pass over a metric's SQL: a single
+// SELECT or WITH, at most a trailing semicolon. It only ever refuses more
+// than the engine would; what is accepted is decided by checkMetricSQL.
 func validateMetricSQL(sqlText string) error {
 	s := strings.TrimSpace(sqlText)
 	if s == "" {
@@ -57,14 +57,33 @@ func validateMetricSQL(sqlText string) error {
 	}
 	body := strings.TrimSpace(strings.TrimSuffix(s, ";"))
 	if strings.Contains(body, ";") {
-		return invalid("sql must be one statement: a semicolon is allowed only at the very end")
+		return invalid("metric SQL must be a single SELECT; found more than one statement (sql must be one statement: a semicolon is allowed only at the very end)")
 	}
 	head := strings.ToUpper(firstToken(body))
 	if head != "SELECT" && head != "WITH" {
-		return invalid("sql must start with SELECT or WITH (it starts with %q): metrics are read-only queries", head)
+		return invalid("metric SQL must be a single SELECT; found %q (sql must start with SELECT or WITH: metrics are read-only queries)", head)
 	}
 	if err := warehouse.ReadOnlyStatement(body); err != nil {
 		return invalid("sql refused: %v", err)
+	}
+	return nil
+}
+
+// checkMetricSQL has the warehouse's own engine judge the SQL without
+// running it (warehouse.Warehouse.ValidateQuery): exactly one read-only
+// query that reads nothing outside the warehouse. It runs when the metric
+// is defined and again before every computation, so a stored definition
+// edited behind the tool's back is refused too.
+func checkMetricSQL(ctx context.Context, wh warehouse.Warehouse, sqlText string) error {
+	if err := validateMetricSQL(sqlText); err != nil {
+		return err
+	}
+	body := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sqlText), ";"))
+	if err := wh.ValidateQuery(ctx, body); err != nil {
+		if errors.Is(err, warehouse.ErrRefused) {
+			return invalid("metric SQL refused by warehouse %s: %v", wh.Name(), err)
+		}
+		return fmt.Errorf("check the metric SQL on warehouse %s: %w", wh.Name(), err)
 	}
 	return nil
 }
@@ -92,7 +111,7 @@ func ComputeMetric(ctx context.Context, wh warehouse.Warehouse, def MetricDefini
 	if def.Source != SourceSQL {
 		return nil, invalid("metric %s is pushed, not computed: record its values instead", def.Name)
 	}
-	if err := validateMetricSQL(def.SQL); err != nil {
+	if err := checkMetricSQL(ctx, wh, def.SQL); err != nil {
 		return nil, fmt.Errorf("metric %s: %w", def.Name, err)
 	}
 	if err := w.validate(time.Time{}); err != nil {
@@ -118,6 +137,9 @@ func ComputeMetric(ctx context.Context, wh warehouse.Warehouse, def MetricDefini
 		q.SQL = "SELECT m." + d.QuoteIdent(def.ValueColumn) + " AS value FROM (\n" + inner + "\n) AS m LIMIT 2"
 	}
 	res, err := wh.Query(ctx, q)
+	if errors.Is(err, warehouse.ErrRefused) {
+		return nil, invalid("metric %s: metric SQL refused by warehouse %s: %v", def.Name, wh.Name(), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compute metric %s on warehouse %s: %w", def.Name, wh.Name(), err)
 	}

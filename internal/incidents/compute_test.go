@@ -28,6 +28,9 @@ func (f *fakeWarehouse) Query(_ context.Context, q warehouse.Query) (*warehouse.
 	f.queries = append(f.queries, q)
 	return &warehouse.Result{Columns: []string{"bucket", "value"}, Rows: f.rows}, nil
 }
+func (f *fakeWarehouse) ValidateQuery(_ context.Context, sqlText string) error {
+	return warehouse.ReadOnlyStatement(sqlText)
+}
 func (f *fakeWarehouse) ListTables(context.Context) ([]warehouse.TableRef, error) { return nil, nil }
 func (f *fakeWarehouse) Describe(context.Context, warehouse.TableRef) (*warehouse.Table, error) {
 	return nil, nil

@@ -18,9 +18,9 @@ type DiagnoseOptions struct {
 	// Lookback is how far before the onset changes are considered.
 	// Default 72h.
 	Lookback time.Duration
-	// Grace admits changes shortly after the onset: an onset is known only
-	// to the checked bucket, so a change at 14:02 can explain a symptom
-	// reported for the 14:00 hour. Default 15 min.
+	// Grace admits changes shortly after the first anomalous bucket ends:
+	// a change's recorded time can lag when it took effect (a deploy
+	// recorded when it finished). Default 15 min.
 	Grace time.Duration
 	// MaxDepth is how many hops upstream of the symptoms lineage is
 	// followed. Default 10.
@@ -63,31 +63,39 @@ type DiagnoseParams struct {
 
 // Diagnosis is the output of diagnose_incident.
 type Diagnosis struct {
-	IncidentID string    `json:"incident_id" jsonschema:"incident id"`
-	Status     Status    `json:"status" jsonschema:"incident status after the diagnosis"`
-	Onset      time.Time `json:"onset" jsonschema:"earliest symptom time"`
-	Assets     []string  `json:"assets" jsonschema:"symptomatic assets"`
-	Window     Window    `json:"window" jsonschema:"changes considered: from the lookback before the onset to the grace after it"`
-	Considered int       `json:"considered" jsonschema:"changes in the window"`
-	Causes     []Cause   `json:"causes" jsonschema:"ranked candidate causes, most likely first"`
-	Summary    string    `json:"summary" jsonschema:"short text for a person"`
+	IncidentID string       `json:"incident_id" jsonschema:"incident id"`
+	Status     Status       `json:"status" jsonschema:"incident status after the diagnosis"`
+	Onset      time.Time    `json:"onset" jsonschema:"start of the first anomalous bucket"`
+	OnsetEnd   time.Time    `json:"onset_end" jsonschema:"end of the first anomalous bucket: the problem began between onset and onset_end"`
+	Assets     []string     `json:"assets" jsonschema:"symptomatic assets"`
+	Window     Window       `json:"window" jsonschema:"changes considered: from the lookback before the onset to the grace after the end of the first anomalous bucket"`
+	Considered int          `json:"considered" jsonschema:"changes in the window"`
+	Verdict    Verdict      `json:"verdict" jsonschema:"likely_cause (the top cause is credible), no_credible_cause (no change has a lineage path and enough confidence: nothing is cited as cause) or attributed (a person named the cause)"`
+	Causes     []Cause      `json:"causes" jsonschema:"ranked candidate causes, most likely first; when the verdict is no_credible_cause they are what was considered, not causes"`
+	Attributed *Attribution `json:"attributed_cause,omitempty" jsonschema:"the cause a person named (dw cause set), which proposals cite instead of the ranking"`
+	Summary    string       `json:"summary" jsonschema:"short text for a person"`
 }
 
 // Diagnose ranks the recorded changes before an incident's onset as its
 // candidate causes, stores the ranking on the incident and moves it to
 // diagnosed.
 //
-// Changes from Lookback before the onset to Grace after it are read (the
-// change log's time index keeps that to the window). Each is scored on five
-// factors in [0,1]:
+// The onset is an interval: the first anomalous bucket, from its start
+// (Incident.Onset) to its end (Incident.OnsetEnd). Changes from Lookback
+// before its start to Grace after its end are read (the change log's time
+// index keeps that to the window), so a deploy at 09:40 whose first bad
+// hour is 09:00 is a candidate. Nothing depends on how wide a window was
+// monitored: the same first anomalous bucket gives the same candidates and
+// the same ranking. Each change is scored on five factors in [0,1]:
 //
 //   - lineage: 1 when the change touched a symptomatic asset or an asset
 //     one hop upstream of one, 0.08 less per further hop (at least 0.4);
 //     0.2 when no recorded lineage connects it (lineage may be incomplete);
 //     0.05 when it is downstream of the symptoms (it cannot feed them).
-//   - timing: 0.5^(lead/12h) for a change before the onset, so a change 5
-//     minutes before scores 0.995 and one 3 days before 0.016; a change in
-//     the grace after the onset scores 0.9 falling to 0.7.
+//   - timing: 1 for a change inside the first anomalous bucket;
+//     0.5^(lead/12h) for a change before it, so a change 5 minutes before
+//     scores 0.995 and one 3 days before 0.016; a change in the grace after
+//     the bucket scores 0.9 falling to 0.7.
 //   - fit: how the kind of change explains the kind of symptom (a removed
 //     field and nulls 1.0; a restore that skipped state and a value
 //     collapse 1.0; a pipeline change and a volume gap 1.0; a change of
@@ -106,6 +114,13 @@ type Diagnosis struct {
 // explains nothing however well the rest fits. Ties are broken by the
 // change nearer the onset, then by change id, so the ranking is
 // deterministic.
+//
+// A cause is credible when it has a lineage path to the symptoms (same
+// asset or upstream) and confidence of at least 0.3. When the top cause is
+// not, the verdict is no_credible_cause: the ranking is kept as the list of
+// what was considered, and proposals cite no cause unless a person names
+// one (AttributeCause, `dw cause set`). A cause a person named is kept
+// across re-diagnoses.
 func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opts DiagnoseOptions) (*Diagnosis, error) {
 	opts = opts.withDefaults()
 	inc, err := loadIncident(ctx, db, incidentID)
@@ -137,8 +152,15 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 		from := cur.Status
 		cur.Status, cur.Causes, cur.DiagnosedAt = StatusDiagnosed, causes, now
 		note := "no recorded change in the window"
-		if len(causes) > 0 {
+		switch {
+		case len(causes) > 0 && causes[0].Credible:
 			note = fmt.Sprintf("top cause: %s (confidence %.2f)", causes[0].Change.Summary, causes[0].Confidence)
+		case len(causes) > 0:
+			note = fmt.Sprintf("no credible cause among %d change(s) considered (best: %s, confidence %.2f, %s)",
+				considered, causes[0].Change.Summary, causes[0].Confidence, causes[0].Relation)
+		}
+		if cur.Attributed != nil {
+			note += fmt.Sprintf("; the cause %s named stays: %s", cur.Attributed.Actor, cur.Attributed.Change.Summary)
 		}
 		inc = cur
 		return save(ctx, tx, cur, from, opts.Actor, note, now)
@@ -146,8 +168,9 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 	if err != nil {
 		return nil, err
 	}
-	d := &Diagnosis{IncidentID: inc.ID, Status: inc.Status, Onset: inc.Onset, Assets: inc.Assets,
-		Window: Window{Start: inc.Onset.Add(-opts.Lookback), End: inc.Onset.Add(opts.Grace)}, Considered: considered, Causes: causes}
+	d := &Diagnosis{IncidentID: inc.ID, Status: inc.Status, Onset: inc.Onset, OnsetEnd: inc.OnsetEnd, Assets: inc.Assets,
+		Window: Window{Start: inc.Onset.Add(-opts.Lookback), End: inc.OnsetEnd.Add(opts.Grace)}, Considered: considered,
+		Verdict: verdictOf(inc), Causes: causes, Attributed: inc.Attributed}
 	d.Summary = diagnosisSummary(d)
 	return d, nil
 }
@@ -217,7 +240,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if r.history, err = pastTopCauses(ctx, db, inc); err != nil {
 		return nil, 0, err
 	}
-	changes, err := loadChanges(ctx, db, inc.Onset.Add(-opts.Lookback), inc.Onset.Add(opts.Grace+time.Millisecond))
+	changes, err := loadChanges(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -342,7 +365,7 @@ func (r *ranker) score(c Change, explain bool) (Cause, error) {
 		cause.Path, cause.Readers = []string{}, []string{}
 	}
 	ev := &evidence{explain: explain}
-	onset := r.inc.Onset
+	onset, onsetEnd := r.inc.Onset, r.inc.OnsetEnd
 	lead := onset.Sub(c.At)
 	f := &cause.Factors
 
@@ -360,10 +383,14 @@ func (r *ranker) score(c Change, explain bool) (Cause, error) {
 	}
 
 	// Timing.
-	if lead >= 0 {
+	after := c.At.Sub(onsetEnd)
+	switch {
+	case lead > 0:
 		f.Timing = math.Pow(0.5, float64(lead)/float64(timingHalf))
-	} else {
-		f.Timing = 0.9 - 0.2*math.Min(1, float64(-lead)/float64(r.opts.Grace))
+	case after <= 0 || c.At.Equal(onset):
+		f.Timing = 1
+	default:
+		f.Timing = 0.9 - 0.2*math.Min(1, float64(after)/float64(r.opts.Grace))
 	}
 
 	if explain {
@@ -381,8 +408,11 @@ func (r *ranker) score(c Change, explain bool) (Cause, error) {
 			ev.addLine("the restore skipped operator state: stateful results (sums, counts, sessions) restart from nothing")
 		}
 		r.explainRelation(&cause, c, changed, ev)
-		if lead < 0 {
-			ev.add("it took effect %s the onset, within the %s an hourly onset is uncertain by", formatLead(lead), formatDuration(r.opts.Grace))
+		switch {
+		case lead <= 0 && !c.At.After(onsetEnd) && onsetEnd.After(onset):
+			ev.add("it falls inside the first anomalous bucket (%s–%s), where the problem began", clockTime(onset, onset), clockTime(onsetEnd, onset))
+		case c.At.After(onsetEnd):
+			ev.add("it took effect %s after the first anomalous bucket ended, within the %s a recorded change time may lag", formatDuration(c.At.Sub(onsetEnd)), formatDuration(r.opts.Grace))
 		}
 	}
 
@@ -416,6 +446,7 @@ func (r *ranker) score(c Change, explain bool) (Cause, error) {
 
 	conf := f.Lineage * (weightFit*f.Fit + weightTiming*f.Timing + weightFields*f.Fields + weightHistory*f.History)
 	cause.Confidence = round3(conf)
+	cause.Credible = credible(cause)
 	f.Lineage, f.Timing, f.Fit, f.Fields = round3(f.Lineage), round3(f.Timing), round3(f.Fit), round3(f.Fields)
 	cause.Evidence = ev.lines
 	if cause.Evidence == nil {
@@ -681,10 +712,20 @@ func fitReason(c Change, k SymptomKind, readBreak bool) string {
 
 func diagnosisSummary(d *Diagnosis) string {
 	if len(d.Causes) == 0 {
-		return fmt.Sprintf("%s: no recorded change between %s and %s; record the changes you know of (record_change) and diagnose again.",
-			d.IncidentID, d.Window.Start.Format(time.RFC3339), d.Window.End.Format(time.RFC3339))
+		return fmt.Sprintf("%s: no credible cause: no recorded change between %s and %s; record the changes you know of (record_change) and diagnose again.",
+			d.IncidentID, d.Window.Start.Format(time.RFC3339), d.Window.End.Format(time.RFC3339)) + attributedNote(d.Attributed)
 	}
 	top := d.Causes[0]
+	if !top.Credible {
+		names := make([]string, 0, 3)
+		for _, c := range d.Causes[:min(3, len(d.Causes))] {
+			names = append(names, fmt.Sprintf("%s (%s, %.2f)", c.Change.Summary, c.Relation, c.Confidence))
+		}
+		s := fmt.Sprintf("%s: no credible cause. %d change(s) considered, none with a lineage path to %s and confidence of at least %.1f: %s. "+
+			"Lineage may be incomplete: record it, or name the cause yourself (dw cause set %s <change-id> --reason ...).",
+			d.IncidentID, d.Considered, strings.Join(d.Assets, ", "), credibleFloor, strings.Join(names, "; "), d.IncidentID)
+		return s + attributedNote(d.Attributed)
+	}
 	s := fmt.Sprintf("%s: %d change(s) considered. Most likely cause (confidence %.2f): %s, %s the onset",
 		d.IncidentID, d.Considered, top.Confidence, top.Change.Summary, top.LeadTime)
 	if top.Relation == RelationUpstream {
@@ -696,5 +737,12 @@ func diagnosisSummary(d *Diagnosis) string {
 	if len(d.Causes) > 1 {
 		s += fmt.Sprintf(". Next: %s (%.2f)", d.Causes[1].Change.Summary, d.Causes[1].Confidence)
 	}
-	return s + "."
+	return s + "." + attributedNote(d.Attributed)
+}
+
+func attributedNote(a *Attribution) string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf(" %s named the cause: %s (change %d): %s.", a.Actor, a.Change.Summary, a.Change.ID, a.Reason)
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -15,7 +17,7 @@ import (
 type HistoryParams struct {
 	Asset string `json:"asset" jsonschema:"asset id whose feed to look at"`
 	Hops  int    `json:"hops,omitempty" jsonschema:"also include incidents on assets this many hops up- or downstream; default 4, 0 uses the default, at most 20"`
-	Limit int    `json:"limit,omitempty" jsonschema:"most incidents to return, newest first; default 50, at most 500"`
+	page.Params
 }
 
 // PastCause is the top-ranked cause of an earlier incident.
@@ -58,9 +60,10 @@ type RecurringCause struct {
 // HistoryResult is the output of get_incident_history.
 type HistoryResult struct {
 	Asset     string           `json:"asset" jsonschema:"the asset asked about"`
-	Incidents []PastIncident   `json:"incidents" jsonschema:"incidents on the feed, newest first"`
-	Recurring []RecurringCause `json:"recurring" jsonschema:"causes that recur on the feed"`
+	Incidents []PastIncident   `json:"incidents" jsonschema:"this page of incidents on the feed, newest first"`
+	Recurring []RecurringCause `json:"recurring" jsonschema:"causes that recur on the feed (over every page)"`
 	Summary   string           `json:"summary" jsonschema:"short text for a person"`
+	page.Info
 }
 
 // History lists incidents on an asset or its feed (assets within Hops up-
@@ -78,12 +81,9 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 	case hops == 0:
 		hops = s.settings().HistoryHops
 	}
-	limit := p.Limit
-	switch {
-	case limit < 0 || limit > 500:
-		return nil, invalid("limit %d out of range: use 1 to 500 (default 50)", limit)
-	case limit == 0:
-		limit = 50
+	pg, err := p.Resolve("get_incident_history", asset, strconv.Itoa(hops))
+	if err != nil {
+		return nil, err
 	}
 	type rel struct {
 		relation string
@@ -237,10 +237,8 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 		}
 	}
 	slices.Reverse(res.Incidents)
-	if len(res.Incidents) > limit {
-		res.Incidents = res.Incidents[:limit]
-	}
 	res.Summary = historySummary(res)
+	res.Incidents, res.Info = page.Slice(pg, res.Incidents)
 	return res, nil
 }
 

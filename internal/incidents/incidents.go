@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 )
@@ -65,6 +66,13 @@ func (s Symptom) validate(now time.Time) (Symptom, error) {
 	}
 	s.Metric, s.RelatedMetric, s.Column = strings.TrimSpace(s.Metric), strings.TrimSpace(s.RelatedMetric), strings.TrimSpace(s.Column)
 	s.At = s.At.UTC().Truncate(time.Millisecond)
+	if !s.Until.IsZero() {
+		s.Until = s.Until.UTC().Truncate(time.Millisecond)
+		if !s.Until.After(s.At) || s.Until.Sub(s.At) > 31*24*time.Hour {
+			return s, invalid("symptom on %s: until %s must be after at %s and at most 31 days after it (the end of the checked bucket)",
+				s.Asset, s.Until.Format(time.RFC3339), s.At.Format(time.RFC3339))
+		}
+	}
 	return s, nil
 }
 
@@ -284,13 +292,14 @@ func openIncident(ctx context.Context, tx *store.Tx, first Symptom, actor string
 
 func addSymptom(ctx context.Context, tx *store.Tx, id string, sym Symptom, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO incident_symptoms (incident_id, kind, asset, metric, related_metric, column_name,
-		observed, expected_low, expected_high, expected, at_ms, source, detail, recorded_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		observed, expected_low, expected_high, expected, at_ms, until_ms, source, detail, recorded_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (incident_id, kind, asset, metric, related_metric, column_name, at_ms) DO UPDATE SET
 		observed = excluded.observed, expected_low = excluded.expected_low, expected_high = excluded.expected_high,
-		expected = excluded.expected, source = excluded.source, detail = excluded.detail, recorded_ms = excluded.recorded_ms`,
+		expected = excluded.expected, until_ms = excluded.until_ms, source = excluded.source, detail = excluded.detail,
+		recorded_ms = excluded.recorded_ms`,
 		id, string(sym.Kind), sym.Asset, sym.Metric, sym.RelatedMetric, sym.Column, sym.Observed, sym.ExpectedLow,
-		sym.ExpectedHigh, sym.Expected, store.Millis(sym.At), sym.Source, sym.Detail, store.Millis(now))
+		sym.ExpectedHigh, sym.Expected, store.Millis(sym.At), untilMillis(sym.Until), sym.Source, sym.Detail, store.Millis(now))
 	if err != nil {
 		return fmt.Errorf("record symptom on %s: %w", id, err)
 	}
@@ -361,6 +370,9 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 	if inc.Causes == nil {
 		inc.Causes = []Cause{}
 	}
+	for i := range inc.Causes {
+		inc.Causes[i].Credible = credible(inc.Causes[i])
+	}
 	if inc.Proposals == nil {
 		inc.Proposals = []string{}
 	}
@@ -374,10 +386,38 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 		}
 	}
 	sort.Strings(inc.Assets)
+	inc.OnsetEnd = onsetEnd(inc.Onset, inc.Symptoms)
 	if inc.Timeline, err = loadEvents(ctx, q, id); err != nil {
 		return nil, err
 	}
+	if inc.Attributed, err = loadAttribution(ctx, q, id); err != nil {
+		return nil, err
+	}
+	inc.Verdict = verdictOf(inc)
 	return inc, nil
+}
+
+// onsetEnd is the end of the first anomalous bucket: the earliest end of
+// any symptom's bucket, so the problem had certainly begun by then. It
+// depends on the buckets checked, not on how wide a window was monitored.
+func onsetEnd(onset time.Time, syms []Symptom) time.Time {
+	var end time.Time
+	for _, s := range syms {
+		if e := s.end(); end.IsZero() || e.Before(end) {
+			end = e
+		}
+	}
+	if end.Before(onset) {
+		return onset
+	}
+	return end
+}
+
+func untilMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return store.Millis(t)
 }
 
 func unknownIncident(ctx context.Context, q store.Querier, id string) error {
@@ -402,7 +442,7 @@ func unknownIncident(ctx context.Context, q store.Querier, id string) error {
 
 func loadSymptoms(ctx context.Context, q store.Querier, id string) ([]Symptom, error) {
 	rows, err := q.QueryContext(ctx, `SELECT kind, asset, metric, related_metric, column_name, observed, expected_low,
-		expected_high, expected, at_ms, source, detail FROM incident_symptoms WHERE incident_id = ? ORDER BY at_ms, id`, id)
+		expected_high, expected, at_ms, until_ms, source, detail FROM incident_symptoms WHERE incident_id = ? ORDER BY at_ms, id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read symptoms of %s: %w", id, err)
 	}
@@ -411,12 +451,15 @@ func loadSymptoms(ctx context.Context, q store.Querier, id string) ([]Symptom, e
 	for rows.Next() {
 		var sym Symptom
 		var kind string
-		var at int64
+		var at, until int64
 		if err := rows.Scan(&kind, &sym.Asset, &sym.Metric, &sym.RelatedMetric, &sym.Column, &sym.Observed,
-			&sym.ExpectedLow, &sym.ExpectedHigh, &sym.Expected, &at, &sym.Source, &sym.Detail); err != nil {
+			&sym.ExpectedLow, &sym.ExpectedHigh, &sym.Expected, &at, &until, &sym.Source, &sym.Detail); err != nil {
 			return nil, err
 		}
 		sym.Kind, sym.At = SymptomKind(kind), store.FromMillis(at)
+		if until != 0 {
+			sym.Until = store.FromMillis(until)
+		}
 		out = append(out, sym)
 	}
 	return out, rows.Err()
@@ -450,9 +493,11 @@ func save(ctx context.Context, tx *store.Tx, inc *Incident, from Status, actor, 
 	if inc.Verification != nil {
 		verification = mustJSON(inc.Verification)
 	}
+	// The top cause later diagnoses learn from: the one a person named,
+	// else a credible top-ranked change; never a change nobody believes.
 	topKind, topChange := "", int64(0)
-	if len(inc.Causes) > 0 {
-		topKind, topChange = string(inc.Causes[0].Change.Kind), inc.Causes[0].Change.ID
+	if top := inc.Cause(); top != nil {
+		topKind, topChange = string(top.Kind), top.ID
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE incidents SET status = ?, diagnosed_ms = ?, verified_ms = ?, closed_ms = ?,
 		causes = ?, top_cause_kind = ?, top_cause_change = ?, proposals = ?, verification = ?, version = version + 1, updated_ms = ?
@@ -585,7 +630,7 @@ func (s *Service) MarkProposed(ctx context.Context, incidentID string, proposalI
 type IncidentFilter struct {
 	Status string `json:"status,omitempty" jsonschema:"only incidents in this status"`
 	Asset  string `json:"asset,omitempty" jsonschema:"only incidents with a symptom on this asset"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"most incidents to return, newest first; default 50, at most 500"`
+	page.Params
 }
 
 // IncidentSummary is one line of an incident list.
@@ -599,21 +644,18 @@ type IncidentSummary struct {
 }
 
 // ListIncidents lists incidents, newest first.
-func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]IncidentSummary, error) {
-	limit := f.Limit
-	switch {
-	case limit < 0 || limit > 500:
-		return nil, invalid("limit %d out of range: use 1 to 500 (default 50)", limit)
-	case limit == 0:
-		limit = 50
+func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]IncidentSummary, page.Info, error) {
+	pg, err := f.Resolve("list_incidents", f.Status, f.Asset)
+	if err != nil {
+		return nil, page.Info{}, err
 	}
-	q := "SELECT i.id, i.title, i.status, i.onset_ms, i.detected_ms, i.top_cause_kind FROM incidents i"
+	q := " FROM incidents i"
 	var where []string
 	var args []any
 	if f.Asset != "" {
 		a, err := cleanAsset("asset", f.Asset)
 		if err != nil {
-			return nil, err
+			return nil, page.Info{}, err
 		}
 		q += " JOIN incident_assets a ON a.incident_id = i.id"
 		where = append(where, "a.asset = ?")
@@ -622,7 +664,7 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 	if f.Status != "" {
 		st, err := parseStatus(f.Status)
 		if err != nil {
-			return nil, err
+			return nil, page.Info{}, err
 		}
 		where = append(where, "i.status = ?")
 		args = append(args, string(st))
@@ -630,11 +672,14 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY i.seq DESC LIMIT ?"
-	args = append(args, limit)
-	rows, err := s.DB.QueryContext(ctx, q, args...)
+	var total int
+	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*)"+q, args...).Scan(&total); err != nil {
+		return nil, page.Info{}, fmt.Errorf("count incidents: %w", err)
+	}
+	rows, err := s.DB.QueryContext(ctx, "SELECT i.id, i.title, i.status, i.onset_ms, i.detected_ms, i.top_cause_kind"+q+
+		" ORDER BY i.seq DESC LIMIT ? OFFSET ?", append(args, pg.Limit, pg.Offset)...)
 	if err != nil {
-		return nil, fmt.Errorf("list incidents: %w", err)
+		return nil, page.Info{}, fmt.Errorf("list incidents: %w", err)
 	}
 	defer rows.Close()
 	out := []IncidentSummary{}
@@ -643,10 +688,13 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 		var st string
 		var onset, detected int64
 		if err := rows.Scan(&x.ID, &x.Title, &st, &onset, &detected, &x.TopCause); err != nil {
-			return nil, err
+			return nil, page.Info{}, err
 		}
 		x.Status, x.Onset, x.DetectedAt = Status(st), store.FromMillis(onset), store.FromMillis(detected)
 		out = append(out, x)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, page.Info{}, err
+	}
+	return out, pg.Info(len(out), total), nil
 }

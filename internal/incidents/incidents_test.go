@@ -70,8 +70,8 @@ func TestSymptomsJoinRelatedIncidentsAndKeepUnrelatedApart(t *testing.T) {
 		if r.Incidents[0].ID == loyalty {
 			t.Fatal("symptom joined a closed incident")
 		}
-		list, err := s.ListIncidents(ctx, IncidentFilter{Asset: "snowflake://usage.usage_hourly"})
-		if err != nil || len(list) != 2 {
+		list, info, err := s.ListIncidents(ctx, IncidentFilter{Asset: "snowflake://usage.usage_hourly"})
+		if err != nil || len(list) != 2 || info.Total != 2 || info.NextCursor != "" {
 			t.Fatalf("list by asset: %+v %v", list, err)
 		}
 	})
@@ -98,7 +98,7 @@ func TestConcurrentReportsOpenOneIncident(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		list, err := s.ListIncidents(context.Background(), IncidentFilter{})
+		list, _, err := s.ListIncidents(context.Background(), IncidentFilter{})
 		if err != nil || len(list) != 1 {
 			t.Fatalf("concurrent reports opened %d incidents (%v)", len(list), err)
 		}

@@ -68,8 +68,9 @@ type DefineMetricParams struct {
 var metricNameRE = regexp.MustCompile(`^[a-z][a-z0-9_.\-]{0,99}$`)
 
 // DefineMetric records a metric definition, replacing an earlier one of
-// the same name. A SQL definition is checked to be one read-only statement
-// before it is stored, so it is refused before it could ever run.
+// the same name. A SQL definition is judged by its warehouse's engine to be
+// one read-only query before it is stored, so it is refused before it
+// could ever run.
 func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*MetricDefinition, error) {
 	name := strings.TrimSpace(p.Name)
 	if !metricNameRE.MatchString(name) {
@@ -104,6 +105,17 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 		if d.TimeColumn = strings.TrimSpace(p.TimeColumn); d.TimeColumn != "" {
 			if err := warehouse.ValidIdentifier(d.TimeColumn); err != nil {
 				return nil, invalid("time_column: %v", err)
+			}
+		}
+		// The engine judges the SQL now, so a refused statement is never
+		// stored; without warehouses (library use) it is judged at run.
+		if s.OpenWarehouse != nil {
+			wh, err := s.OpenWarehouse(ctx, d.Warehouse)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkMetricSQL(ctx, wh, d.SQL); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -205,6 +217,17 @@ func loadMetric(ctx context.Context, q store.Querier, name string) (*MetricDefin
 // ListMetrics lists the defined metrics by name.
 func (s *Service) ListMetrics(ctx context.Context) ([]MetricDefinition, error) {
 	return scanMetrics(s.DB.QueryContext(ctx, metricSelect+" ORDER BY name"))
+}
+
+// ListMetricsPage is one page of the metric definitions by name, and how
+// many there are in all.
+func (s *Service) ListMetricsPage(ctx context.Context, limit, offset int) ([]MetricDefinition, int, error) {
+	var total int
+	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM incident_metrics").Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count metrics: %w", err)
+	}
+	defs, err := scanMetrics(s.DB.QueryContext(ctx, metricSelect+" ORDER BY name LIMIT ? OFFSET ?", limit, offset))
+	return defs, total, err
 }
 
 func scanMetrics(rows *sql.Rows, err error) ([]MetricDefinition, error) {
@@ -568,4 +591,37 @@ func monitorSummary(def *MetricDefinition, r *MonitorResult) string {
 		fmt.Fprintf(&b, "; %s %s", verb, inc.ID)
 	}
 	return b.String() + "."
+}
+
+// PointStats condenses the points one monitor_metrics call judged, so the
+// tool answer stays small however many points were recorded.
+type PointStats struct {
+	Count     int       `json:"count" jsonschema:"points recorded"`
+	Anomalous int       `json:"anomalous" jsonschema:"points judged anomalous"`
+	Learning  int       `json:"learning" jsonschema:"points not judged for lack of history"`
+	First     time.Time `json:"first,omitzero" jsonschema:"bucket start of the oldest point"`
+	Latest    *Judged   `json:"latest,omitempty" jsonschema:"the newest point with its verdict and baseline"`
+	Worst     *Judged   `json:"worst,omitempty" jsonschema:"the point furthest from its baseline (largest absolute robust z-score)"`
+}
+
+// SummarizePoints computes the PointStats of judged points (oldest first).
+func SummarizePoints(points []Judged) PointStats {
+	st := PointStats{Count: len(points)}
+	for i := range points {
+		p := &points[i]
+		switch p.Verdict {
+		case baseline.Anomalous:
+			st.Anomalous++
+		case baseline.Learning:
+			st.Learning++
+		}
+		if p.Verdict != "" && p.Verdict != baseline.Learning && (st.Worst == nil || math.Abs(p.Score) > math.Abs(st.Worst.Score)) {
+			st.Worst = p
+		}
+	}
+	if len(points) > 0 {
+		st.First = points[0].At
+		st.Latest = &points[len(points)-1]
+	}
+	return st
 }

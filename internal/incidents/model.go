@@ -120,6 +120,7 @@ type Symptom struct {
 	ExpectedLow   float64     `json:"expected_low,omitempty" jsonschema:"low end of the expected range"`
 	ExpectedHigh  float64     `json:"expected_high,omitempty" jsonschema:"high end of the expected range"`
 	At            time.Time   `json:"at" jsonschema:"time the symptom applies to (the start of the checked hour bucket, or the check time)"`
+	Until         time.Time   `json:"until,omitzero" jsonschema:"end of the checked bucket (excluded); default: an hour after at when at is on the hour, else at itself (a point-in-time check)"`
 	Source        string      `json:"source,omitempty" jsonschema:"what reported it, e.g. run_quality_check or monitor_metrics"`
 	Detail        string      `json:"detail,omitempty" jsonschema:"the finding in words, e.g. egress_bytes null in 18% of rows (0% in every earlier check)"`
 }
@@ -156,6 +157,19 @@ func (s Symptom) describe() string {
 	return b.String()
 }
 
+// end is the end of the symptom's bucket: when the problem had certainly
+// begun. An hour-aligned symptom without one is an hourly bucket (what
+// checks and metrics report by default); any other is a point in time.
+func (s Symptom) end() time.Time {
+	switch {
+	case !s.Until.IsZero() && s.Until.After(s.At):
+		return s.Until
+	case s.At.Equal(s.At.Truncate(time.Hour)):
+		return s.At.Add(time.Hour)
+	}
+	return s.At
+}
+
 // assertion names the check a verification must re-run for this symptom.
 func (s Symptom) assertion() string {
 	parts := []string{string(s.Kind), s.Asset}
@@ -178,13 +192,16 @@ type Incident struct {
 	Status       Status        `json:"status" jsonschema:"open, diagnosed, proposed, approved, fixing, verified, escalated or closed"`
 	Assets       []string      `json:"assets" jsonschema:"assets the symptoms are on"`
 	Symptoms     []Symptom     `json:"symptoms" jsonschema:"failed checks and metric anomalies, oldest first"`
-	Onset        time.Time     `json:"onset" jsonschema:"earliest symptom time"`
+	Onset        time.Time     `json:"onset" jsonschema:"earliest symptom time: the start of the first anomalous bucket"`
+	OnsetEnd     time.Time     `json:"onset_end" jsonschema:"end of the first anomalous bucket: the problem began between onset and onset_end"`
 	DetectedAt   time.Time     `json:"detected_at" jsonschema:"when the incident was opened"`
 	DiagnosedAt  time.Time     `json:"diagnosed_at,omitzero" jsonschema:"when the causes were last ranked"`
 	VerifiedAt   time.Time     `json:"verified_at,omitzero" jsonschema:"when the fix was verified"`
 	ClosedAt     time.Time     `json:"closed_at,omitzero" jsonschema:"when the incident was closed"`
 	ResolvedAt   time.Time     `json:"resolved_at,omitzero" jsonschema:"when it was resolved: verified, else closed"`
 	Causes       []Cause       `json:"causes" jsonschema:"ranked candidate causes, most likely first"`
+	Verdict      Verdict       `json:"verdict,omitempty" jsonschema:"the diagnosis's verdict: likely_cause, no_credible_cause or attributed (a person named the cause)"`
+	Attributed   *Attribution  `json:"attributed_cause,omitempty" jsonschema:"the cause a person named (dw cause set); it overrides the ranking in proposals and the receipt"`
 	Proposals    []string      `json:"proposals" jsonschema:"ids of remediation proposals made for it"`
 	Verification *Verification `json:"verification,omitempty" jsonschema:"the latest verification of a fix"`
 	Timeline     []Event       `json:"timeline" jsonschema:"status changes, oldest first"`
@@ -206,6 +223,7 @@ type Event struct {
 type Cause struct {
 	Rank       int       `json:"rank" jsonschema:"1 is the most likely cause"`
 	Confidence float64   `json:"confidence" jsonschema:"how well the change explains the symptoms, 0 to 1 (see the package documentation of the scoring)"`
+	Credible   bool      `json:"credible" jsonschema:"true when the change has a lineage path to the symptoms and confidence of at least 0.3; only a credible cause is cited as most likely"`
 	Change     Change    `json:"change" jsonschema:"the recorded change"`
 	Relation   string    `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
 	Distance   int       `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
@@ -215,6 +233,30 @@ type Cause struct {
 	Factors    Factors   `json:"factors" jsonschema:"the scores the confidence combines"`
 	Evidence   []string  `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
 	At         time.Time `json:"at" jsonschema:"when the change happened"`
+}
+
+// Verdict is what a diagnosis concludes about the cause.
+type Verdict string
+
+// Verdicts.
+const (
+	// VerdictLikely: the top-ranked change is credible.
+	VerdictLikely Verdict = "likely_cause"
+	// VerdictNone: no considered change is credible; the ranking is kept
+	// as the list of what was considered, and nothing is cited as cause.
+	VerdictNone Verdict = "no_credible_cause"
+	// VerdictAttributed: a person named the cause (dw cause set).
+	VerdictAttributed Verdict = "attributed"
+)
+
+// Attribution is a cause a person named for an incident.
+type Attribution struct {
+	Change Change    `json:"change" jsonschema:"the recorded change the person named"`
+	Actor  string    `json:"actor" jsonschema:"who named it"`
+	Reason string    `json:"reason" jsonschema:"why, in their words"`
+	At     time.Time `json:"at" jsonschema:"when"`
+	// Replaced is the attribution this one corrected, if any.
+	Replaced int64 `json:"replaced_change_id,omitempty" jsonschema:"change id of the earlier attribution this one corrected"`
 }
 
 // Factors are the parts of a cause's confidence, each in [0,1].

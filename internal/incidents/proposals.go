@@ -49,7 +49,7 @@ type DraftParams struct {
 	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on"`
 	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches; default the incident's assets"`
 	Undo       string         `json:"undo" jsonschema:"how to reverse it, named concretely (e.g. point the dbt source back to usage.usage_hourly)"`
-	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
+	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses, if credible; default the cause a person named, else the credible top cause, else none"`
 	Details    map[string]any `json:"details,omitempty" jsonschema:"parameters the executing tool needs verbatim (schema text, savepoint, job id)"`
 }
 
@@ -60,11 +60,11 @@ type ProposalDraft struct {
 	Kind         ProposalKind   `json:"kind" jsonschema:"proposal kind"`
 	ApprovalKind string         `json:"approval_kind" jsonschema:"the kind approvals records it as"`
 	What         string         `json:"what" jsonschema:"the change in one line"`
-	Why          string         `json:"why" jsonschema:"the cause it addresses, with its confidence"`
+	Why          string         `json:"why" jsonschema:"the cause it addresses, with its confidence or who named it; or that no credible cause is known"`
 	Targets      []string       `json:"targets" jsonschema:"asset ids acted on"`
 	Scope        []string       `json:"scope" jsonschema:"assets and consumers touched"`
 	Undo         string         `json:"undo" jsonschema:"how to reverse it"`
-	Rationale    []string       `json:"rationale" jsonschema:"the cause's evidence, for the approver to check"`
+	Rationale    []string       `json:"rationale" jsonschema:"the cause's evidence, or the symptoms when no cause is cited, for the approver to check"`
 	Details      map[string]any `json:"details" jsonschema:"action parameters"`
 }
 
@@ -115,17 +115,42 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	default:
 		return nil, invalid("incident %s is %s; remediations are proposed for a diagnosed incident (run the diagnosis first)", inc.ID, inc.Status)
 	}
-	if len(inc.Causes) == 0 {
-		return nil, invalid("incident %s has no ranked causes: record the change behind it and diagnose again before proposing a fix", inc.ID)
-	}
+	// The cause the proposal cites: the one a person named, else the
+	// credible top cause, else an explicit cause_rank that is credible. A
+	// change below the credibility line is never cited: the proposal then
+	// says no cause is known and rests on the symptoms.
+	var cause *Cause
 	rank := p.CauseRank
-	if rank == 0 {
-		rank = 1
-	}
-	if rank < 1 || rank > len(inc.Causes) {
+	switch {
+	case rank < 0 || rank > len(inc.Causes) && rank != 0:
 		return nil, invalid("cause_rank %d out of range: incident %s has %d ranked cause(s)", rank, inc.ID, len(inc.Causes))
+	case rank > 0 && inc.Attributed == nil:
+		c := inc.Causes[rank-1]
+		if !c.Credible {
+			return nil, invalid("cause #%d of %s (%s, confidence %.2f, %s) is not a credible cause: it needs a lineage path to the symptoms and confidence of at least %.1f; "+
+				"a person who knows it is the cause names it with dw cause set %s %d --reason ..., or propose without cause_rank",
+				rank, inc.ID, c.Change.Summary, c.Confidence, c.Relation, credibleFloor, inc.ID, c.Change.ID)
+		}
+		cause = &c
+	default:
+		cause = inc.CitedCause()
 	}
-	cause := inc.Causes[rank-1]
+	why := fmt.Sprintf("%s: no credible cause identified (%d change(s) considered); the action addresses the symptoms", inc.Title, len(inc.Causes))
+	rationale := []string{}
+	switch {
+	case cause != nil && inc.Attributed != nil && cause.Change.ID == inc.Attributed.Change.ID:
+		why = fmt.Sprintf("%s: cause named by %s: %s (%s), %s the onset", inc.Title, inc.Attributed.Actor, cause.Change.Summary,
+			inc.Attributed.Reason, cause.LeadTime)
+		rationale = append(rationale, cause.Evidence...)
+	case cause != nil:
+		why = fmt.Sprintf("%s: cause #%d (confidence %.2f): %s, %s the onset", inc.Title, cause.Rank, cause.Confidence,
+			cause.Change.Summary, cause.LeadTime)
+		rationale = append(rationale, cause.Evidence...)
+	default:
+		for _, sym := range inc.Symptoms {
+			rationale = append(rationale, fmt.Sprintf("%s on %s: %s", sym.Kind, sym.Asset, sym.describe()))
+		}
+	}
 	scope := []string{}
 	for _, a := range p.Scope {
 		a, err := cleanAsset("scope", a)
@@ -145,8 +170,6 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	}
 	return &ProposalDraft{
 		IncidentID: inc.ID, Kind: kind, ApprovalKind: kind.ApprovalKind(), What: what,
-		Why: fmt.Sprintf("%s: cause #%d (confidence %.2f): %s, %s the onset", inc.Title, rank, cause.Confidence,
-			cause.Change.Summary, cause.LeadTime),
-		Targets: targets, Scope: scope, Undo: undo, Rationale: append([]string{}, cause.Evidence...), Details: details,
+		Why: why, Targets: targets, Scope: scope, Undo: undo, Rationale: rationale, Details: details,
 	}, nil
 }

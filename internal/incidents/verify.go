@@ -54,15 +54,32 @@ type CheckResult struct {
 	Observed string `json:"observed,omitempty" jsonschema:"what was observed, e.g. 0 null rows since 00:00"`
 	Expected string `json:"expected,omitempty" jsonschema:"what was expected"`
 	Detail   string `json:"detail,omitempty" jsonschema:"anything a person should know"`
+	// Asset is the symptomatic asset the check speaks for (for a
+	// replacement table, the table it replaces). A passing result on an
+	// asset is the judged check verification needs on it; "" speaks for
+	// none. An assertion's result speaks for the assertion's asset.
+	Asset string `json:"asset,omitempty" jsonschema:"symptomatic asset the check speaks for"`
+	// Required marks a check that is always re-run and never excused,
+	// such as a declared key's uniqueness.
+	Required bool `json:"required,omitempty" jsonschema:"a check always re-run and never excused (a declared key)"`
 }
+
+// Verification outcomes.
+const (
+	OutcomeVerified      = "verified"
+	OutcomeEscalated     = "escalated"
+	OutcomeNotVerifiable = "not_verifiable_yet"
+)
 
 // Verification is the outcome of re-running an incident's checks.
 type Verification struct {
 	At       time.Time     `json:"at" jsonschema:"when it was verified"`
-	Verified bool          `json:"verified" jsonschema:"true only when every assertion that fired and every check given passed"`
+	Verified bool          `json:"verified" jsonschema:"true only when every assertion that fired and every check given passed, with at least one judged check on every symptomatic asset"`
+	Outcome  string        `json:"outcome" jsonschema:"verified; escalated (a check failed or an assertion was not re-run: a person looks); not_verifiable_yet (nothing failed, but a symptomatic asset has no judged check: the incident stays fixing)"`
 	Results  []CheckResult `json:"results" jsonschema:"every result given"`
 	Failures []CheckResult `json:"failures" jsonschema:"results that failed"`
 	Missing  []string      `json:"missing" jsonschema:"assertions that fired but were not re-run"`
+	Unjudged []string      `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
 	Reason   string        `json:"reason" jsonschema:"the outcome in words"`
 }
 
@@ -74,9 +91,13 @@ type VerifyParams struct {
 }
 
 // Verify decides whether a fix worked from re-run results: every assertion
-// that fired must be among them and every result must pass, and then the
-// incident is verified. Anything else (a failure, an assertion not re-run)
-// escalates it to a person with the failing evidence; it is never verified
+// that fired must be among them, every result must pass, and every
+// symptomatic asset needs at least one passing result that was judged (a
+// check with no history to judge against does not pass), and then the
+// incident is verified. A failure or an assertion not re-run escalates it
+// to a person with the failing evidence. When nothing failed but an asset
+// has no judged check, the answer is "not verifiable yet": the incident
+// stays fixing and the reason says what is missing. It is never verified
 // on partial evidence.
 func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, error) {
 	if len(p.Results) == 0 {
@@ -104,12 +125,13 @@ func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, er
 		if inc.Status != StatusFixing {
 			return invalid("incident %s is %s; verification applies to a fix in progress (status fixing): move it to fixing once the approved steps run", inc.ID, inc.Status)
 		}
-		v := judge(assertionsOf(inc), p.Results, now)
+		v := judge(assertionsOf(inc), inc.Assets, p.Results, now)
 		from := inc.Status
 		inc.Verification = v
-		if v.Verified {
+		switch v.Outcome {
+		case OutcomeVerified:
 			inc.Status, inc.VerifiedAt = StatusVerified, now
-		} else {
+		case OutcomeEscalated:
 			inc.Status = StatusEscalated
 		}
 		out = v
@@ -121,14 +143,26 @@ func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, er
 	return out, nil
 }
 
-// judge is the verification rule, apart from storage.
-func judge(assertions []Assertion, results []CheckResult, now time.Time) *Verification {
+// judge is the verification rule, apart from storage. The results are
+// judged as one set: their order does not matter.
+func judge(assertions []Assertion, assets []string, results []CheckResult, now time.Time) *Verification {
 	v := &Verification{At: now, Results: slices.Clone(results), Failures: []CheckResult{}, Missing: []string{}}
-	given := map[string]bool{}
+	assetOf := map[string]string{}
+	for _, a := range assertions {
+		assetOf[a.Name] = a.Asset
+	}
+	given, judged, seen := map[string]bool{}, map[string]bool{}, map[string]int{}
 	for _, r := range results {
 		given[r.Name] = true
+		asset := r.Asset
+		if asset == "" {
+			asset = assetOf[r.Name]
+		}
+		seen[asset]++
 		if !r.Passed {
 			v.Failures = append(v.Failures, r)
+		} else if asset != "" {
+			judged[asset] = true
 		}
 	}
 	for _, a := range assertions {
@@ -136,10 +170,26 @@ func judge(assertions []Assertion, results []CheckResult, now time.Time) *Verifi
 			v.Missing = append(v.Missing, a.Name)
 		}
 	}
-	v.Verified = len(results) > 0 && len(v.Failures) == 0 && len(v.Missing) == 0
+	for _, a := range assets {
+		if !judged[a] {
+			v.Unjudged = append(v.Unjudged, fmt.Sprintf("%s: none of its %d re-run check(s) was judged and passed (a check with too little history is not judged); "+
+				"re-run once it has history, or declare expectations on it (set_quality_expectations) or a team metric (define_metric)", a, seen[a]))
+		}
+	}
 	switch {
-	case v.Verified:
-		v.Reason = fmt.Sprintf("verified: all %d check(s) passed, including every assertion that fired", len(results))
+	case len(v.Failures) > 0 || len(v.Missing) > 0 || len(results) == 0:
+		v.Outcome = OutcomeEscalated
+	case len(v.Unjudged) > 0:
+		v.Outcome = OutcomeNotVerifiable
+	default:
+		v.Outcome = OutcomeVerified
+	}
+	v.Verified = v.Outcome == OutcomeVerified
+	switch v.Outcome {
+	case OutcomeVerified:
+		v.Reason = fmt.Sprintf("verified: all %d check(s) passed, including every assertion that fired, with a judged check on each of %d symptomatic asset(s)", len(results), len(assets))
+	case OutcomeNotVerifiable:
+		v.Reason = "not verifiable yet: nothing failed, but " + strings.Join(v.Unjudged, "; ")
 	default:
 		var parts []string
 		for _, f := range v.Failures {

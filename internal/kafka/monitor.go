@@ -29,7 +29,10 @@ type Monitor struct {
 	Clock   clock.Clock
 	Cluster string        // names the cluster in the store, e.g. "prod"
 	Window  time.Duration // DefaultWindow when zero
-	Keep    int           // samples kept per partition; DefaultKeepSamples when zero
+	// Retention downsamples and expires the stored samples; its zero
+	// value is DefaultStep and DefaultSpan. A span shorter than the
+	// window is raised to twice the window.
+	Retention Retention
 }
 
 // PartitionReport is a partition's current lag and its judged status.
@@ -74,18 +77,59 @@ func (m *Monitor) ConsumerLag(ctx context.Context, f LagFilter) (*LagReport, err
 	if err != nil {
 		return nil, err
 	}
-	if err := RecordRound(ctx, m.DB, m.Cluster, round, m.Keep); err != nil {
+	ret := m.Retention.orDefault()
+	if ret.Span < window {
+		ret.Span = 2 * window
+	}
+	if err := RecordRound(ctx, m.DB, m.Cluster, round, ret); err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(round.Groups))
 	for _, g := range round.Groups {
 		names = append(names, g.Group)
 	}
-	history, err := LoadSamples(ctx, m.DB, m.Cluster, names)
+	// Only the window is read back: that is all a status is judged on,
+	// and it holds at most window/step samples per partition however
+	// long the history is.
+	from := round.At.Add(-window)
+	history, err := LoadWindow(ctx, m.DB, m.Cluster, names, from, round.At)
 	if err != nil {
 		return nil, err
 	}
+	// Except where the committed offset did not move across the whole
+	// window and lag never reached zero in it: how long it has not moved
+	// (stopped, and committed_since) needs the samples before the window.
+	flat := map[PartitionKey]bool{}
+	for k, h := range history {
+		if unmovedWithLag(h) {
+			flat[k] = true
+		}
+	}
+	if len(flat) > 0 {
+		before, err := LoadBefore(ctx, m.DB, m.Cluster, flat, from)
+		if err != nil {
+			return nil, err
+		}
+		for k, h := range before {
+			history[k] = append(h, history[k]...)
+		}
+	}
 	return Judge(m.Cluster, round, history, window), nil
+}
+
+// unmovedWithLag reports whether every sample has the last committed offset
+// and none has zero lag.
+func unmovedWithLag(h []Sample) bool {
+	if len(h) == 0 {
+		return false
+	}
+	last := h[len(h)-1].Committed
+	for _, s := range h {
+		if s.Committed != last || s.Lag == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Judge combines a round with the stored history into a report. It is pure,

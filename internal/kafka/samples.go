@@ -5,13 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dataworkers/dw/internal/store"
 )
 
-// DefaultKeepSamples is how many samples per partition RecordRound keeps:
-// enough for a window of a few hours at one round a minute.
-const DefaultKeepSamples = 100
+// Retention bounds what RecordRound keeps, so the store and every read of
+// it stay the same size however many rounds are recorded.
+type Retention struct {
+	// Step downsamples: a partition keeps at most one sample per
+	// step-long bucket (aligned to the epoch), the newest; a new round
+	// replaces the earlier samples of its partitions in its bucket.
+	// DefaultStep when zero.
+	Step time.Duration
+	// Span expires: samples older than Span before the round are deleted,
+	// for the whole cluster. DefaultSpan when zero.
+	Span time.Duration
+}
+
+// DefaultStep gives a DefaultWindow ten samples, Burrow's ten rounds, however
+// often the tool is called; DefaultSpan keeps six windows, enough to say
+// how long a stopped group has been stopped.
+const (
+	DefaultStep = DefaultWindow / 10
+	DefaultSpan = 6 * DefaultWindow
+)
+
+func (r Retention) orDefault() Retention {
+	if r.Step <= 0 {
+		r.Step = DefaultStep
+	}
+	if r.Span <= 0 {
+		r.Span = DefaultSpan
+	}
+	return r
+}
 
 // Rows per INSERT and names per IN list: well under PostgreSQL's 65,535
 // parameters and SQLite's 32,766.
@@ -21,41 +49,45 @@ const (
 )
 
 // RecordRound stores one sample per partition of the round (partitions
-// whose lag could not be read are skipped) and prunes every touched
-// partition to its newest keep samples, in one transaction. Recording the
-// same round twice is harmless.
-func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRound, keep int) error {
+// whose lag could not be read are skipped), in one transaction: it first
+// drops the earlier samples of the round's partitions in the round's
+// downsampling bucket, then inserts, then expires the cluster's samples
+// older than the retention span. Each step touches only the rows in its
+// time range (an index on cluster and time), never the whole history.
+// Recording the same round twice is harmless.
+func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRound, ret Retention) error {
 	if cluster == "" {
 		return errors.New("kafka: record samples: cluster name is empty")
 	}
-	if keep <= 0 {
-		keep = DefaultKeepSamples
-	}
+	ret = ret.orDefault()
 	type row struct {
 		g, t string
 		p    int32
 		s    Sample
 	}
 	var rows []row
-	var groups []string
+	keys := map[PartitionKey]bool{}
 	for _, g := range round.Groups {
-		n := 0
 		for _, p := range g.Partitions {
 			if p.Error != "" || p.Lag < 0 {
 				continue
 			}
 			rows = append(rows, row{g.Group, p.Topic, p.Partition, Sample{At: round.At, Committed: p.Committed, End: p.End, Lag: p.Lag}})
-			n++
-		}
-		if n > 0 {
-			groups = append(groups, g.Group)
+			keys[PartitionKey{Group: g.Group, Topic: p.Topic, Partition: p.Partition}] = true
 		}
 	}
 	if len(rows) == 0 {
 		return nil
 	}
 	at := store.Millis(round.At)
+	step := ret.Step.Milliseconds()
+	bucket := at - ((at%step)+step)%step
 	return db.InTx(ctx, func(tx *store.Tx) error {
+		if bucket < at {
+			if err := thin(ctx, tx, cluster, keys, bucket, at); err != nil {
+				return err
+			}
+		}
 		for start := 0; start < len(rows); start += insertChunk {
 			chunk := rows[start:min(start+insertChunk, len(rows))]
 			var b strings.Builder
@@ -74,24 +106,135 @@ func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRo
 				return fmt.Errorf("kafka: record lag samples: %w", err)
 			}
 		}
-		for start := 0; start < len(groups); start += inChunk {
-			chunk := groups[start:min(start+inChunk, len(groups))]
-			args := []any{cluster}
-			for _, g := range chunk {
-				args = append(args, g)
-			}
-			args = append(args, keep)
-			q := `DELETE FROM kafka_lag_samples WHERE id IN (
-				SELECT id FROM (
-					SELECT id, ROW_NUMBER() OVER (PARTITION BY group_name, topic, partition_num ORDER BY at_ms DESC) AS rn
-					FROM kafka_lag_samples WHERE cluster = ? AND group_name IN (` + bindVars(len(chunk)) + `)
-				) ranked WHERE rn > ?)`
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return fmt.Errorf("kafka: prune lag samples: %w", err)
-			}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM kafka_lag_samples WHERE cluster = ? AND at_ms < ?", cluster, at-ret.Span.Milliseconds()); err != nil {
+			return fmt.Errorf("kafka: expire lag samples: %w", err)
 		}
 		return nil
 	})
+}
+
+// thin deletes the samples of keys stored in [from, to): the round being
+// recorded at to supersedes them in their bucket. Other partitions'
+// samples in the bucket (a group this round did not read) are kept.
+func thin(ctx context.Context, tx *store.Tx, cluster string, keys map[PartitionKey]bool, from, to int64) error {
+	rs, err := tx.QueryContext(ctx, "SELECT id, group_name, topic, partition_num FROM kafka_lag_samples WHERE cluster = ? AND at_ms >= ? AND at_ms < ?", cluster, from, to)
+	if err != nil {
+		return fmt.Errorf("kafka: downsample lag samples: %w", err)
+	}
+	var ids []any
+	for rs.Next() {
+		var id int64
+		var k PartitionKey
+		if err := rs.Scan(&id, &k.Group, &k.Topic, &k.Partition); err != nil {
+			rs.Close()
+			return fmt.Errorf("kafka: downsample lag samples: %w", err)
+		}
+		if keys[k] {
+			ids = append(ids, id)
+		}
+	}
+	err = rs.Err()
+	rs.Close()
+	if err != nil {
+		return fmt.Errorf("kafka: downsample lag samples: %w", err)
+	}
+	for start := 0; start < len(ids); start += inChunk {
+		chunk := ids[start:min(start+inChunk, len(ids))]
+		if _, err := tx.ExecContext(ctx, "DELETE FROM kafka_lag_samples WHERE id IN ("+bindVars(len(chunk))+")", chunk...); err != nil {
+			return fmt.Errorf("kafka: downsample lag samples: %w", err)
+		}
+	}
+	return nil
+}
+
+// fewGroups is where LoadWindow switches from naming the groups in the
+// query (each group's rows through the key index) to reading the cluster's
+// window by time and keeping the wanted groups.
+const fewGroups = 20
+
+// LoadWindow returns the stored samples of the given groups taken in
+// [from, to], oldest first per partition. It reads only that window.
+func LoadWindow(ctx context.Context, q store.Querier, cluster string, groups []string, from, to time.Time) (map[PartitionKey][]Sample, error) {
+	out := map[PartitionKey][]Sample{}
+	lo, hi := store.Millis(from), store.Millis(to)
+	if len(groups) > fewGroups {
+		want := make(map[string]bool, len(groups))
+		for _, g := range groups {
+			want[g] = true
+		}
+		err := scanSamples(ctx, q, out, func(k PartitionKey) bool { return want[k.Group] },
+			`SELECT group_name, topic, partition_num, at_ms, committed_offset, end_offset, lag
+			FROM kafka_lag_samples WHERE cluster = ? AND at_ms >= ? AND at_ms <= ? ORDER BY at_ms`, cluster, lo, hi)
+		return out, err
+	}
+	args := []any{cluster, lo, hi}
+	for _, g := range groups {
+		args = append(args, g)
+	}
+	if len(groups) == 0 {
+		return out, nil
+	}
+	err := scanSamples(ctx, q, out, nil, `SELECT group_name, topic, partition_num, at_ms, committed_offset, end_offset, lag
+		FROM kafka_lag_samples WHERE cluster = ? AND at_ms >= ? AND at_ms <= ? AND group_name IN (`+bindVars(len(groups))+`)
+		ORDER BY at_ms`, args...)
+	return out, err
+}
+
+// LoadBefore returns the stored samples of the given partitions taken
+// before t, oldest first per partition: the history behind a window, for
+// partitions whose committed offset did not move in it.
+func LoadBefore(ctx context.Context, q store.Querier, cluster string, keys map[PartitionKey]bool, t time.Time) (map[PartitionKey][]Sample, error) {
+	out := map[PartitionKey][]Sample{}
+	seen := map[string]bool{}
+	var groups []string
+	for k := range keys {
+		if !seen[k.Group] {
+			seen[k.Group] = true
+			groups = append(groups, k.Group)
+		}
+	}
+	for start := 0; start < len(groups); start += inChunk {
+		chunk := groups[start:min(start+inChunk, len(groups))]
+		args := []any{cluster, store.Millis(t)}
+		for _, g := range chunk {
+			args = append(args, g)
+		}
+		err := scanSamples(ctx, q, out, func(k PartitionKey) bool { return keys[k] },
+			`SELECT group_name, topic, partition_num, at_ms, committed_offset, end_offset, lag
+			FROM kafka_lag_samples WHERE cluster = ? AND at_ms < ? AND group_name IN (`+bindVars(len(chunk))+`)
+			ORDER BY at_ms`, args...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scanSamples appends the rows of query (group, topic, partition, at_ms,
+// committed, end, lag, ordered by time) that keep accepts to out.
+func scanSamples(ctx context.Context, q store.Querier, out map[PartitionKey][]Sample, keep func(PartitionKey) bool, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("kafka: load lag samples: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k PartitionKey
+		var ms int64
+		var s Sample
+		if err := rows.Scan(&k.Group, &k.Topic, &k.Partition, &ms, &s.Committed, &s.End, &s.Lag); err != nil {
+			return fmt.Errorf("kafka: load lag samples: %w", err)
+		}
+		if keep != nil && !keep(k) {
+			continue
+		}
+		s.At = store.FromMillis(ms)
+		out[k] = append(out[k], s)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("kafka: load lag samples: %w", err)
+	}
+	return nil
 }
 
 // LoadSamples returns the stored samples of the given groups, oldest first

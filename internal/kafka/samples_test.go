@@ -15,6 +15,8 @@ func TestRecordAndLoadSamples(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		const keep = 5
+		// One round a minute, kept 4.5 minutes back: the newest five.
+		ret := Retention{Step: time.Minute, Span: 4*time.Minute + 30*time.Second}
 		for i := 0; i < 8; i++ {
 			at := t0.Add(time.Duration(i) * time.Minute)
 			r := round(at,
@@ -24,16 +26,16 @@ func TestRecordAndLoadSamples(t *testing.T) {
 				}},
 				GroupLag{Group: "fraud", Partitions: []PartitionLag{{Topic: "payments", Partition: 0, Committed: 1, End: int64(1 + i), Lag: int64(i)}}},
 			)
-			if err := RecordRound(ctx, db, "prod", r, keep); err != nil {
+			if err := RecordRound(ctx, db, "prod", r, ret); err != nil {
 				t.Fatal(err)
 			}
 			// Recording a round twice changes nothing.
-			if err := RecordRound(ctx, db, "prod", r, keep); err != nil {
+			if err := RecordRound(ctx, db, "prod", r, ret); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Another cluster's samples stay apart.
-		if err := RecordRound(ctx, db, "staging", round(t0, GroupLag{Group: "billing", Partitions: []PartitionLag{{Topic: "orders", Partition: 0, Committed: 1, End: 1}}}), keep); err != nil {
+		if err := RecordRound(ctx, db, "staging", round(t0, GroupLag{Group: "billing", Partitions: []PartitionLag{{Topic: "orders", Partition: 0, Committed: 1, End: 1}}}), ret); err != nil {
 			t.Fatal(err)
 		}
 
@@ -63,7 +65,7 @@ func TestRecordAndLoadSamples(t *testing.T) {
 		if err != nil || len(st) != 1 {
 			t.Fatalf("staging: %v %v", st, err)
 		}
-		if err := RecordRound(ctx, db, "", round(t0), keep); err == nil {
+		if err := RecordRound(ctx, db, "", round(t0), ret); err == nil {
 			t.Fatal("empty cluster name accepted")
 		}
 	})
@@ -85,7 +87,7 @@ func TestRecordRoundLarge(t *testing.T) {
 			names = append(names, gl.Group)
 		}
 		for i := 0; i < 3; i++ {
-			if err := RecordRound(ctx, db, "prod", round(t0.Add(time.Duration(i)*time.Minute), groups...), 2); err != nil {
+			if err := RecordRound(ctx, db, "prod", round(t0.Add(time.Duration(i)*time.Minute), groups...), Retention{Step: time.Minute, Span: 90 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -100,6 +102,110 @@ func TestRecordRoundLarge(t *testing.T) {
 			if len(h) != 2 {
 				t.Fatalf("%v kept %d", k, len(h))
 			}
+		}
+		// The window read by time (more groups than fewGroups) keeps
+		// only the named groups and the samples inside the window.
+		win, err := LoadWindow(ctx, db, "prod", names[:300], t0.Add(2*time.Minute), t0.Add(2*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(win) != 900 {
+			t.Fatalf("window partitions %d, want 900", len(win))
+		}
+		for k, h := range win {
+			if len(h) != 1 || !h[0].At.Equal(t0.Add(2*time.Minute)) {
+				t.Fatalf("%v window %+v", k, h)
+			}
+		}
+	})
+}
+
+// TestDownsampleAndWindow: rounds every 10 seconds keep one sample per
+// partition per minute (the newest in its minute); a group the round did
+// not read keeps its sample in that minute; the window read returns only
+// samples inside it; the store stays bounded however many rounds come.
+func TestDownsampleAndWindow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ret := Retention{Step: time.Minute, Span: 3 * time.Minute}
+		part := func(c int64) []PartitionLag {
+			return []PartitionLag{{Topic: "orders", Partition: 0, Committed: c, End: c + 5, Lag: 5}}
+		}
+		// fraud is read once, alone, inside minute 0.
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(5*time.Second), GroupLag{Group: "fraud", Partitions: part(1)}), ret); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 60; i++ { // ten minutes of rounds every 10 s
+			at := t0.Add(time.Duration(i) * 10 * time.Second)
+			if err := RecordRound(ctx, db, "prod", round(at, GroupLag{Group: "billing", Partitions: part(int64(i))}), ret); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM kafka_lag_samples WHERE cluster = 'prod' AND group_name = 'billing'").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 5 { // three minutes back, one a minute, plus the current minute's
+				t.Fatalf("after round %d the store holds %d samples of one partition", i, n)
+			}
+		}
+		all, err := LoadSamples(ctx, db, "prod", []string{"billing", "fraud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := all[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]
+		// Last round at 9:50; kept from 6:50 on: the newest of minutes
+		// 6, 7, 8 (at :50) and the current 9:50.
+		var got []time.Duration
+		for _, s := range h {
+			got = append(got, s.At.Sub(t0))
+		}
+		want := []time.Duration{6*time.Minute + 50*time.Second, 7*time.Minute + 50*time.Second, 8*time.Minute + 50*time.Second, 9*time.Minute + 50*time.Second}
+		if len(got) != len(want) {
+			t.Fatalf("kept %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("kept %v, want %v", got, want)
+			}
+		}
+		if h[len(h)-1].Committed != 59 {
+			t.Fatalf("newest sample %+v", h[len(h)-1])
+		}
+		// fraud's lone sample expired with the span, not with billing's thinning.
+		if f := all[PartitionKey{Group: "fraud", Topic: "orders", Partition: 0}]; len(f) != 0 {
+			t.Fatalf("fraud kept %+v past the span", f)
+		}
+		win, err := LoadWindow(ctx, db, "prod", []string{"billing"}, t0.Add(7*time.Minute), t0.Add(9*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := win[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]; len(w) != 2 || w[0].At.Sub(t0) != 7*time.Minute+50*time.Second {
+			t.Fatalf("window %+v", w)
+		}
+	})
+}
+
+// TestThinKeepsOtherGroups: a round of one group does not drop another
+// group's sample in the same minute.
+func TestThinKeepsOtherGroups(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ret := Retention{Step: time.Minute, Span: time.Hour}
+		p := []PartitionLag{{Topic: "orders", Partition: 0, Committed: 1, End: 2, Lag: 1}}
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(5*time.Second), GroupLag{Group: "fraud", Partitions: p}, GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
+			t.Fatal(err)
+		}
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(20*time.Second), GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
+			t.Fatal(err)
+		}
+		all, err := LoadSamples(ctx, db, "prod", []string{"billing", "fraud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := all[PartitionKey{Group: "fraud", Topic: "orders", Partition: 0}]
+		b := all[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]
+		if len(f) != 1 || len(b) != 1 || b[0].At.Sub(t0) != 20*time.Second {
+			t.Fatalf("fraud %+v billing %+v", f, b)
 		}
 	})
 }

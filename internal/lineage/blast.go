@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -18,8 +19,10 @@ const (
 	maxMaxDepth      = 10000
 	defaultMaxAssets = 10000
 	maxMaxAssets     = 10_000_000
-	defaultLimit     = 100
-	maxLimit         = 10000
+	defaultLimit     = page.DefaultLimit
+	maxLimit         = 10000 // for callers inside dw; the tool's schema caps limit at page.MaxLimit
+	maxNames         = 25
+	maxUnknownEdges  = 50
 	defaultTimeout   = 5 * time.Second
 	maxTimeout       = 60 * time.Second
 )
@@ -31,7 +34,8 @@ type BlastParams struct {
 	Columns   []string `json:"columns,omitempty" jsonschema:"only follow what reads these columns of the asset, where column lineage is known; edges without column lineage are followed in full and listed"`
 	MaxDepth  int      `json:"max_depth,omitempty" jsonschema:"hops to follow (default 20)"`
 	MaxAssets int      `json:"max_assets,omitempty" jsonschema:"stop after reaching this many assets (default 10000)"`
-	Limit     int      `json:"limit,omitempty" jsonschema:"assets listed in the answer, most critical first (default 100); counts always cover everything reached"`
+	Limit     int      `json:"limit,omitempty" jsonschema:"assets listed per page, most critical first: 1 to 500 (default 50); counts always cover everything reached"`
+	Cursor    string   `json:"cursor,omitempty" jsonschema:"next_cursor from the previous answer, for the next page of assets; omit for the first page"`
 	Timeout   string   `json:"timeout,omitempty" jsonschema:"time budget as a duration, e.g. 2s (default 5s, at most 60s)"`
 }
 
@@ -67,21 +71,25 @@ type NameCount struct {
 
 // BlastResult is everything downstream of a change.
 type BlastResult struct {
-	Asset           string          `json:"asset" jsonschema:"the changed asset's id"`
-	Columns         []string        `json:"columns,omitempty" jsonschema:"the changed columns, when given"`
-	Total           int             `json:"total" jsonschema:"assets reached (not counting the changed one)"`
-	Critical        int             `json:"critical" jsonschema:"assets reached tagged outbound, money, regulator or customer-facing"`
-	Scheduled       int             `json:"scheduled" jsonschema:"scheduled jobs reached"`
-	CountsByKind    map[string]int  `json:"counts_by_kind" jsonschema:"assets reached per kind"`
-	Owners          []NameCount     `json:"owners,omitempty" jsonschema:"owners of the assets reached, most assets first"`
-	Domains         []NameCount     `json:"domains,omitempty" jsonschema:"domains of the assets reached, most assets first"`
-	Unowned         int             `json:"unowned" jsonschema:"assets reached with no recorded owner"`
-	Assets          []ImpactedAsset `json:"assets" jsonschema:"assets reached, critical and scheduled first (soonest next run first), then by distance"`
-	Partial         bool            `json:"partial" jsonschema:"true when a budget stopped the traversal before it finished"`
-	Budget          string          `json:"budget,omitempty" jsonschema:"the budget that stopped it: depth, size or time"`
-	NoColumnLineage []EdgeRef       `json:"no_column_lineage,omitempty" jsonschema:"edges followed in full because they carry no column lineage, so the answer is conservative past them"`
-	GraphVersion    int64           `json:"graph_version" jsonschema:"graph version the answer was computed on"`
-	Summary         string          `json:"summary" jsonschema:"one-paragraph summary for a person"`
+	Asset                string          `json:"asset" jsonschema:"the changed asset's id"`
+	Columns              []string        `json:"columns,omitempty" jsonschema:"the changed columns, when given"`
+	Total                int             `json:"total" jsonschema:"assets reached (not counting the changed one)"`
+	Critical             int             `json:"critical" jsonschema:"assets reached tagged outbound, money, regulator or customer-facing"`
+	Scheduled            int             `json:"scheduled" jsonschema:"scheduled jobs reached"`
+	CountsByKind         map[string]int  `json:"counts_by_kind" jsonschema:"assets reached per kind"`
+	Owners               []NameCount     `json:"owners,omitempty" jsonschema:"owners of the assets reached, most assets first (at most 25; owner_count says how many)"`
+	OwnerCount           int             `json:"owner_count" jsonschema:"distinct owners of the assets reached"`
+	Domains              []NameCount     `json:"domains,omitempty" jsonschema:"domains of the assets reached, most assets first (at most 25; domain_count says how many)"`
+	DomainCount          int             `json:"domain_count" jsonschema:"distinct domains of the assets reached"`
+	Unowned              int             `json:"unowned" jsonschema:"assets reached with no recorded owner"`
+	Assets               []ImpactedAsset `json:"assets" jsonschema:"this page of the assets reached, critical and scheduled first (soonest next run first), then by distance"`
+	NextCursor           string          `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of assets; absent on the last page"`
+	Partial              bool            `json:"partial" jsonschema:"true when a budget stopped the traversal before it finished"`
+	Budget               string          `json:"budget,omitempty" jsonschema:"the budget that stopped it: depth, size or time"`
+	NoColumnLineage      []EdgeRef       `json:"no_column_lineage,omitempty" jsonschema:"edges followed in full because they carry no column lineage, so the answer is conservative past them (at most 50)"`
+	NoColumnLineageTotal int             `json:"no_column_lineage_total,omitempty" jsonschema:"edges without column lineage in all"`
+	GraphVersion         int64           `json:"graph_version" jsonschema:"graph version the answer was computed on"`
+	Summary              string          `json:"summary" jsonschema:"one-paragraph summary for a person"`
 }
 
 func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (limits, error) {
@@ -151,14 +159,14 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 	if err != nil {
 		return nil, err
 	}
-	limit := defaultLimit
-	switch {
-	case p.Limit < 0 || p.Limit > maxLimit:
-		return nil, fmt.Errorf("limit %d is out of range; use 1 to %d (0 means the default %d)", p.Limit, maxLimit, defaultLimit)
-	case p.Limit > 0:
-		limit = p.Limit
-	}
 	idx, start, r, err := g.start(ctx, p.Asset)
+	if err != nil {
+		return nil, err
+	}
+	// The cursor is bound to the graph version: a page of a walk over a
+	// graph that changed since would skip or repeat assets.
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveWith(defaultLimit, maxLimit, "blast_radius_analysis", r.id,
+		strings.Join(p.Columns, ","), fmt.Sprint(p.MaxDepth, p.MaxAssets, p.Timeout, idx.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +189,7 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 		w = idx.bfs(ctx, []int32{start}, false, lim)
 	}
 	res.Partial, res.Budget = w.budget != "", w.budget
-	return res, g.describeBlast(ctx, idx, w, states, unknown, limit, res)
+	return res, g.describeBlast(ctx, idx, w, states, unknown, pg, res)
 }
 
 // checkColumns validates the changed columns against the asset's known
@@ -211,7 +219,7 @@ func (g *Graph) checkColumns(ctx context.Context, r resolved, cols []string) ([]
 	return out, nil
 }
 
-func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states []*colSet, unknown [][2]int32, limit int, res *BlastResult) error {
+func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states []*colSet, unknown [][2]int32, pg page.Page, res *BlastResult) error {
 	// Counted in slices indexed by interned string and kind code: this loop
 	// runs once per asset reached, which can be hundreds of thousands.
 	owners, domains := make([]int, len(idx.strs)), make([]int, len(idx.strs))
@@ -237,11 +245,12 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 		if d := m.domain; d >= 0 {
 			domains[d]++
 		}
+		// Critical and scheduled assets come first on the pages; within
+		// each group the walk's order (by distance) is kept, so pages are
+		// stable for one graph version.
 		if f&(flagCritical|flagScheduled) != 0 {
-			if len(pick) < limit {
-				pick = append(pick, int32(p))
-			}
-		} else if len(rest) < limit {
+			pick = append(pick, int32(p))
+		} else if len(rest) < pg.Offset+pg.Limit {
 			rest = append(rest, int32(p))
 		}
 	}
@@ -251,9 +260,15 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 		}
 	}
 	res.Owners, res.Domains = rankNames(idx, owners), rankNames(idx, domains)
-	if room := limit - len(pick); room > 0 {
-		pick = append(pick, rest[:min(room, len(rest))]...)
+	res.OwnerCount, res.DomainCount = len(res.Owners), len(res.Domains)
+	res.Owners, res.Domains = res.Owners[:min(len(res.Owners), maxNames)], res.Domains[:min(len(res.Domains), maxNames)]
+	pick = append(pick, rest[:min(len(rest), max(0, pg.Offset+pg.Limit-len(pick)))]...)
+	pick = pick[min(pg.Offset, len(pick)):min(pg.Offset+pg.Limit, len(pick))]
+	if more := pg.Offset+len(pick) < res.Total; more {
+		res.NextCursor = pg.Next(len(pick), more)
 	}
+	res.NoColumnLineageTotal = len(unknown)
+	unknown = unknown[:min(len(unknown), maxUnknownEdges)]
 	// Read the listed assets in full, and only the ids of the others on
 	// their paths and of the edges without column lineage.
 	listed := make([]int64, len(pick))

@@ -549,12 +549,28 @@ func scanSQL(s string) []sqlTok {
 			out = append(out, sqlTok{punct: '\'', start: i, end: min(j+1, len(s))})
 			i = j + 1
 		case c == '"' || c == '`':
-			j := strings.IndexByte(s[i+1:], c)
-			if j < 0 {
+			// A doubled quote inside stands for the quote itself ("a""b"
+			// names a"b); an empty name ("") is no identifier at all.
+			var name strings.Builder
+			j := i + 1
+			for ; j < len(s); j++ {
+				if s[j] == c {
+					if j+1 < len(s) && s[j+1] == c {
+						name.WriteByte(c)
+						j++
+						continue
+					}
+					break
+				}
+				name.WriteByte(s[j])
+			}
+			if j >= len(s) {
 				return out
 			}
-			out = append(out, sqlTok{text: s[i+1 : i+1+j], word: true, quoted: true, start: i, end: i + j + 2})
-			i += j + 2
+			if name.Len() > 0 {
+				out = append(out, sqlTok{text: name.String(), word: true, quoted: true, start: i, end: j + 1})
+			}
+			i = j + 1
 		case isWord(c) && !(c >= '0' && c <= '9'):
 			j := i
 			for j < len(s) && isWord(s[j]) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -28,6 +29,7 @@ func (r *assetRow) summary() AssetSummary {
 // LineageParams names the asset whose neighbours are wanted.
 type LineageParams struct {
 	Asset string `json:"asset" jsonschema:"asset id or unambiguous bare name"`
+	page.Params
 }
 
 // Neighbor is an adjacent asset and the edge to or from it.
@@ -39,9 +41,14 @@ type Neighbor struct {
 // LineageResult is an asset with its direct upstream and downstream.
 type LineageResult struct {
 	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run"`
-	Upstream   []Neighbor `json:"upstream" jsonschema:"assets feeding this one"`
-	Downstream []Neighbor `json:"downstream" jsonschema:"assets this one feeds"`
-	Summary    string     `json:"summary" jsonschema:"short text for a person"`
+	Upstream   []Neighbor `json:"upstream" jsonschema:"this page of the assets feeding this one, by id"`
+	Downstream []Neighbor `json:"downstream" jsonschema:"this page of the assets this one feeds, by id"`
+	// One cursor pages both lists at once: page n holds the n-th slice of
+	// each, so a list that ends early simply comes back empty.
+	UpstreamTotal   int    `json:"upstream_total" jsonschema:"assets feeding this one in all"`
+	DownstreamTotal int    `json:"downstream_total" jsonschema:"assets this one feeds in all"`
+	NextCursor      string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of upstream and downstream neighbours; absent on the last page"`
+	Summary         string `json:"summary" jsonschema:"short text for a person"`
 }
 
 // GetLineage returns an asset and its direct neighbours, read fresh from
@@ -55,17 +62,26 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 	if err != nil {
 		return nil, err
 	}
+	pg, err := p.Resolve("get_lineage", row.ID)
+	if err != nil {
+		return nil, err
+	}
 	res := &LineageResult{Asset: row.asset()}
 	if err := g.fillAsset(ctx, r.seq, &res.Asset); err != nil {
 		return nil, err
 	}
-	if res.Upstream, err = neighbors(ctx, g.db, r.seq, true); err != nil {
+	if res.Upstream, res.UpstreamTotal, err = neighbors(ctx, g.db, r.seq, true, pg); err != nil {
 		return nil, err
 	}
-	if res.Downstream, err = neighbors(ctx, g.db, r.seq, false); err != nil {
+	if res.Downstream, res.DownstreamTotal, err = neighbors(ctx, g.db, r.seq, false, pg); err != nil {
 		return nil, err
 	}
-	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, len(res.Upstream), len(res.Downstream))
+	res.NextCursor = pg.Next(max(len(res.Upstream), len(res.Downstream)),
+		pg.Offset+pg.Limit < max(res.UpstreamTotal, res.DownstreamTotal))
+	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, res.UpstreamTotal, res.DownstreamTotal)
+	if res.NextCursor != "" {
+		res.Summary += fmt.Sprintf(" Listed %d and %d; next_cursor pages on.", len(res.Upstream), len(res.Downstream))
+	}
 	if row.Owner != "" {
 		res.Summary += " Owner: " + row.Owner + "."
 	}
@@ -97,14 +113,23 @@ func (g *Graph) fillAsset(ctx context.Context, seq int64, a *Asset) error {
 	return rows.Err()
 }
 
-func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neighbor, error) {
-	near := "to_seq"
+// neighbors reads one page of an asset's direct upstream (or downstream)
+// neighbours, ordered by the neighbour's id, and how many there are in
+// all. The page is cut in SQL: an asset with 20,000 neighbours costs one
+// page of reads, not 20,000.
+func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, pg page.Page) ([]Neighbor, int, error) {
+	near, far := "to_seq", "from_seq"
 	if !up {
-		near = "from_seq"
+		near, far = far, near
 	}
-	rows, err := q.QueryContext(ctx, "SELECT from_seq, to_seq, kind, sources, last_seen_ms FROM lineage_edges WHERE "+near+" = ?", seq)
+	var total int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_edges WHERE "+near+" = ?", seq).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT e.from_seq, e.to_seq, e.kind, e.sources, e.last_seen_ms FROM lineage_edges e JOIN lineage_assets a ON a.seq = e."+far+
+		" WHERE e."+near+" = ? ORDER BY a.id, e.kind LIMIT ? OFFSET ?", seq, pg.Limit, pg.Offset)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	type edgeRow struct {
 		from, to int64
@@ -117,13 +142,13 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neig
 		var e edgeRow
 		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.last); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		edges = append(edges, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	seqs := []int64{seq}
 	for _, e := range edges {
@@ -133,9 +158,9 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neig
 			seqs = append(seqs, e.to)
 		}
 	}
-	assets, err := loadRows(ctx, q, seqs)
+	assets, err := loadListRows(ctx, q, seqs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make([]Neighbor, 0, len(edges))
 	for _, e := range edges {
@@ -149,7 +174,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neig
 		}
 		cols, err := edgeColumns(ctx, q, e.from, e.to)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		edge := Edge{From: fa.ID, To: ta.ID, Kind: EdgeKind(e.kind), Columns: cols, LastSeen: store.FromMillis(e.last)}
 		for _, s := range strings.Split(e.sources, ",") {
@@ -159,8 +184,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool) ([]Neig
 		}
 		out = append(out, Neighbor{Asset: oa.summary(), Edge: edge})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Asset.ID < out[j].Asset.ID })
-	return out, nil
+	return out, total, nil
 }
 
 func edgeColumns(ctx context.Context, q store.Querier, from, to int64) ([]ColumnMapping, error) {
@@ -182,42 +206,63 @@ func edgeColumns(ctx context.Context, q store.Querier, from, to int64) ([]Column
 
 // SearchParams finds assets by words, kinds and tags.
 type SearchParams struct {
-	Query string   `json:"query,omitempty" jsonschema:"words to find in names, titles, descriptions, columns, tags, owners and domains; every word must match somewhere"`
-	Kinds []string `json:"kinds,omitempty" jsonschema:"only these kinds, e.g. dbt_model, dashboard, orchestrator_job"`
-	Tags  []string `json:"tags,omitempty" jsonschema:"only assets carrying all these tags, e.g. outbound, money"`
-	Limit int      `json:"limit,omitempty" jsonschema:"results to return (default 20, at most 500)"`
+	Query  string   `json:"query,omitempty" jsonschema:"words to find in names, titles, descriptions, columns, tags, owners and domains; every word must match somewhere"`
+	Kinds  []string `json:"kinds,omitempty" jsonschema:"only these kinds, e.g. dbt_model, dashboard, orchestrator_job"`
+	Tags   []string `json:"tags,omitempty" jsonschema:"only assets carrying all these tags, e.g. outbound, money"`
+	Limit  int      `json:"limit,omitempty" jsonschema:"results per page: 1 to 500 (default 50)"`
+	Cursor string   `json:"cursor,omitempty" jsonschema:"next_cursor from the previous answer, for the next page; omit for the first page"`
 }
 
 // SearchHit is an asset found by a search.
 type SearchHit struct {
 	AssetSummary
 	Score   int      `json:"score" jsonschema:"relevance, higher is better"`
-	Matched []string `json:"matched,omitempty" jsonschema:"where the words matched: name, title, column:<name>, tag:<tag>, description, owner, domain"`
+	Matched []string `json:"matched,omitempty" jsonschema:"where the words matched (the first 10): name, title, column:<name>, tag:<tag>, description, owner, domain"`
 }
 
 // SearchResult lists the best matches.
 type SearchResult struct {
-	Assets    []SearchHit `json:"assets" jsonschema:"matching assets, best first"`
-	Total     int         `json:"total" jsonschema:"assets that matched before the limit"`
-	Truncated bool        `json:"truncated" jsonschema:"true when more assets matched than were scanned for ranking"`
+	Assets     []SearchHit `json:"assets" jsonschema:"this page of matching assets, best first"`
+	Total      int         `json:"total" jsonschema:"assets that matched (of those scanned), across all pages"`
+	NextCursor string      `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last page"`
+	Truncated  bool        `json:"truncated" jsonschema:"true when more assets matched than were scanned for ranking: narrow the query"`
 }
 
-const searchScanCap = 5000
+// Bounds on a search: the rows ranked in memory, the words of a query
+// (each word is eight bound LIKE patterns), and where-it-matched notes per
+// hit.
+const (
+	searchScanCap   = 5000
+	maxSearchQuery  = 256
+	maxSearchTerms  = 16
+	maxSearchFilter = 50
+	maxMatched      = 10
+)
 
 // SearchAssets ranks assets over their names, titles, descriptions,
 // columns and tags. Filtering happens in SQL with bound LIKE patterns;
 // ranking happens here.
 func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult, error) {
-	limit := 20
-	switch {
-	case p.Limit < 0 || p.Limit > 500:
-		return nil, fmt.Errorf("limit %d is out of range; use 1 to 500 (0 means 20)", p.Limit)
-	case p.Limit > 0:
-		limit = p.Limit
+	if len(p.Query) > maxSearchQuery {
+		return nil, fmt.Errorf("query is %d characters; at most %d: give a few words", len(p.Query), maxSearchQuery)
+	}
+	if strings.ContainsRune(p.Query, 0) {
+		return nil, fmt.Errorf("query contains a NUL character; give words to search for")
 	}
 	terms := strings.Fields(strings.ToLower(p.Query))
+	if len(terms) > maxSearchTerms {
+		return nil, fmt.Errorf("query has %d words; at most %d", len(terms), maxSearchTerms)
+	}
+	if len(p.Kinds) > maxSearchFilter || len(p.Tags) > maxSearchFilter {
+		return nil, fmt.Errorf("kinds and tags take at most %d values each", maxSearchFilter)
+	}
 	if len(terms) == 0 && len(p.Kinds) == 0 && len(p.Tags) == 0 {
 		return nil, fmt.Errorf("give a query, kinds or tags to search for")
+	}
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveWith(page.DefaultLimit, 5000, "search_assets",
+		strings.Join(terms, " "), strings.Join(p.Kinds, ","), strings.Join(p.Tags, ","))
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var args []any
@@ -272,7 +317,7 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 			continue
 		}
 		res.Total++
-		res.Assets = append(res.Assets, SearchHit{AssetSummary: r.summary(), Score: score, Matched: matched})
+		res.Assets = append(res.Assets, SearchHit{AssetSummary: r.summary(), Score: score, Matched: matched[:min(len(matched), maxMatched)]})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -284,9 +329,9 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 		}
 		return a.ID < b.ID
 	})
-	if len(res.Assets) > limit {
-		res.Assets = res.Assets[:limit]
-	}
+	var info page.Info
+	res.Assets, info = page.Slice(pg, res.Assets)
+	res.NextCursor = info.NextCursor
 	return res, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/dataworkers/dw/internal/page"
 )
 
 // Trace directions.
@@ -17,6 +19,7 @@ const (
 const (
 	defaultTraceDepth = 10
 	defaultMaxPaths   = 20
+	maxTracePaths     = 100
 )
 
 // TraceParams asks for the paths through an asset across platforms.
@@ -25,8 +28,10 @@ type TraceParams struct {
 	Direction string `json:"direction,omitempty" jsonschema:"up (where the data comes from), down (where it goes) or both (default)"`
 	MaxDepth  int    `json:"max_depth,omitempty" jsonschema:"hops to follow each way (default 10)"`
 	MaxAssets int    `json:"max_assets,omitempty" jsonschema:"stop after reaching this many assets each way (default 10000)"`
-	MaxPaths  int    `json:"max_paths,omitempty" jsonschema:"paths listed each way, longest first (default 20)"`
+	MaxPaths  int    `json:"max_paths,omitempty" jsonschema:"paths listed each way, longest first: 1 to 100 (default 20)"`
 	Timeout   string `json:"timeout,omitempty" jsonschema:"time budget as a duration, e.g. 2s (default 5s)"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"assets (nodes) listed per page, upstream first: 1 to 500 (default 50)"`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"next_cursor from the previous answer, for the next page of nodes; omit for the first page"`
 }
 
 // TraceNode is an asset on a trace.
@@ -56,8 +61,11 @@ type TracePath struct {
 type TraceResult struct {
 	Asset        string      `json:"asset" jsonschema:"the traced asset's id"`
 	Direction    string      `json:"direction" jsonschema:"up, down or both"`
-	Nodes        []TraceNode `json:"nodes" jsonschema:"assets reached, upstream first"`
-	Edges        []TraceEdge `json:"edges" jsonschema:"edges among the assets reached"`
+	Nodes        []TraceNode `json:"nodes" jsonschema:"this page of the assets reached, upstream first"`
+	NodesTotal   int         `json:"nodes_total" jsonschema:"assets reached in all, across pages"`
+	NextCursor   string      `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of nodes; absent on the last page"`
+	Edges        []TraceEdge `json:"edges" jsonschema:"edges among the assets on this page (at most twice limit)"`
+	EdgesTotal   int         `json:"edges_total" jsonschema:"edges among all the assets reached"`
 	Upstream     []TracePath `json:"upstream,omitempty" jsonschema:"paths from the furthest sources to the asset"`
 	Downstream   []TracePath `json:"downstream,omitempty" jsonschema:"paths from the asset to the furthest consumers"`
 	Platforms    []string    `json:"platforms" jsonschema:"every platform on the trace"`
@@ -85,12 +93,17 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	}
 	maxPaths := defaultMaxPaths
 	switch {
-	case p.MaxPaths < 0 || p.MaxPaths > 1000:
-		return nil, fmt.Errorf("max_paths %d is out of range; use 1 to 1000 (0 means the default %d)", p.MaxPaths, defaultMaxPaths)
+	case p.MaxPaths < 0 || p.MaxPaths > maxTracePaths:
+		return nil, fmt.Errorf("max_paths %d is out of range; use 1 to %d (0 means the default %d)", p.MaxPaths, maxTracePaths, defaultMaxPaths)
 	case p.MaxPaths > 0:
 		maxPaths = p.MaxPaths
 	}
 	idx, start, r, err := g.start(ctx, p.Asset)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.Resolve("trace_cross_platform_lineage", r.id, dir,
+		fmt.Sprint(p.MaxDepth, p.MaxAssets, p.Timeout, idx.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +177,31 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 		res.Platforms = append(res.Platforms, pl)
 	}
 	sort.Strings(res.Platforms)
+	up0, down0 := 0, 0
+	for _, n := range res.Nodes {
+		switch {
+		case n.Distance < 0:
+			up0++
+		case n.Distance > 0:
+			down0++
+		}
+	}
+	var info page.Info
+	res.Nodes, info = page.Slice(pg, res.Nodes)
+	res.NodesTotal, res.NextCursor = info.Total, info.NextCursor
+	onPage := make(map[string]bool, len(res.Nodes))
+	for _, n := range res.Nodes {
+		onPage[n.ID] = true
+	}
 	for _, u := range order {
 		for e := idx.outOff[u]; e < idx.outOff[u+1]; e++ {
 			v := idx.outDst[e]
-			if _, ok := dist[v]; ok {
-				res.Edges = append(res.Edges, TraceEdge{From: idOf(u), To: idOf(v), Kind: EdgeKinds[idx.outKind[e]]})
+			if _, ok := dist[v]; !ok {
+				continue
+			}
+			res.EdgesTotal++
+			if from, to := idOf(u), idOf(v); onPage[from] && onPage[to] && len(res.Edges) < 2*pg.Limit {
+				res.Edges = append(res.Edges, TraceEdge{From: from, To: to, Kind: EdgeKinds[idx.outKind[e]]})
 			}
 		}
 	}
@@ -178,7 +211,7 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	if down != nil {
 		res.Downstream = tracePaths(down, false, maxPaths, idOf, platformOf)
 	}
-	res.Summary = traceSummary(res)
+	res.Summary = traceSummary(res, up0, down0)
 	return res, nil
 }
 
@@ -227,17 +260,8 @@ func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) str
 	return out
 }
 
-func traceSummary(r *TraceResult) string {
+func traceSummary(r *TraceResult, up, down int) string {
 	var b strings.Builder
-	up, down := 0, 0
-	for _, n := range r.Nodes {
-		switch {
-		case n.Distance < 0:
-			up++
-		case n.Distance > 0:
-			down++
-		}
-	}
 	fmt.Fprintf(&b, "%s: %d asset(s) upstream, %d downstream, across %s.", r.Asset, up, down, strings.Join(r.Platforms, ", "))
 	if len(r.Upstream) > 0 && len(r.Upstream[0].Assets) > 1 {
 		fmt.Fprintf(&b, " Longest upstream: %s.", strings.Join(r.Upstream[0].Assets, " -> "))

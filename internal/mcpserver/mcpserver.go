@@ -2,6 +2,12 @@
 // server identity, stderr logging, stdio serving with a clean exit, and
 // tool registration that enforces the conventions every tool follows.
 //
+// Serving (transport.go): a line that is not a valid JSON-RPC message is
+// answered with a JSON-RPC error and the server keeps serving; one message
+// may be up to DW_MAX_MESSAGE_BYTES (default 32 MiB). When stdin closes,
+// calls still running are finished (up to 10 s) and answered before the
+// process exits; SIGTERM or SIGINT cancels them and exits within 2 s.
+//
 // Conventions enforced here rather than remembered in each agent:
 //   - stdout carries only MCP protocol messages; logs go to stderr through
 //     log/slog at the level in DW_LOG_LEVEL (debug, info, warn, error);
@@ -9,6 +15,9 @@
 //     defaults destructiveHint and openWorldHint to true when absent;
 //   - a panic inside a tool handler becomes a tool error and the server
 //     keeps serving;
+//   - arguments that do not fit the input schema or do not decode are
+//     refused before the handler runs, with an error naming the argument
+//     and what is valid (args.go);
 //   - every tool returns structured output plus a short text summary a
 //     person can read in the client.
 package mcpserver
@@ -24,6 +33,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,6 +59,10 @@ type Server struct {
 	Name   string
 	Logger *slog.Logger
 	tools  []string
+	// checkers word bad tool arguments before the SDK does (args.go).
+	checkers argCheckers
+	// note, when set, says the demo's time in every answer (demo.go).
+	note func() string
 }
 
 // ToolNames lists the tools registered so far, in order.
@@ -63,11 +77,12 @@ func New(a Agent, version string, logger *slog.Logger) (*Server, error) {
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: a.Instructions,
 		Logger:       sdkLogger(logger),
-		// Tools are fixed for the life of the process; no logging
-		// capability is advertised because logs go to stderr.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Tools are fixed for the life of the process. Logs go to stderr
+		// and, at the level a client sets, to the client (progress.go).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	s := &Server{MCP: srv, Name: a.Name, Logger: logger}
+	srv.AddReceivingMiddleware(s.checkArgsMiddleware)
 	if a.Register != nil {
 		if err := a.Register(s); err != nil {
 			return nil, fmt.Errorf("register %s tools: %w", a.Name, err)
@@ -91,22 +106,72 @@ func Main(a Agent, version string) int {
 			return 2
 		}
 	}
+	a, cfgErr := withConfig(a)         // config.go: a bad config refuses tools, never the connect
+	a, note := withDemoTime(a, cfgErr) // demo.go: the embedded default says its demo time
 	s, err := New(a, Version(version), logger)
 	if err != nil {
 		logger.Error("start failed", "err", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	s.note = note
+	applyConfig(s, cfgErr)
+	maxMsg, err := MaxMessageBytesFromEnv()
+	if err != nil {
+		// A bad setting must not cost the client its server: say so and
+		// keep the default.
+		logger.Warn("ignoring DW_MAX_MESSAGE_BYTES", "err", err, "using", DefaultMaxMessageBytes)
+		maxMsg = DefaultMaxMessageBytes
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	t := &StdioTransport{In: os.Stdin, Out: os.Stdout, MaxMessageBytes: maxMsg, Logger: logger}
 	logger.Debug("serving on stdio", "agent", a.Name, "version", Version(version), "tools", len(s.tools))
-	err = s.MCP.Run(ctx, &mcp.StdioTransport{})
+	return serve(s, t, sig, logger)
+}
+
+// exitGrace bounds how long the process waits, once its input has ended or a
+// signal came, for cancelled calls to return before it exits anyway: a
+// handler that ignores its context must not keep the process (and its CPU)
+// alive after the client is gone.
+const exitGrace = 1500 * time.Millisecond
+
+// serve runs the server until its input ends (running calls drained, see
+// StdioTransport) or a signal arrives (running calls cancelled), and
+// returns the exit code. It never waits more than exitGrace after either.
+func serve(s *Server, t *StdioTransport, sig <-chan os.Signal, logger *slog.Logger) int {
+	done := make(chan error, 1)
+	// The server's own context is never cancelled: cancelling it makes the
+	// SDK wait for every running call. Ending the transport's input instead
+	// cancels the calls' contexts.
+	go func() { done <- s.MCP.Run(context.Background(), t) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-sig:
+		logger.Info("signal received; cancelling running calls", "agent", s.Name)
+		t.Abort()
+		err = waitOrGiveUp(done, logger, s.Name)
+	case <-t.InputEnded():
+		err = waitOrGiveUp(done, logger, s.Name)
+	}
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), isClosed(err):
-		logger.Debug("stopped", "agent", a.Name)
+		logger.Debug("stopped", "agent", s.Name)
 		return 0
 	default:
-		logger.Error("server stopped", "agent", a.Name, "err", err)
+		logger.Error("server stopped", "agent", s.Name, "err", err)
 		return 1
+	}
+}
+
+func waitOrGiveUp(done <-chan error, logger *slog.Logger, name string) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(exitGrace):
+		logger.Warn("calls did not stop in time; exiting anyway", "agent", name, "grace", exitGrace)
+		return nil
 	}
 }
 

@@ -61,8 +61,9 @@ func TestPanicBecomesToolErrorAndServerKeepsServing(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("after panic: %v %+v", err, res)
 	}
-	if got := res.Content[0].(*mcp.TextContent).Text; got != "echoed again" {
-		t.Errorf("summary = %q", got)
+	// The text is the summary, then the key data (render.go).
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "echoed again\n\nword: again" {
+		t.Errorf("text = %q, want the summary then the data", got)
 	}
 	if res.StructuredContent == nil {
 		t.Error("no structured content")

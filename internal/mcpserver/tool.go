@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,10 @@ type Tool struct {
 	// InputSchema overrides the schema inferred from the input type, for
 	// enums, defaults and bounds (see InputSchema).
 	InputSchema *jsonschema.Schema
+	// Text renders the key data of the tool's output for the text content,
+	// after the summary (render.go); nil means RenderData. It receives the
+	// handler's *Out.
+	Text func(out any) string
 }
 
 func (t Tool) mcpTool() *mcp.Tool {
@@ -75,6 +80,10 @@ type RawHandler[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest,
 func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 	logger := s.Logger
 	name := t.Name
+	render := RenderData
+	if t.Text != nil {
+		render = t.Text
+	}
 	wrapped := func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out *Out, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -82,12 +91,25 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 				res, out, err = nil, nil, fmt.Errorf("internal error in %s: %v (the server keeps running; please report this)", name, p)
 			}
 		}()
+		ctx, end := begin(ctx, name, req) // progress.go: heartbeat, Progress and Log
+		defer end()
+		start := time.Now()
 		res, out, err = h(ctx, req, in)
 		if err != nil {
 			logger.Debug("tool error", "tool", name, "err", err)
+			Log(ctx, "warning", fmt.Sprintf("%s failed after %s: %v", name, time.Since(start).Round(time.Millisecond), err))
+			return res, out, err
+		}
+		Log(ctx, "info", fmt.Sprintf("%s answered in %s", name, time.Since(start).Round(time.Millisecond)))
+		if out != nil { // render.go: the text carries the summary and the key data
+			appendText(res, s.demoNote(), render(out))
 		}
 		return res, out, err
 	}
+
+	t.InputSchema = withLimits[In](t.Name, t.InputSchema) // limits.go: every string input bounded
+	// args.go: bad arguments are worded before the SDK sees them.
+	s.checkers.add(name, newArgChecker[In](t.InputSchema))
 	mcp.AddTool(s.MCP, t.mcpTool(), wrapped)
 	s.tools = append(s.tools, name)
 }

@@ -39,12 +39,15 @@ func ParseActionID(id string) (v approvals.Verdict, proposalID string, ok bool) 
 
 // Slack's limits: a header is at most 150 characters, a field 2000.
 const (
-	maxHeader = 150
-	maxField  = 2000
+	maxHeader  = 150
+	maxField   = 2000
+	maxSection = 3000
 )
 
 // RequestBlocks is the Block Kit request: what, why, blast radius, undo,
-// expiry and who decides; with buttons it also carries Approve and Reject.
+// expiry, who decides and every field of the action the approval allows
+// (or that it allows none); with buttons it also carries Approve and
+// Reject.
 func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack.Block {
 	p := n.Proposal
 	intro := fmt.Sprintf("*%s* · `%s` in *%s* · proposed by %s\nApprover: %s", p.ID, p.Kind, esc(p.Domain), esc(p.Proposer), mention(cfg, n.Approver))
@@ -74,6 +77,7 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		slack.NewSectionBlock(mrkdwn(intro), nil, nil),
 		slack.NewSectionBlock(nil, fields, nil),
 	}
+	blocks = append(blocks, actionBlocks(p.Action)...)
 	if p.Class == approvals.ClassLive {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("Live data stack change: only the asset owner may approve, never a delegate.")))
 	}
@@ -87,6 +91,43 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		blocks = append(blocks, slack.NewActionBlock(fmt.Sprintf("dw_decide:%s:r%d", p.ID, n.Round), approve, reject))
 	}
 	return blocks
+}
+
+// paramsChunk bounds each piece of the params shown in one section: even
+// fully escaped (4 characters per '<') a piece stays under Slack's 3,000
+// characters per section text, so no bound param is ever cut off.
+const paramsChunk = 700
+
+// actionBlocks show every field the approval binds, untruncated: the
+// person approves exactly what is shown.
+func actionBlocks(a *approvals.ActionSpec) []slack.Block {
+	if a == nil {
+		return []slack.Block{slack.NewContextBlock("", mrkdwn("Runs nothing: no tool may dispatch under this approval; people carry it out."))}
+	}
+	var lines []string
+	var params string
+	for _, f := range a.Fields() {
+		if f.Name == "params" {
+			params = f.Value
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("*%s*: %s", f.Name, esc(f.Value)))
+	}
+	blocks := []slack.Block{slack.NewSectionBlock(sectionText("*Allows exactly this action, nothing else*\n"+strings.Join(lines, "\n")), nil, nil)}
+	r := []rune(params)
+	for i := 0; i < len(r); i += paramsChunk {
+		head := ""
+		if i == 0 {
+			head = "*params*\n"
+		}
+		blocks = append(blocks, slack.NewSectionBlock(sectionText(head+"```"+esc(string(r[i:min(i+paramsChunk, len(r))]))+"```"), nil, nil))
+	}
+	return blocks
+}
+
+// sectionText is a section's own text, which Slack allows 3,000 characters.
+func sectionText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, truncate(s, maxSection), false, false)
 }
 
 // OutcomeBlocks replace a request's buttons once it is closed, so nobody

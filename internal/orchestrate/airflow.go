@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 )
 
@@ -65,6 +66,11 @@ func airflowMessage(body []byte) string {
 
 // System is Airflow.
 func (r *AirflowRunner) System() System { return Airflow }
+
+// Location is the Airflow webserver's URL.
+func (r *AirflowRunner) Location(string) approvals.ActionLocation {
+	return approvals.ActionLocation{Instance: approvals.NormalizeURL(r.c.base.String())}
+}
 
 // dagIDPattern is Airflow's rule for DAG ids (airflow.utils.helpers.KEY_REGEX).
 var dagIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,250}$`)

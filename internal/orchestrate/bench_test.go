@@ -27,7 +27,7 @@ func baseline(b *testing.B, fn func()) time.Duration {
 func BenchmarkRunRetry(b *testing.B) {
 	db := storetest.SQLite(b)
 	f := newFixture(b, db, 5*time.Second)
-	p := f.approved(systems[1].asset)
+	p := f.approved(systems[1])
 	params := f.params(systems[1], p.ID)
 	first, err := f.d.Run(f.ctx, params)
 	if err != nil {
@@ -58,7 +58,7 @@ func BenchmarkRunRetry(b *testing.B) {
 func BenchmarkRunRefused(b *testing.B) {
 	db := storetest.SQLite(b)
 	f := newFixture(b, db, 5*time.Second)
-	p := f.approved(systems[1].asset)
+	p := f.approved(systems[1])
 	if _, err := f.svc.Stop(f.ctx, "ops", "bench"); err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 )
 
@@ -84,6 +85,13 @@ func NewDagsterRunner(svc *config.Service) (*DagsterRunner, error) {
 
 // System is Dagster.
 func (r *DagsterRunner) System() System { return Dagster }
+
+// Location is the webserver's URL and the job's code location and
+// repository.
+func (r *DagsterRunner) Location(target string) approvals.ActionLocation {
+	t, _ := parseDagsterTarget(target)
+	return approvals.ActionLocation{Instance: approvals.NormalizeURL(r.base), CodeLocation: t.location, Repository: t.repository}
+}
 
 // dagsterTarget is a parsed "location/repository/job" target.
 type dagsterTarget struct{ location, repository, job string }

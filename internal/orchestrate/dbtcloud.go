@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 )
 
@@ -87,6 +88,11 @@ func dbtMessage(body []byte) string {
 
 // System is dbt Cloud.
 func (r *DBTCloudRunner) System() System { return DBTCloud }
+
+// Location is the dbt Cloud access URL and the account.
+func (r *DBTCloudRunner) Location(string) approvals.ActionLocation {
+	return approvals.ActionLocation{Instance: approvals.NormalizeURL(r.c.base.String()), Account: r.account}
+}
 
 // dbtOverrides are the run overrides the trigger endpoint accepts, with
 // the JSON type each takes.

@@ -26,8 +26,10 @@ const (
 	// waits this long to be taken over.
 	DefaultClaimLease   = 5 * time.Minute
 	DefaultPollInterval = 5 * time.Second
-	// MaxWait bounds how long one Poll call waits for a run to end.
-	MaxWait = 10 * time.Minute
+	// MaxWait bounds how long one Poll call waits for a run to end: under
+	// the 60 s request timeout of common MCP clients (a longer wait_seconds
+	// is capped, and the answer says so).
+	MaxWait = 50 * time.Second
 )
 
 // RunKinds are the proposal kinds an orchestrator run carries out; a
@@ -39,7 +41,7 @@ var RunKinds = []string{approvals.KindRerun, approvals.KindBackfill, approvals.K
 // proposal, or (without one) a domain at L3 whose open classes include the
 // kind. Its fields are the same on every trigger tool.
 type Approval struct {
-	ProposalID string `json:"proposal_id,omitempty" jsonschema:"approved proposal this run carries out (e.g. P-7K3M9QXA); the run's asset (airflow://dag/<id>, dagster://job/<name>, dbt_cloud://job/<id>, stepfunctions://<arn>) must be among its targets, or its details must name this system and target"`
+	ProposalID string `json:"proposal_id,omitempty" jsonschema:"approved proposal this run carries out (e.g. P-7K3M9QXA); its bound action must be exactly this run: system, target, location (instance, Dagster code location and repository, dbt Cloud account, AWS region), every param, and the target's domain"`
 	Domain     string `json:"domain,omitempty" jsonschema:"without a proposal: the domain whose open class allows the run (autonomy L3); it must be the domain of the run's asset, which is the default"`
 	Kind       string `json:"kind,omitempty" jsonschema:"rerun, backfill or replay; default: the proposal's kind, else rerun (only reruns run without a proposal)"`
 	RequestKey string `json:"request_key,omitempty" jsonschema:"without a proposal: a name for this request (e.g. INC-12-egress-rerun) so that calling again finds the same run instead of starting another; default: the incident id"`
@@ -109,6 +111,11 @@ type Dispatcher struct {
 	ClaimLease time.Duration
 	// PollInterval is the pause between status reads in Poll.
 	PollInterval time.Duration
+	// MaxWait caps one Poll's wait; 0 means the package's MaxWait.
+	MaxWait time.Duration
+	// Progress, when set, hears how long Poll has waited of how long
+	// (seconds), before each status read of a wait.
+	Progress func(done, total float64, msg string)
 }
 
 // NewDispatcher builds a dispatcher. actor is the agent that dispatches
@@ -136,15 +143,18 @@ type prepared struct {
 	params     string // canonical JSON
 	runner     Runner
 	req        RunRequest
+	spec       *approvals.ActionSpec
 }
 
 // Run dispatches one run. It returns a run already started for the same
-// approval, system and target without dispatching anything. Otherwise it
-// asks approvals.MayDispatch (org-wide stop, autonomy level, approval or
-// open class) and refuses with its reason, checks that the approval
-// covers this target, claims the run key in the store, triggers the run
-// and records it with a receipt step. Refusals are *approvals.Refusal and
-// bad input *InputError; neither changes anything.
+// approval, system and target without dispatching anything. Under a
+// proposal it takes the approval's execution claim in the store
+// (approvals.BeginExecution: org-wide stop, autonomy level, approval, and
+// the run compared field by field with the approved action), so across
+// processes an approval starts one run; without one it asks
+// approvals.MayDispatch for an open class. Then it claims the run key,
+// triggers the run and records it with a receipt step. Refusals are
+// *approvals.Refusal and bad input *InputError; neither changes anything.
 func (d *Dispatcher) Run(ctx context.Context, p Params) (*RunResult, error) {
 	pr, err := d.prepare(ctx, p)
 	if err != nil {
@@ -176,11 +186,52 @@ func (d *Dispatcher) Run(ctx context.Context, p Params) (*RunResult, error) {
 		}
 		pr.kind = prop.Kind
 	}
-	permit, err := d.permit(ctx, pr, p.Domain)
+	if pr.proposalID == "" {
+		permit, err := d.permit(ctx, pr, p.Domain)
+		if err != nil {
+			return nil, err
+		}
+		return d.dispatch(ctx, pr, permit, row)
+	}
+	return d.runApproved(ctx, pr, row)
+}
+
+// runApproved carries out an approved proposal under its execution claim.
+func (d *Dispatcher) runApproved(ctx context.Context, pr *prepared, row *runRow) (*RunResult, error) {
+	exec, err := d.approvals.BeginExecution(ctx, approvals.Action{Kind: pr.kind, ProposalID: pr.proposalID,
+		Reversible: pr.kind == approvals.KindRerun, Spec: pr.spec}, d.actor, d.ClaimLease)
 	if err != nil {
 		return nil, err
 	}
-	return d.dispatch(ctx, pr, permit, row)
+	if exec.Done {
+		// An earlier call carried the approval out: answer with its run.
+		var done struct {
+			RunKey string `json:"run_key"`
+		}
+		_ = json.Unmarshal(exec.Result, &done)
+		cur, err := loadRun(ctx, d.db, done.RunKey)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("proposal %s was carried out as run %q, which the store no longer holds", pr.proposalID, done.RunKey)
+		}
+		return d.result(ctx, cur, true), nil
+	}
+	res, err := d.dispatch(ctx, pr, exec.Permit, row)
+	bg := context.WithoutCancel(ctx)
+	if err != nil {
+		// Nothing started, or the outcome is unknown and a retry finds it
+		// by the same upstream key: either way the next call may try.
+		if rerr := d.approvals.ReleaseExecution(bg, exec); rerr != nil {
+			d.log.Error("orchestrate: could not release an execution claim", "proposal", pr.proposalID, "err", rerr)
+		}
+		return nil, err
+	}
+	if _, ferr := d.approvals.FinishExecution(bg, exec, map[string]string{"run_key": res.RunKey}); ferr != nil {
+		d.log.Error("orchestrate: could not record the execution", "proposal", pr.proposalID, "run_key", res.RunKey, "err", ferr)
+	}
+	return res, nil
 }
 
 func (d *Dispatcher) prepare(ctx context.Context, p Params) (*prepared, error) {
@@ -229,6 +280,11 @@ func (d *Dispatcher) prepare(ctx context.Context, p Params) (*prepared, error) {
 	if err := runner.Validate(pr.req); err != nil {
 		return nil, err
 	}
+	if pr.proposalID != "" {
+		if pr.spec, err = actionSpec(runner, sys, pr.target, p.Params); err != nil {
+			return nil, err
+		}
+	}
 	return pr, nil
 }
 
@@ -244,53 +300,20 @@ func targetNoun(s System) string {
 	return "state machine ARN"
 }
 
-// permit asks the approvals rules and checks that the approval covers
-// this target.
+// permit asks the approvals rules whether an open class allows a run
+// without a proposal. Open classes apply to the domain's own assets only,
+// so the domain comes from the asset, never from the caller.
 func (d *Dispatcher) permit(ctx context.Context, pr *prepared, domain string) (approvals.Permit, error) {
 	asset := AssetID(pr.system, pr.target)
-	act := approvals.Action{Kind: pr.kind, ProposalID: pr.proposalID, Reversible: pr.kind == approvals.KindRerun}
-	if pr.proposalID == "" {
-		// Open classes apply to the domain's own assets only, so the
-		// domain comes from the asset, never from the caller.
-		act.Asset = asset
-	}
-	permit, err := d.approvals.MayDispatch(ctx, act)
+	permit, err := d.approvals.MayDispatch(ctx, approvals.Action{Kind: pr.kind, Asset: asset, Reversible: pr.kind == approvals.KindRerun})
 	if err != nil {
 		return permit, err
 	}
-	domain = strings.TrimSpace(domain)
-	if pr.proposalID == "" {
-		if domain != "" && domain != permit.Domain {
-			return permit, &approvals.Refusal{Reason: fmt.Sprintf("%s belongs to domain %s, not %s; only %s's rules can allow running it",
-				asset, permit.Domain, domain, permit.Domain)}
-		}
-		return permit, nil
+	if domain = strings.TrimSpace(domain); domain != "" && domain != permit.Domain {
+		return permit, &approvals.Refusal{Reason: fmt.Sprintf("%s belongs to domain %s, not %s; only %s's rules can allow running it",
+			asset, permit.Domain, domain, permit.Domain)}
 	}
-	prop := permit.Proposal
-	if prop == nil {
-		return permit, fmt.Errorf("approvals permitted proposal %s without returning it", pr.proposalID)
-	}
-	if slices.Contains(prop.Targets, asset) || detailsName(prop.Details, pr.system, pr.target) {
-		return permit, nil
-	}
-	return permit, &approvals.Refusal{Reason: fmt.Sprintf("proposal %s does not approve running %s on %s: its targets are %s and its details name no %s target; propose a run whose targets include %s",
-		prop.ID, pr.target, pr.system, strings.Join(prop.Targets, ", "), pr.system, asset)}
-}
-
-// detailsName reports whether a proposal's details name this run
-// ({"system": "dbt_cloud", "target": "123"}).
-func detailsName(details map[string]any, sys System, target string) bool {
-	s, _ := details["system"].(string)
-	t, ok := details["target"]
-	if !ok {
-		return false
-	}
-	ts := fmt.Sprint(t)
-	if f, isNum := t.(float64); isNum {
-		ts = fmt.Sprintf("%.0f", f)
-	}
-	got, known := parseSystem(s)
-	return known && got == sys && ts == target
+	return permit, nil
 }
 
 func (d *Dispatcher) dispatch(ctx context.Context, pr *prepared, permit approvals.Permit, row *runRow) (*RunResult, error) {
@@ -409,7 +432,7 @@ func (d *Dispatcher) List(ctx context.Context, proposalID string) ([]RunResult, 
 func (d *Dispatcher) find(ctx context.Context, key string) (*runRow, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
-		return nil, invalid("run_key is empty: pass the run_key a trigger tool returned")
+		return nil, invalid("no run named: pass the run_key a trigger tool returned (or its run_id, upstream_key or proposal_id)")
 	}
 	row, err := loadRun(ctx, d.db, key)
 	if err != nil || row != nil {
@@ -429,7 +452,7 @@ func (d *Dispatcher) find(ctx context.Context, key string) (*runRow, error) {
 		}
 		return nil, invalid("proposal %s has %d runs; name one by run_key: %s", strings.ToUpper(key), len(keys), strings.Join(keys, ", "))
 	}
-	byRun, err := queryRuns(ctx, d.db, `WHERE run_id = ? ORDER BY created_ms`, key)
+	byRun, err := queryRuns(ctx, d.db, `WHERE run_id = ? OR upstream_key = ? ORDER BY created_ms`, key, key)
 	if err != nil {
 		return nil, err
 	}

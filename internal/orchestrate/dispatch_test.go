@@ -1,8 +1,10 @@
 package orchestrate_test
 
 import (
+	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +22,7 @@ func TestRunTwiceTriggersOnce(t *testing.T) {
 		f := newFixture(t, db, 5*time.Second)
 		for _, sys := range systems {
 			t.Run(string(sys.name), func(t *testing.T) {
-				p := f.approved(sys.asset)
+				p := f.approved(sys)
 				first, err := f.d.Run(f.ctx, f.params(sys, p.ID))
 				if err != nil {
 					t.Fatalf("first run: %v", err)
@@ -54,7 +56,7 @@ func TestLostTriggerAnswerRetryFindsTheRun(t *testing.T) {
 		f := newFixture(t, db, 300*time.Millisecond)
 		for _, sys := range systems {
 			t.Run(string(sys.name), func(t *testing.T) {
-				p := f.approved(sys.asset)
+				p := f.approved(sys)
 				sys.drop(f.srv, 1, 3*time.Second)
 				_, err := f.d.Run(f.ctx, f.params(sys, p.ID))
 				var te *orchestrate.TransportError
@@ -97,7 +99,7 @@ func TestPollToSuccessAndFailure(t *testing.T) {
 		for _, sys := range systems {
 			t.Run(string(sys.name), func(t *testing.T) {
 				sys.plan(f.srv, orchestratetest.Outcome{Polls: 2})
-				p := f.approved(sys.asset)
+				p := f.approved(sys)
 				res, err := f.d.Run(f.ctx, f.params(sys, p.ID))
 				if err != nil {
 					t.Fatal(err)
@@ -124,7 +126,7 @@ func TestPollToSuccessAndFailure(t *testing.T) {
 				}
 
 				sys.plan(f.srv, orchestratetest.Outcome{Polls: 1, Fail: true, Message: "model fct_billable_egress failed"})
-				p2 := f.approved(sys.asset)
+				p2 := f.approved(sys)
 				res2, err := f.d.Run(f.ctx, f.params(sys, p2.ID))
 				if err != nil {
 					t.Fatal(err)
@@ -151,7 +153,7 @@ func TestPollTimesOutWhileRunning(t *testing.T) {
 		f := newFixture(t, db, 5*time.Second)
 		f.srv.airflow.SetOutcome(airflowDAG, orchestratetest.Outcome{Polls: 1 << 30})
 		f.d.PollInterval = 100 * time.Millisecond
-		p := f.approved("airflow://dag/" + airflowDAG)
+		p := f.approved(systems[1])
 		res, err := f.d.Run(f.ctx, f.params(systems[1], p.ID))
 		if err != nil {
 			t.Fatal(err)
@@ -164,8 +166,44 @@ func TestPollTimesOutWhileRunning(t *testing.T) {
 		if el := time.Since(start); el < time.Second || el > 3*time.Second {
 			t.Errorf("waited %s, want about 1s", el)
 		}
-		if _, err := f.d.Poll(f.ctx, orchestrate.PollParams{RunKey: res.RunKey, WaitSeconds: 601}); err == nil || !strings.Contains(err.Error(), "valid: 0 to 600") {
-			t.Errorf("wait too long: %v", err)
+		if _, err := f.d.Poll(f.ctx, orchestrate.PollParams{RunKey: res.RunKey, WaitSeconds: -1}); err == nil || !strings.Contains(err.Error(), "valid: 0 to 50") {
+			t.Errorf("negative wait: %v", err)
+		}
+		// A wait over the cap (below a client's 60 s timeout) is cut to it
+		// and the answer says so; progress is reported on the way.
+		f.d.MaxWait = time.Second
+		var progress []float64
+		f.d.Progress = func(done, total float64, _ string) {
+			if total != 1 {
+				t.Errorf("progress total %v, want the capped 1 s", total)
+			}
+			progress = append(progress, done)
+		}
+		start = time.Now()
+		got, err = f.d.Poll(f.ctx, orchestrate.PollParams{RunKey: res.RunKey, WaitSeconds: 600})
+		if err != nil || !strings.Contains(got.Summary, "capped at 1") || !strings.Contains(got.Summary, "after waiting 1s") {
+			t.Fatalf("capped wait: %+v, %v", got, err)
+		}
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("a capped wait took %s", el)
+		}
+		if len(progress) < 2 || !slices.IsSorted(progress) {
+			t.Errorf("progress %v, want several rising reports", progress)
+		}
+		// A cancelled wait says so, not that it waited its full time.
+		f.d.MaxWait, f.d.Progress = 0, nil
+		ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
+		defer cancel()
+		got, err = f.d.Poll(ctx, orchestrate.PollParams{RunKey: res.RunKey, WaitSeconds: 30})
+		if err != nil || !strings.Contains(got.Summary, "cancelled") || strings.Contains(got.Summary, "30s") {
+			t.Errorf("cancelled wait: %+v, %v", got, err)
+		}
+		// The other keys a trigger tool returns find the same run.
+		for _, pp := range []orchestrate.PollParams{{RunID: res.RunID}, {UpstreamKey: res.UpstreamKey}, {ProposalID: p.ID}, {RunKey: res.UpstreamKey}} {
+			got, err := f.d.Poll(f.ctx, pp)
+			if err != nil || got.RunKey != res.RunKey {
+				t.Errorf("poll by %+v: %+v, %v", pp, got, err)
+			}
 		}
 	})
 }
@@ -229,12 +267,12 @@ func TestRefusals(t *testing.T) {
 		refused(t, f, err, "approved a hold, which no orchestrator run carries out")
 
 		// An approval for one DAG does not run another.
-		other := f.approved("airflow://dag/another_dag")
+		other := f.approvedAction(approvals.KindRerun, orchestrate.Airflow, "another_dag", dag.params)
 		_, err = f.d.Run(f.ctx, f.params(dag, other.ID))
-		refused(t, f, err, "does not approve running sync_metered_usage_to_stripe on airflow")
+		refused(t, f, err, "approved dag_id another_dag, requested sync_metered_usage_to_stripe")
 
 		// Org-wide stop refuses even an approved run and an open class.
-		p := f.approved(dag.asset)
+		p := f.approved(dag)
 		if _, err := f.svc.Stop(f.ctx, "ops-oncall", "bad deploy in progress"); err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +298,7 @@ func TestRefusals(t *testing.T) {
 func TestStopStillAnswersARunAlreadyStarted(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 5*time.Second)
-		p := f.approved(systems[1].asset)
+		p := f.approved(systems[1])
 		first, err := f.d.Run(f.ctx, f.params(systems[1], p.ID))
 		if err != nil {
 			t.Fatal(err)
@@ -274,7 +312,7 @@ func TestStopStillAnswersARunAlreadyStarted(t *testing.T) {
 		if err != nil || again.RunID != first.RunID || !again.Existing {
 			t.Errorf("retry under stop: %+v, %v", again, err)
 		}
-		q := f.approved(systems[0].asset)
+		q := f.approved(systems[0])
 		if _, err := f.d.Run(f.ctx, f.params(systems[0], q.ID)); !approvals.IsRefusal(err) {
 			t.Errorf("new run under stop: %v", err)
 		}
@@ -322,7 +360,7 @@ func TestOpenClassRunRecordsInIncidentReceipt(t *testing.T) {
 func TestConcurrentRunsTriggerOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 5*time.Second)
-		p := f.approved(systems[0].asset)
+		p := f.approved(systems[0])
 		var wg sync.WaitGroup
 		results := make([]*orchestrate.RunResult, 6)
 		errs := make([]error, 6)
@@ -337,7 +375,7 @@ func TestConcurrentRunsTriggerOnce(t *testing.T) {
 		runID := ""
 		for i := range results {
 			if errs[i] != nil {
-				if !strings.Contains(errs[i].Error(), "is being dispatched by another call") {
+				if !strings.Contains(errs[i].Error(), "is being carried out by another call") && !strings.Contains(errs[i].Error(), "is being dispatched by another call") {
 					t.Errorf("call %d: %v", i, errs[i])
 				}
 				continue
@@ -377,7 +415,7 @@ func TestUnreachableEndpointNamesURLAndTimeout(t *testing.T) {
 		}
 		d := orchestrate.NewDispatcher(db, f.svc, runners, "dw-connectors", f.clk, nil)
 		for _, sys := range []system{systems[1], systems[3]} {
-			p := f.approved(sys.asset)
+			p := f.approved(sys)
 			_, err := d.Run(f.ctx, f.params(sys, p.ID))
 			var te *orchestrate.TransportError
 			if !errors.As(err, &te) || !strings.Contains(err.Error(), dead) || !strings.Contains(err.Error(), "timeout 700ms") {
@@ -394,7 +432,7 @@ func TestUnreachableEndpointNamesURLAndTimeout(t *testing.T) {
 func TestBadInputChangesNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 5*time.Second)
-		p := f.approved(systems[1].asset, systems[0].asset)
+		p := f.approved(systems[1])
 		cases := []struct {
 			p    orchestrate.Params
 			want string
@@ -441,14 +479,15 @@ func TestBadInputChangesNothing(t *testing.T) {
 func TestDagsterErrorsAreClear(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 5*time.Second)
-		p := f.approved("dagster://job/missing_job", systems[0].asset)
-		_, err := f.d.Run(f.ctx, orchestrate.DagsterJobParams{Approval: orchestrate.Approval{ProposalID: p.ID},
+		missing := f.approvedAction(approvals.KindRerun, orchestrate.Dagster, "billing_location/__repository__/missing_job", nil)
+		_, err := f.d.Run(f.ctx, orchestrate.DagsterJobParams{Approval: orchestrate.Approval{ProposalID: missing.ID},
 			RepositoryLocationName: "billing_location", JobName: "missing_job"}.RunParams())
 		if err == nil || !strings.Contains(err.Error(), "job missing_job not found in repository __repository__ of location billing_location") ||
 			!strings.Contains(err.Error(), "Nothing was started") {
 			t.Errorf("unknown job: %v", err)
 		}
-		_, err = f.d.Run(f.ctx, orchestrate.DagsterJobParams{Approval: orchestrate.Approval{ProposalID: p.ID},
+		badConfig := f.approvedAction(approvals.KindRerun, orchestrate.Dagster, dagsterJob, map[string]any{"run_config": map[string]any{"opz": map[string]any{}}})
+		_, err = f.d.Run(f.ctx, orchestrate.DagsterJobParams{Approval: orchestrate.Approval{ProposalID: badConfig.ID},
 			RepositoryLocationName: "billing_location", JobName: "refresh_usage", RunConfig: map[string]any{"opz": map[string]any{}}}.RunParams())
 		if err == nil || !strings.Contains(err.Error(), `run config for job refresh_usage is invalid: Received unexpected config entry "opz"`) {
 			t.Errorf("bad run config: %v", err)
@@ -456,6 +495,7 @@ func TestDagsterErrorsAreClear(t *testing.T) {
 		if f.srv.dagster.Triggers() != 0 {
 			t.Error("a failed launch counted as a run")
 		}
+		p := f.approvedAction(approvals.KindRerun, orchestrate.Dagster, dagsterJob, map[string]any{"tags": map[string]any{"team": "billing"}})
 		res, err := f.d.Run(f.ctx, orchestrate.DagsterJobParams{Approval: orchestrate.Approval{ProposalID: p.ID},
 			RepositoryLocationName: "billing_location", JobName: "refresh_usage", Tags: map[string]string{"team": "billing"}}.RunParams())
 		if err != nil {
@@ -469,18 +509,10 @@ func TestDagsterErrorsAreClear(t *testing.T) {
 	})
 }
 
-func TestProposalDetailsNameTheRun(t *testing.T) {
+func TestBackfillProposalRunsItsBoundAction(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 5*time.Second)
-		p, err := f.svc.Propose(f.ctx, approvals.NewProposal{Kind: approvals.KindBackfill, What: "Backfill today's usage",
-			Why: "hours since 00:00 carry null egress", Targets: []string{"snowflake://usage.usage_hourly"}, Undo: "restore the table from time travel",
-			Details: map[string]any{"system": "step_functions", "target": stateMachine}, Domain: "billing", Proposer: "dw-incidents"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.svc.Decide(f.ctx, p.ID, f.bob, approvals.VerdictApprove, ""); err != nil {
-			t.Fatal(err)
-		}
+		p := f.approvedAction(approvals.KindBackfill, orchestrate.StepFunctions, stateMachine, map[string]any{"input": map[string]any{"from": "2026-03-10T00:00:00Z"}})
 		res, err := f.d.Run(f.ctx, orchestrate.StepFunctionsParams{Approval: orchestrate.Approval{ProposalID: p.ID},
 			StateMachineARN: stateMachine, Input: map[string]any{"from": "2026-03-10T00:00:00Z"}}.RunParams())
 		if err != nil {
@@ -497,7 +529,7 @@ func TestStepFunctionsRetryAfterTheExecutionEnded(t *testing.T) {
 		f := newFixture(t, db, 5*time.Second)
 		sys := systems[3]
 		sys.plan(f.srv, orchestratetest.Outcome{Polls: 0})
-		p := f.approved(sys.asset)
+		p := f.approved(sys)
 		// The answer is lost, and by the retry the execution has ended: AWS
 		// then answers ExecutionAlreadyExists, and the runner accepts the
 		// execution because its input is the same.
@@ -543,7 +575,7 @@ func TestFindRunByKeyProposalOrRunID(t *testing.T) {
 		if _, err := f.d.Poll(f.ctx, orchestrate.PollParams{RunKey: "P-NONE"}); err == nil || !strings.Contains(err.Error(), "no run has been dispatched yet") {
 			t.Errorf("empty store: %v", err)
 		}
-		p := f.approved(systems[0].asset, systems[1].asset)
+		p := f.approved(systems[0])
 		a, err := f.d.Run(f.ctx, f.params(systems[0], p.ID))
 		if err != nil {
 			t.Fatal(err)
@@ -553,17 +585,11 @@ func TestFindRunByKeyProposalOrRunID(t *testing.T) {
 				t.Errorf("Get(%s): %+v, %v", key, got, err)
 			}
 		}
-		if _, err := f.d.Run(f.ctx, f.params(systems[1], p.ID)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.d.Get(f.ctx, p.ID); err == nil || !strings.Contains(err.Error(), "has 2 runs; name one by run_key") {
-			t.Errorf("ambiguous proposal: %v", err)
-		}
 		if _, err := f.d.Get(f.ctx, a.RunKey+"x"); err == nil || !strings.Contains(err.Error(), "closest: "+a.RunKey) {
 			t.Errorf("misspelt key: %v", err)
 		}
 		runs, err := f.d.List(f.ctx, p.ID)
-		if err != nil || len(runs) != 2 {
+		if err != nil || len(runs) != 1 {
 			t.Errorf("list: %d, %v", len(runs), err)
 		}
 	})

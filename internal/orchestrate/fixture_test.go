@@ -154,12 +154,21 @@ var systems = []system{
 		drop:    func(s *servers, n int, d time.Duration) { s.sfn.DropNextAnswers(n, d) }},
 }
 
-// approved proposes a rerun of assets and has bob approve it.
-func (f *fixture) approved(assets ...string) *approvals.Proposal {
+// approved proposes a rerun of exactly sys's target with its params and
+// has bob approve it.
+func (f *fixture) approved(sys system) *approvals.Proposal {
 	f.test.Helper()
-	p, err := f.svc.Propose(f.ctx, approvals.NewProposal{IncidentID: "INC-7", Kind: approvals.KindRerun,
-		What: "Rerun after the egress fix", Why: "egress_bytes was null for today's hours", Targets: assets,
-		Undo: "nothing to undo: a rerun recomputes the same outputs", Proposer: "dw-incidents"})
+	return f.approvedAction(approvals.KindRerun, sys.name, sys.target, sys.params)
+}
+
+// approvedAction proposes kind for one run, its action bound, and has bob
+// approve it.
+func (f *fixture) approvedAction(kind string, name orchestrate.System, target string, params map[string]any) *approvals.Proposal {
+	f.test.Helper()
+	spec := f.spec(name, target, params)
+	p, err := f.svc.Propose(f.ctx, approvals.NewProposal{IncidentID: "INC-7", Kind: kind,
+		What: "Rerun after the egress fix", Why: "egress_bytes was null for today's hours", Targets: []string{spec.Asset},
+		Undo: "nothing to undo: a rerun recomputes the same outputs", Action: spec, Proposer: "dw-incidents"})
 	if err != nil {
 		f.test.Fatalf("propose: %v", err)
 	}
@@ -167,6 +176,20 @@ func (f *fixture) approved(assets ...string) *approvals.Proposal {
 		f.test.Fatalf("approve: %v", err)
 	}
 	return p
+}
+
+// spec is the action an approval binds for a run, as the proposer builds it.
+func (f *fixture) spec(name orchestrate.System, target string, params map[string]any) *approvals.ActionSpec {
+	f.test.Helper()
+	runners, err := orchestrate.NewRunners(f.cfg.Orchestrators)
+	if err != nil {
+		f.test.Fatal(err)
+	}
+	spec, err := orchestrate.ActionFor(runners, string(name), target, params)
+	if err != nil {
+		f.test.Fatalf("action for %s %s: %v", name, target, err)
+	}
+	return spec
 }
 
 func (f *fixture) params(sys system, proposalID string) orchestrate.Params {

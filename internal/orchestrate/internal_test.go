@@ -71,12 +71,3 @@ func TestStatesMapEverySystemWord(t *testing.T) {
 		t.Error("terminal states wrong")
 	}
 }
-
-func TestDetailsNameTheRun(t *testing.T) {
-	if !detailsName(map[string]any{"system": "dbt", "target": float64(40000)}, DBTCloud, "40000") {
-		t.Error("a JSON number job id should name the job")
-	}
-	if detailsName(map[string]any{"system": "airflow", "target": "a"}, Airflow, "b") || detailsName(nil, Airflow, "a") {
-		t.Error("another target or no details must not name the run")
-	}
-}

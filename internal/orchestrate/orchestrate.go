@@ -4,7 +4,10 @@
 //
 // Every dispatch goes through Dispatcher.Run, which asks the approvals
 // package first (org-wide stop, autonomy level, approval or open class) and
-// dispatches nothing when refused. A run happens at most once per
+// dispatches nothing when refused. Under a proposal the run must be exactly
+// the proposal's bound action (ActionFor builds both sides), and the
+// approval is claimed in the store (approvals.BeginExecution), so across
+// processes it starts one run. A run happens at most once per
 // idempotency key (the proposal, or an open-class request, plus system and
 // target): the key is claimed in the store before the trigger, and each
 // system's own idempotency (an Airflow dag_run_id, a Step Functions
@@ -18,6 +21,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dataworkers/dw/internal/approvals"
 )
 
 // System names an orchestrator.
@@ -121,6 +126,10 @@ type Runner interface {
 	Validate(req RunRequest) error
 	Trigger(ctx context.Context, req RunRequest) (RunRef, error)
 	Status(ctx context.Context, ref RunRef) (RunStatus, error)
+	// Location is where target lives on this system as configured: the
+	// address from dw.yaml and the target's code location, account or
+	// region. An approval binds it, so the same name elsewhere never runs.
+	Location(target string) approvals.ActionLocation
 }
 
 // InputError is bad input: its message says what was wrong and what is

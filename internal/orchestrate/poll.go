@@ -3,23 +3,51 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // PollParams asks for a run's status.
 type PollParams struct {
-	RunKey      string `json:"run_key" jsonschema:"the run_key a trigger tool returned (a proposal id with a single run, or the system's run id, also work)"`
-	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to end, reading its status every few seconds; 0 (default) reads it once; at most 600"`
+	RunKey string `json:"run_key,omitempty" jsonschema:"the run_key a trigger tool returned; its run_id, upstream_key or proposal_id (with a single run) also work, here or in their own fields"`
+	// RunID, UpstreamKey and ProposalID accept the other keys a trigger
+	// tool returns under their own names, so a model passing any of them
+	// finds the run.
+	RunID       string `json:"run_id,omitempty" jsonschema:"the system's run id a trigger tool returned, instead of run_key"`
+	UpstreamKey string `json:"upstream_key,omitempty" jsonschema:"the upstream_key a trigger tool returned, instead of run_key"`
+	ProposalID  string `json:"proposal_id,omitempty" jsonschema:"the approved proposal whose single run to read, instead of run_key"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to end, reading its status every few seconds; 0 (default) reads it once; at most 50 (an MCP client's request timeout is often 60 s): call again to keep waiting"`
+}
+
+// key is the first of the run's keys given.
+func (p PollParams) key() string {
+	for _, k := range []string{p.RunKey, p.RunID, p.UpstreamKey, p.ProposalID} {
+		if strings.TrimSpace(k) != "" {
+			return k
+		}
+	}
+	return ""
 }
 
 // Poll reads a run's status from its system and records it, repeating
 // until the run ends or WaitSeconds pass. A run that has ended is
 // answered from the store. When it ends, its outcome goes to the receipt.
 func (d *Dispatcher) Poll(ctx context.Context, p PollParams) (*RunResult, error) {
-	if p.WaitSeconds < 0 || time.Duration(p.WaitSeconds)*time.Second > MaxWait {
-		return nil, invalid("wait_seconds %d is out of range; valid: 0 to %d", p.WaitSeconds, int(MaxWait.Seconds()))
+	maxWait := d.MaxWait
+	if maxWait <= 0 {
+		maxWait = MaxWait
 	}
-	row, err := d.find(ctx, p.RunKey)
+	if p.WaitSeconds < 0 {
+		return nil, invalid("wait_seconds %d is out of range; valid: 0 to %d", p.WaitSeconds, int(maxWait.Seconds()))
+	}
+	// A longer wait would outlast the client's request timeout (60 s in
+	// the TypeScript SDK, which progress resets only when the client
+	// opts in), so it is capped and the answer says so.
+	capped := time.Duration(p.WaitSeconds)*time.Second > maxWait
+	if capped {
+		p.WaitSeconds = int(maxWait.Seconds())
+	}
+	row, err := d.find(ctx, p.key())
 	if err != nil {
 		return nil, err
 	}
@@ -31,14 +59,18 @@ func (d *Dispatcher) Poll(ctx context.Context, p PollParams) (*RunResult, error)
 		return nil, err
 	}
 	ref := RunRef{System: row.System, Target: row.Target, RunID: row.RunID, URL: row.URL}
-	deadline := time.Now().Add(time.Duration(p.WaitSeconds) * time.Second)
+	start := time.Now()
+	deadline := start.Add(time.Duration(p.WaitSeconds) * time.Second)
 	interval := d.PollInterval
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}
 	var lastErr error
 	read := false
-	for {
+	for polls := 0; ; polls++ {
+		if d.Progress != nil && p.WaitSeconds > 0 {
+			d.Progress(time.Since(start).Seconds(), float64(p.WaitSeconds), fmt.Sprintf("run %s: reading its status (%d so far)", row.Key, polls+1))
+		}
 		st, err := runner.Status(ctx, ref)
 		if err == nil {
 			read, lastErr = true, nil
@@ -64,8 +96,15 @@ func (d *Dispatcher) Poll(ctx context.Context, p PollParams) (*RunResult, error)
 		return nil, err
 	}
 	res := d.result(context.WithoutCancel(ctx), cur, false)
-	if !res.Terminal && p.WaitSeconds > 0 {
-		res.Summary += fmt.Sprintf(" (still not finished after waiting %ds)", p.WaitSeconds)
+	waited := time.Since(start).Round(time.Second)
+	switch {
+	case !res.Terminal && ctx.Err() != nil:
+		res.Summary += fmt.Sprintf(" (stopped waiting after %s: the call was cancelled)", waited)
+	case !res.Terminal && p.WaitSeconds > 0:
+		res.Summary += fmt.Sprintf(" (still not finished after waiting %s)", waited)
+	}
+	if capped && !res.Terminal {
+		res.Summary += fmt.Sprintf(" (wait_seconds is capped at %d so the answer comes before a client's 60 s request timeout: call again to keep waiting)", int(maxWait.Seconds()))
 	}
 	if lastErr != nil {
 		res.Summary += fmt.Sprintf(" (the last status read failed: %v)", lastErr)

@@ -36,7 +36,7 @@ func TestClaimOfACrashedDispatchLapses(t *testing.T) {
 		}
 		runners[orchestrate.Airflow] = crashingRunner{runners[orchestrate.Airflow]}
 		dying := orchestrate.NewDispatcher(db, f.svc, runners, "dw-connectors", f.clk, nil)
-		p := f.approved(systems[1].asset)
+		p := f.approved(systems[1])
 		func() {
 			defer func() {
 				if r := recover(); r == nil {
@@ -52,7 +52,7 @@ func TestClaimOfACrashedDispatchLapses(t *testing.T) {
 		}
 		// Within the lease the claim stands: nobody else triggers.
 		_, err = f.d.Run(f.ctx, f.params(systems[1], p.ID))
-		if err == nil || !strings.Contains(err.Error(), "is being dispatched by another call since 15:05:00 UTC") {
+		if err == nil || !strings.Contains(err.Error(), "is being carried out by another call (dw-connectors, since 15:05:00 UTC)") {
 			t.Fatalf("within the lease: %v", err)
 		}
 		got, err := f.d.Get(f.ctx, p.ID)
@@ -76,7 +76,7 @@ func TestUnknownOutcomeKeepsParams(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, 300*time.Millisecond)
 		sys := systems[1]
-		p := f.approved(sys.asset)
+		p := f.approved(sys)
 		sys.drop(f.srv, 1, 3*time.Second)
 		if _, err := f.d.Run(f.ctx, f.params(sys, p.ID)); err == nil {
 			t.Fatal("the lost answer was not an error")

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 )
 
@@ -101,6 +102,16 @@ func sfnCredentials(svc *config.Service) (aws.Credentials, error) {
 
 // System is Step Functions.
 func (r *StepFunctionsRunner) System() System { return StepFunctions }
+
+// Location is the endpoint, the configured region and the state
+// machine's AWS account (from its ARN).
+func (r *StepFunctionsRunner) Location(target string) approvals.ActionLocation {
+	loc := approvals.ActionLocation{Instance: r.endpoint, Region: r.region}
+	if parts := strings.Split(target, ":"); len(parts) > 4 {
+		loc.Account = parts[4]
+	}
+	return loc
+}
 
 var stateMachineARN = regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}(:[A-Za-z0-9_-]{1,80})?$`)
 

@@ -37,7 +37,7 @@ func TestToolInputSchemas(t *testing.T) {
 		{"airflow", []string{"dag_id"}, []string{"conf", "dag_id"}, schemaOf[orchestrate.AirflowDAGParams]},
 		{"dbt_cloud", []string{"job_id"}, []string{"git_branch", "job_id", "schema_override", "steps_override", "target_name_override", "threads_override", "timeout_seconds_override"}, schemaOf[orchestrate.DBTCloudJobParams]},
 		{"step_functions", []string{"state_machine_arn"}, []string{"input", "state_machine_arn"}, schemaOf[orchestrate.StepFunctionsParams]},
-		{"poll", []string{"run_key"}, []string{"run_key", "wait_seconds"}, func(t *testing.T) ([]string, []string) {
+		{"poll", nil, []string{"proposal_id", "run_id", "run_key", "upstream_key", "wait_seconds"}, func(t *testing.T) ([]string, []string) {
 			r, p := schemaOf[orchestrate.PollParams](t)
 			return r, p
 		}},

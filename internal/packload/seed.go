@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/routines"
 	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/warehouses"
 )
 
 const seededKey = "embedded_default_seeded"
@@ -55,6 +59,25 @@ func SeedDefault(ctx context.Context, db *store.DB, cfg *config.Config, clk cloc
 		if _, err := LoadStore(ctx, db, clk, p, wh); err != nil {
 			return err
 		}
+	}
+	// The first "check usage.usage_hourly for today" is judged against
+	// the routines' three weeks of history, recorded here once.
+	if len(cfg.Warehouses) > 0 {
+		w, err := warehouses.Open(ctx, cfg, &cfg.Warehouses[0], clk)
+		if err != nil {
+			return err
+		}
+		err = routines.RecordDemoHistory(ctx, checks.Env{DB: db, Warehouse: w, Clock: clk, Agent: "dw", Tool: "demo seed"})
+		w.Close()
+		if err != nil {
+			return fmt.Errorf("record the demo's history: %w", err)
+		}
+	}
+	// The demo's store is made for replay: on it, and only on it, the demo's
+	// clock also dates decisions, so a request proposed on the incident day
+	// is decided on it too (see approvals.MarkReplayStore).
+	if err := approvals.MarkReplayStore(ctx, db, cfg.Home, now); err != nil {
+		return err
 	}
 	return store.PutSetting(ctx, db, seededKey, now.Format("2006-01-02T15:04:05Z07:00"), now)
 }

@@ -4,7 +4,10 @@ package storeconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,8 +27,8 @@ func Open(ctx context.Context, cfg *config.Config) (*store.DB, error) {
 		if path == "" {
 			return nil, fmt.Errorf("store.path is empty: name the SQLite file or set DW_HOME")
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("create the store's directory: %w", err)
+		if err := prepareSQLite(path); err != nil {
+			return nil, err
 		}
 		return store.OpenSQLite(ctx, path)
 	case "postgres":
@@ -68,4 +71,42 @@ func PostgresDSN(s config.Store) (string, error) {
 	// A key=value connection string: quote the value as libpq expects.
 	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw)
 	return s.URL + " password='" + quoted + "'", nil
+}
+
+// prepareSQLite creates the store's directory (0700) and file (0600) so
+// that nobody else on the machine can read proposals, decisions or the
+// receipts, and warns about an existing store other users can read: it was
+// made by an older version or by hand, and only the owner can fix it.
+func prepareSQLite(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the store's directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	switch {
+	case err == nil:
+		// An empty file is an empty SQLite database; SQLite creates the
+		// -wal and -shm files with the database file's permissions.
+		return f.Close()
+	case !errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("create the store %s: %w", path, err)
+	}
+	warnIfShared(path, "store")
+	warnIfShared(path+"-wal", "store's write-ahead log")
+	return nil
+}
+
+// warnIfShared logs when other users may read what is at path.
+func warnIfShared(path, what string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	perm := fi.Mode().Perm()
+	if perm&0o077 == 0 {
+		return
+	}
+	fix := "chmod 600 " + path
+	slog.Warn(fmt.Sprintf("the %s is readable by other users on this machine (mode %04o): they can read proposals, decisions and receipts; run: %s", what, perm, fix),
+		"path", path)
 }

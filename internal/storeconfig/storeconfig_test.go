@@ -2,6 +2,7 @@ package storeconfig
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,73 @@ func TestPostgresDSN(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), &config.Config{Store: config.Store{Driver: "mysql"}}); err == nil || !strings.Contains(err.Error(), "valid: sqlite, postgres") {
 		t.Errorf("unknown driver: %v", err)
+	}
+}
+
+// TestStoreIsPrivate: a new store is created 0600 in a 0700 directory,
+// whatever the umask, and opening a store others can read warns on stderr
+// (slog) naming the fix.
+func TestStoreIsPrivate(t *testing.T) {
+	cases := []struct {
+		name     string
+		existing os.FileMode // 0: no file before Open
+		dirMode  os.FileMode
+		wantWarn []string
+	}{
+		{name: "new store", dirMode: 0},
+		{name: "existing private store", existing: 0o600, dirMode: 0o700},
+		{name: "existing world-readable store", existing: 0o644, dirMode: 0o700, wantWarn: []string{"store is readable by other users", "chmod 600"}},
+		{name: "existing private store in a listable directory", existing: 0o600, dirMode: 0o755},
+		{name: "existing group-readable store", existing: 0o640, dirMode: 0o700, wantWarn: []string{"store is readable by other users", "mode 0640"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "home")
+			path := filepath.Join(dir, "dw.db")
+			if c.dirMode != 0 {
+				if err := os.MkdirAll(dir, c.dirMode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, c.dirMode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.existing != 0 {
+				if err := os.WriteFile(path, nil, c.existing); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, c.existing); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs strings.Builder
+			prev := slog.Default()
+			slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+			defer slog.SetDefault(prev)
+			db, err := Open(context.Background(), &config.Config{Store: config.Store{Driver: "sqlite", Path: path}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if c.existing == 0 {
+				if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+					t.Errorf("new store mode %04o, want 0600", fi.Mode().Perm())
+				}
+				if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+					t.Errorf("new directory mode %04o, want 0700", fi.Mode().Perm())
+				}
+				if fi, err := os.Stat(path + "-wal"); err == nil && fi.Mode().Perm()&0o077 != 0 {
+					t.Errorf("write-ahead log mode %04o, want private", fi.Mode().Perm())
+				}
+			}
+			for _, w := range c.wantWarn {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, logs.String())
+				}
+			}
+			if len(c.wantWarn) == 0 && strings.Contains(logs.String(), "readable by other users") {
+				t.Errorf("unexpected warning:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func Loyalty(ctx context.Context, e *Env) (*LoyaltyRun, error) {
 	}
 	e.say("\nToday's complete hours of the team's metric, judged:")
 	if run.Metric, err = a.must(ctx, "dw-incidents", "monitor_metrics", map[string]any{
-		"metric": "avg_balance_active_last_hour",
+		"metric": "avg_balance_active_last_hour", "include_points": true,
 		"window": map[string]any{"start": tl.Day.Format(time.RFC3339), "end": tl.QualityCheck.Truncate(time.Hour).Format(time.RFC3339)}}); err != nil {
 		return run, err
 	}
@@ -161,7 +161,7 @@ func Loyalty(ctx context.Context, e *Env) (*LoyaltyRun, error) {
 	}
 	e.say("\nThe verification run of nightly_tiers: are today's tier downgrades in line with the baseline?")
 	if run.TierDowngrades, err = a.must(ctx, "dw-incidents", "monitor_metrics", map[string]any{
-		"metric": "tier_downgrades",
+		"metric": "tier_downgrades", "include_points": true,
 		"window": map[string]any{"start": tl.Day.Format(time.RFC3339), "end": tl.Verify.Format(time.RFC3339)}}); err != nil {
 		return run, err
 	}

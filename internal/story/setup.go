@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/demo/schemaregistry"
 	"github.com/dataworkers/dw/internal/demo/tables"
 	"github.com/dataworkers/dw/internal/packload"
-	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/storeconfig"
 )
 
@@ -23,7 +25,7 @@ import (
 // the real REST APIs on loopback, and the agents reach them through
 // ordinary configuration.
 type peers struct {
-	registry *registrytest.Server
+	registry *schemaregistry.Server
 }
 
 func (p *peers) close() {
@@ -34,7 +36,10 @@ func (p *peers) close() {
 
 // fileConfig is the dw.yaml a story writes: the same keys a team writes.
 type fileConfig struct {
-	Home           string             `yaml:"home"`
+	Home string `yaml:"home"`
+	// Store is named, not left to home: DW_HOME in the environment
+	// overrides home, and the demo must not write to the user's own store.
+	Store          config.Store       `yaml:"store"`
 	Warehouses     []config.Warehouse `yaml:"warehouses"`
 	SchemaRegistry *config.Service    `yaml:"schema_registry,omitempty"`
 	People         []config.Person    `yaml:"people"`
@@ -46,7 +51,7 @@ type fileConfig struct {
 // approvers in turn: dw.yaml maps their login to the first, and
 // dw-<person>.yaml to each other one, as a team maps its own people.
 func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*demo.Pack, demo.Instants, *peers, error) {
-	if err := os.MkdirAll(e.Home, 0o755); err != nil {
+	if err := os.MkdirAll(e.Home, 0o700); err != nil {
 		return nil, demo.Instants{}, nil, err
 	}
 	p, tl, err := packload.Read(pack, e.Now)
@@ -54,20 +59,24 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 		return nil, tl, nil, err
 	}
 	pr := &peers{}
-	cfg := fileConfig{Home: e.Home, People: p.People, Domains: p.Domains,
+	cfg := fileConfig{Home: e.Home, Store: config.Store{Driver: "sqlite", Path: filepath.Join(e.Home, "dw.db")}, People: p.People, Domains: p.Domains,
 		Warehouses: []config.Warehouse{{Name: "demo", Kind: "duckdb", Path: filepath.Join(e.Home, "demo.duckdb")}}}
 	if len(p.Subjects) > 0 {
-		pr.registry = registrytest.NewServer()
+		reg, err := schemaregistry.Start()
+		if err != nil {
+			return nil, tl, nil, err
+		}
+		pr.registry = reg
 		for _, s := range p.Subjects {
 			level, err := compat.ParseLevel(s.Compatibility)
 			if err != nil {
 				pr.close()
 				return nil, tl, nil, err
 			}
-			var seeds []registrytest.Seeded
+			var seeds []schemaregistry.Seeded
 			for _, v := range s.Versions {
 				if v.State == "registered" {
-					seeds = append(seeds, registrytest.Seeded{Kind: compat.Avro, Schema: v.Schema, Version: v.Version})
+					seeds = append(seeds, schemaregistry.Seeded{Kind: compat.Avro, Schema: v.Schema, Version: v.Version})
 				}
 			}
 			if _, err := pr.registry.SeedVersions(s.Subject, level, seeds...); err != nil {
@@ -76,7 +85,7 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 			}
 		}
 		cfg.SchemaRegistry = &config.Service{URL: pr.registry.URL()}
-		e.say("Started an in-process Schema Registry at %s (a test server speaking the Confluent REST API, seeded with the pack's registered versions).", pr.registry.URL())
+		e.say("Started an in-process Schema Registry at %s (an in-memory server speaking the Confluent REST API, seeded with the pack's registered versions).", pr.registry.URL())
 	}
 	login := config.CurrentOSUser()
 	var raw []byte
@@ -84,8 +93,13 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 		as := cfg
 		as.People = append([]config.Person(nil), cfg.People...)
 		for j := range as.People {
-			if as.People[j].ID == who {
+			// dw.yaml, which the agents read, maps the login to every
+			// approver it stands in for: the approvers recorded with each
+			// proposal come from it, and a decision is checked against them.
+			if as.People[j].ID == who || (i == 0 && slices.Contains(approvers, as.People[j].ID)) {
 				as.People[j].OSUsers = append(append([]string(nil), as.People[j].OSUsers...), login)
+			}
+			if as.People[j].ID == who {
 				e.say("%s maps your login %q to %s, so `dw approve` with it decides as them.", e.configFor(who, i == 0), login, as.People[j].Name)
 			}
 		}
@@ -94,7 +108,7 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 			pr.close()
 			return nil, tl, nil, err
 		}
-		if err := os.WriteFile(filepath.Join(e.Home, e.configFor(who, i == 0)), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(e.Home, e.configFor(who, i == 0)), out, 0o600); err != nil {
 			pr.close()
 			return nil, tl, nil, err
 		}
@@ -120,6 +134,12 @@ func (e *Env) prepare(ctx context.Context, pack string, approvers ...string) (*d
 	defer db.Close()
 	rep, err := packload.LoadStore(ctx, db, clock.NewFake(tl.QualityCheck), p, "demo")
 	if err != nil {
+		pr.close()
+		return nil, tl, nil, err
+	}
+	// The story replays a past day: on this store, and only on a store so
+	// marked, DW_CLOCK also dates people's decisions.
+	if err := approvals.MarkReplayStore(ctx, db, e.Home, tl.QualityCheck); err != nil {
 		pr.close()
 		return nil, tl, nil, err
 	}

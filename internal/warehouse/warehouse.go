@@ -15,11 +15,13 @@ package warehouse
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"github.com/dataworkers/dw/internal/suggest"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Warehouse is one configured warehouse connection.
@@ -32,12 +34,36 @@ type Warehouse interface {
 	// but SELECT/WITH, apply the default timeout when ctx has no deadline,
 	// and tag the statement with the agent and tool in q for cost tracing.
 	Query(ctx context.Context, q Query) (*Result, error)
+	// ValidateQuery asks the engine itself, without running anything,
+	// whether sqlText is exactly one read-only query (a SELECT), and, as
+	// far as planning it shows, one that reads only the warehouse. It is
+	// the gate for SQL a person or model wrote (team metrics), checked
+	// when it is defined and again before it runs: a refusal matches
+	// ErrRefused and says why in words that never quote data the
+	// statement tried to reach.
+	ValidateQuery(ctx context.Context, sqlText string) error
 	// ListTables lists base tables and views visible to the connection.
 	ListTables(ctx context.Context) ([]TableRef, error)
 	// Describe returns a table's columns from the information schema.
 	Describe(ctx context.Context, t TableRef) (*Table, error)
 	// Close releases the connection.
 	Close() error
+}
+
+// ErrRefused is matched (errors.Is) by every error for a statement a
+// warehouse refused before running it: not one read-only query, or one
+// that reaches outside the warehouse (files, URLs, extensions). The
+// statement's author must change it; retrying cannot help.
+var ErrRefused = errors.New("statement refused")
+
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string        { return e.msg }
+func (e *refusedError) Is(target error) bool { return target == ErrRefused }
+
+// Refused is a refusal in the engine's words, matched by ErrRefused.
+func Refused(format string, args ...any) error {
+	return &refusedError{msg: fmt.Sprintf(format, args...)}
 }
 
 // Query is one statement and who asked for it.
@@ -136,9 +162,23 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$\-]{0,254}$`)
 // statement text. Hyphens are allowed because BigQuery project ids have them.
 func ValidIdentifier(s string) error {
 	if !identRE.MatchString(s) {
-		return fmt.Errorf("%q is not a valid identifier: use letters, digits, _ , $ or -, starting with a letter or _, at most 255 characters", s)
+		return fmt.Errorf("%s is not a valid identifier: use letters, digits, _ , $ or -, starting with a letter or _, at most 255 characters", quoteShort(s))
 	}
 	return nil
+}
+
+// quoteShort quotes a name for an error, cut to its first 80 bytes: a
+// hostile megabyte-long name must not come back in the answer.
+func quoteShort(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }
 
 // ParseTableName splits "table", "schema.table" or "db.schema.table" and
@@ -147,7 +187,7 @@ func ParseTableName(s string) (TableRef, error) {
 	parts := strings.Split(strings.TrimSpace(s), ".")
 	for _, p := range parts {
 		if err := ValidIdentifier(p); err != nil {
-			return TableRef{}, fmt.Errorf("table name %q: %w", s, err)
+			return TableRef{}, fmt.Errorf("table name %s: %w", quoteShort(s), err)
 		}
 	}
 	switch len(parts) {
@@ -158,7 +198,7 @@ func ParseTableName(s string) (TableRef, error) {
 	case 3:
 		return TableRef{Database: parts[0], Schema: parts[1], Name: parts[2]}, nil
 	}
-	return TableRef{}, fmt.Errorf("table name %q has %d parts; use table, schema.table or database.schema.table", s, len(parts))
+	return TableRef{}, fmt.Errorf("table name %s has %d parts; use table, schema.table or database.schema.table", quoteShort(s), len(parts))
 }
 
 // Resolve finds the table a user named in the warehouse's catalog and
@@ -213,18 +253,19 @@ func qualified(t TableRef) string {
 }
 
 // ReadOnlyStatement refuses statements that are not a single SELECT or WITH
-// query. It is a guard against programming errors, not the security
-// boundary: the boundary is that no user text is pasted into SQL, and the
-// DuckDB file is opened read-only.
+// query, by their text (a refusal matched by ErrRefused). It is a cheap
+// first pass, not the boundary: it refuses more than it must (a semicolon
+// in a string) and judges nothing inside a SELECT. The boundary is the
+// engine's own reading (ValidateQuery, and DuckDB's locked connection).
 func ReadOnlyStatement(sqlText string) error {
 	s := strings.TrimSpace(sqlText)
 	s = strings.TrimSuffix(s, ";")
 	if strings.Contains(s, ";") {
-		return fmt.Errorf("refusing a statement with more than one part: only a single SELECT is sent")
+		return Refused("refusing a statement with more than one part: only a single SELECT is sent")
 	}
 	head := strings.ToUpper(firstWord(s))
 	if head != "SELECT" && head != "WITH" && head != "(" {
-		return fmt.Errorf("refusing a %s statement: agents send only SELECT queries", head)
+		return Refused("refusing a %s statement: agents send only SELECT queries", head)
 	}
 	return nil
 }

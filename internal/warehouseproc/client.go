@@ -9,27 +9,23 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
 // Command is how an agent starts the child: the dw binary beside it.
 // Tests point it elsewhere.
 var Command = func(name string) (*exec.Cmd, error) {
-	exe, err := os.Executable()
+	cmd, err := deps.Sibling("warehouse", "serve", "--name", name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("warehouse access runs in `dw warehouse serve`: %w", err)
 	}
-	dw := filepath.Join(filepath.Dir(exe), "dw")
-	if _, err := os.Stat(dw); err != nil {
-		return nil, fmt.Errorf("warehouse access runs in `dw warehouse serve`, but there is no dw binary beside %s: build it (make build, or start-agent.sh builds it)", exe)
-	}
-	return exec.Command(dw, "warehouse", "serve", "--name", name), nil
+	return cmd, nil
 }
 
 // Open returns a warehouse whose driver runs in a child process, started on
@@ -50,17 +46,27 @@ func Open(_ context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clo
 	return &Proxy{name: wc.Name, dialect: d}, nil
 }
 
+// cancelGrace is how long a cancelled call waits for the child to stop
+// the statement itself before the child is killed.
+const cancelGrace = 2 * time.Second
+
 // Proxy is a warehouse served by a child process. Calls are serialised: the
 // child answers one request at a time.
 type Proxy struct {
 	name    string
 	dialect warehouse.Dialect
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-	done  chan struct{}
+	mu sync.Mutex
+	// scanned is the bytes the session has scanned against the driver's
+	// budget, as the child last reported it; it outlives the child.
+	scanned int64
+	// inFlight are the queries whose child was ended before answering;
+	// the next child books them as the ended one had.
+	inFlight []request
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out      *bufio.Scanner
+	done     chan struct{}
 }
 
 // Name is the configured name.
@@ -117,7 +123,9 @@ func (p *Proxy) start() error {
 }
 
 // call sends one request and waits for its answer. A cancelled context
-// ends the child, which is started again by the next call.
+// ends the child, which is started again by the next call; a restarted
+// child is first told what the session has scanned so far, so a scan
+// budget carries across restarts.
 func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -125,7 +133,20 @@ func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 		if err := p.start(); err != nil {
 			return nil, err
 		}
+		if p.scanned > 0 || len(p.inFlight) > 0 {
+			if _, err := p.exchange(ctx, request{Op: "resume", Scanned: p.scanned, Queries: p.inFlight}); err != nil {
+				return nil, err
+			}
+			p.inFlight = nil
+		}
 	}
+	return p.exchange(ctx, req)
+}
+
+// exchange writes one request to the running child and reads its answer;
+// p.mu is held. Errors come back as the types the driver returned:
+// warehouse.BudgetError and warehouse.ErrRefused cross the pipe as fields.
+func (p *Proxy) exchange(ctx context.Context, req request) (*response, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -161,13 +182,38 @@ func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 			p.stop()
 			return nil, fmt.Errorf("warehouse %s: %w", p.name, a.err)
 		}
+		p.scanned = max(p.scanned, a.resp.Scanned)
+		if a.resp.Budget != nil {
+			return nil, a.resp.Budget
+		}
+		if a.resp.Refused {
+			return nil, warehouse.Refused("%s", a.resp.Error)
+		}
 		if a.resp.Error != "" {
 			return nil, errors.New(a.resp.Error)
 		}
 		return a.resp, nil
 	case <-ctx.Done():
-		_ = p.cmd.Process.Kill()
-		<-ch
+		// Ask the child to stop the call: dw warehouse serve cancels its
+		// driver's context on SIGINT, so BigQuery cancels the job server-side
+		// (it would run on, and bill, after a kill) and DuckDB interrupts.
+		// Give it a moment to answer, then kill it. Either way the child is
+		// ended; a query that did not answer is booked by the next child.
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case a := <-ch:
+			if a.err == nil {
+				p.scanned = max(p.scanned, a.resp.Scanned)
+			} else if req.Op == "query" {
+				p.inFlight = append(p.inFlight, req)
+			}
+		case <-time.After(cancelGrace):
+			if req.Op == "query" {
+				p.inFlight = append(p.inFlight, req)
+			}
+			_ = p.cmd.Process.Kill()
+			<-ch
+		}
 		p.stop()
 		return nil, fmt.Errorf("warehouse %s: %w", p.name, ctx.Err())
 	}
@@ -175,12 +221,9 @@ func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 
 // Query runs one read-only statement in the child.
 func (p *Proxy) Query(ctx context.Context, q warehouse.Query) (*warehouse.Result, error) {
-	if err := warehouse.ReadOnlyStatement(q.SQL); err != nil {
+	req, err := queryRequest(q)
+	if err != nil {
 		return nil, err
-	}
-	req := request{Op: "query", SQL: q.SQL, Agent: q.Agent, Tool: q.Tool, TimeoutMS: q.Timeout.Milliseconds()}
-	for _, a := range q.Args {
-		req.Args = append(req.Args, encodeCell(a))
 	}
 	resp, err := p.call(ctx, req)
 	if err != nil {
@@ -197,6 +240,12 @@ func (p *Proxy) Query(ctx context.Context, q warehouse.Query) (*warehouse.Result
 		res.Rows[i] = vals
 	}
 	return res, nil
+}
+
+// ValidateQuery has the child's driver judge sqlText without running it.
+func (p *Proxy) ValidateQuery(ctx context.Context, sqlText string) error {
+	_, err := p.call(ctx, request{Op: "validate", SQL: sqlText})
+	return err
 }
 
 // ListTables lists the warehouse's tables through the child.

@@ -22,23 +22,38 @@ import (
 
 // request is one call to the child.
 type request struct {
-	Op        string              `json:"op"` // query, list or describe
+	Op        string              `json:"op"` // query, validate, list or describe
 	SQL       string              `json:"sql,omitempty"`
 	Args      []cell              `json:"args,omitempty"`
 	Agent     string              `json:"agent,omitempty"`
 	Tool      string              `json:"tool,omitempty"`
 	TimeoutMS int64               `json:"timeout_ms,omitempty"`
 	Table     *warehouse.TableRef `json:"table,omitempty"`
+	// Queries are the statements of a preflight, or for resume the
+	// queries an ended child left in flight.
+	Queries []request `json:"queries,omitempty"`
+	// Scanned is, for resume, the bytes the agent's session scanned in
+	// earlier children.
+	Scanned int64 `json:"scanned,omitempty"`
 }
 
 // response is the child's answer.
 type response struct {
-	Error        string               `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Refused says Error is a statement the warehouse refused
+	// (warehouse.ErrRefused), so the agent can tell it from a failure.
+	Refused      bool                 `json:"refused,omitempty"`
 	Columns      []string             `json:"columns,omitempty"`
 	Rows         [][]cell             `json:"rows,omitempty"`
 	BytesScanned int64                `json:"bytes_scanned,omitempty"`
 	Tables       []warehouse.TableRef `json:"tables,omitempty"`
 	Described    *warehouse.Table     `json:"described,omitempty"`
+	// Budget is a refusal over a scan budget, re-made at the agent as the
+	// same *warehouse.BudgetError the driver returned.
+	Budget *warehouse.BudgetError `json:"budget,omitempty"`
+	// Scanned is the session's bytes scanned against the driver's budget
+	// after this request, for drivers that keep one.
+	Scanned int64 `json:"scanned,omitempty"`
 }
 
 // cell carries one value with its type, so integers keep their precision

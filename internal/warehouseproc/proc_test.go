@@ -17,6 +17,9 @@ import (
 // TestMain doubles as the child: with DW_TEST_WAREHOUSE set, this test
 // binary serves that DuckDB file, as `dw warehouse serve` does.
 func TestMain(m *testing.M) {
+	if os.Getenv(bqChildEnv) != "" {
+		os.Exit(serveBigQueryChild())
+	}
 	if path := os.Getenv("DW_TEST_WAREHOUSE"); path != "" {
 		w, err := duckdb.Open("t", path, 5*time.Second)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -30,6 +31,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, w warehouse.Warehou
 		} else {
 			resp = handle(ctx, w, req)
 		}
+		resp.Scanned = scannedBy(w)
 		if err := enc.Encode(resp); err != nil {
 			return err
 		}
@@ -52,7 +54,7 @@ func handle(ctx context.Context, w warehouse.Warehouse, req request) response {
 		res, err := w.Query(ctx, warehouse.Query{SQL: req.SQL, Args: args, Agent: req.Agent, Tool: req.Tool,
 			Timeout: time.Duration(req.TimeoutMS) * time.Millisecond})
 		if err != nil {
-			return response{Error: err.Error()}
+			return errorResponse(err)
 		}
 		resp.Columns, resp.BytesScanned = res.Columns, res.BytesScanned
 		resp.Rows = make([][]cell, len(res.Rows))
@@ -63,6 +65,14 @@ func handle(ctx context.Context, w warehouse.Warehouse, req request) response {
 			}
 			resp.Rows[i] = cells
 		}
+	case "validate":
+		if err := w.ValidateQuery(ctx, req.SQL); err != nil {
+			return errorResponse(err)
+		}
+	case "preflight":
+		return preflight(ctx, w, req.Queries)
+	case "resume":
+		return resumeSession(ctx, w, req.Scanned, req.Queries)
 	case "list":
 		tables, err := w.ListTables(ctx)
 		if err != nil {
@@ -80,6 +90,15 @@ func handle(ctx context.Context, w warehouse.Warehouse, req request) response {
 		resp.Described = t
 	default:
 		resp.Error = fmt.Sprintf("warehouse process: unknown op %q", req.Op)
+	}
+	return resp
+}
+
+func errorResponse(err error) response {
+	resp := response{Error: err.Error(), Refused: errors.Is(err, warehouse.ErrRefused)}
+	var be *warehouse.BudgetError
+	if errors.As(err, &be) {
+		resp.Budget = be
 	}
 	return resp
 }

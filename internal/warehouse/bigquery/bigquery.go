@@ -22,6 +22,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
@@ -199,37 +200,33 @@ func (w *Warehouse) Scanned() int64 {
 	return w.scanned
 }
 
+// ResumeSession carries an agent's session over to this Warehouse when
+// the warehouse process serving the agent was restarted (it is ended when
+// a call is cancelled): the bytes earlier processes scanned, plus the
+// statements that were in flight when one was ended, booked at their
+// dry-run estimate (free), as a cancelled statement's reservation stays
+// booked in-process. The session budget thus never resets.
+func (w *Warehouse) ResumeSession(ctx context.Context, scanned int64, inFlight []warehouse.Query) error {
+	for _, q := range inFlight {
+		est, err := w.estimate(ctx, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			continue // a statement that does not dry-run never reserved anything
+		}
+		scanned += est
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scanned = max(w.scanned, scanned)
+	return nil
+}
+
 // BudgetError is a statement refused before it ran because its dry-run
-// estimate would pass a scan budget.
-type BudgetError struct {
-	Warehouse string
-	Estimate  int64
-	Budget    int64
-	Used      int64
-	Session   bool
-}
-
-func (e *BudgetError) Error() string {
-	if e.Session {
-		return fmt.Sprintf("refused: the query would scan %s (dry-run estimate) but warehouse %s has %s left of its %s per-session scan budget (%s used); nothing was run. Narrow the window or the checks, or raise the session budget",
-			bytesText(e.Estimate), e.Warehouse, bytesText(max(e.Budget-e.Used, 0)), bytesText(e.Budget), bytesText(e.Used))
-	}
-	return fmt.Sprintf("refused: the query would scan %s (dry-run estimate), over warehouse %s's per-query scan budget of %s; nothing was run. Narrow the window or the checks, or raise the per-query budget",
-		bytesText(e.Estimate), e.Warehouse, bytesText(e.Budget))
-}
-
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for v := n / unit; v >= unit; v /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// estimate would pass a scan budget. It is warehouse.BudgetError, so the
+// same type reaches an agent through the warehouse process.
+type BudgetError = warehouse.BudgetError
 
 // Query dry-runs the statement, refuses it when over budget, then runs it
 // with maximumBytesBilled and labels, and reads every row.
@@ -241,6 +238,7 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 	if q.Timeout > 0 {
 		timeout = q.Timeout
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	est, err := w.estimate(ctx, q)
@@ -253,7 +251,9 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 	}
 	res, billed, err := w.run(ctx, q, limit, timeout)
 	w.settle(est, billed)
-	if errors.Is(err, context.DeadlineExceeded) {
+	// Only our own timeout is reported as one; a caller that gave up gets
+	// its context's error back.
+	if errors.Is(err, context.DeadlineExceeded) && caller.Err() == nil {
 		return nil, fmt.Errorf("query on %s timed out after %s and was cancelled", w.cfg.Name, timeout)
 	}
 	return res, err
@@ -294,23 +294,59 @@ func (w *Warehouse) newQuery(q warehouse.Query) *bigquery.Query {
 	return bq
 }
 
-// estimate is the dry run: BigQuery validates the statement and says how
-// many bytes it would process, at no cost.
+// estimate is the dry run: BigQuery parses and plans the statement, says
+// what kind it is and how many bytes it would process, at no cost. Only a
+// SELECT goes further: a script (several statements), DML, DDL, EXPORT
+// DATA or LOAD DATA is refused here, by BigQuery's own reading of it.
 func (w *Warehouse) estimate(ctx context.Context, q warehouse.Query) (int64, error) {
 	bq := w.newQuery(q)
 	bq.DryRun = true
 	job, err := bq.Run(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("dry run on %s: %w", w.cfg.Name, err)
+		return 0, dryRunError(w.cfg.Name, err)
 	}
 	st := job.LastStatus()
 	if st == nil || st.Statistics == nil {
 		return 0, fmt.Errorf("dry run on %s returned no estimate; refusing to run a statement of unknown cost", w.cfg.Name)
 	}
 	if err := st.Err(); err != nil {
-		return 0, fmt.Errorf("dry run on %s: %w", w.cfg.Name, err)
+		return 0, dryRunError(w.cfg.Name, err)
+	}
+	qs, _ := st.Statistics.Details.(*bigquery.QueryStatistics)
+	if qs == nil || qs.StatementType == "" {
+		return 0, warehouse.Refused("dry run on %s did not say what kind of statement this is; only a single SELECT is accepted", w.cfg.Name)
+	}
+	if qs.StatementType != "SELECT" {
+		what := qs.StatementType
+		if what == "SCRIPT" {
+			what = "SCRIPT, several statements"
+		}
+		return 0, warehouse.Refused("only a single SELECT is accepted; BigQuery's dry run on %s reads this as statement type %s", w.cfg.Name, what)
 	}
 	return st.Statistics.TotalBytesProcessed, nil
+}
+
+// dryRunError marks BigQuery's "invalid query" answers as refusals: the
+// statement's author must change it. Other failures (auth, network,
+// quota) stay plain errors.
+func dryRunError(name string, err error) error {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Code == 400 {
+		return warehouse.Refused("BigQuery's dry run on %s refused the statement: %s", name, ge.Message)
+	}
+	return fmt.Errorf("dry run on %s: %w", name, err)
+}
+
+// ValidateQuery dry-runs sqlText (free, nothing runs) and accepts it only
+// when BigQuery reports statement type SELECT.
+func (w *Warehouse) ValidateQuery(ctx context.Context, sqlText string) error {
+	if err := warehouse.ReadOnlyStatement(sqlText); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	_, err := w.estimate(ctx, warehouse.Query{SQL: sqlText, Agent: "dw", Tool: "validate"})
+	return err
 }
 
 // reserve checks the budgets and books the estimate against the session,

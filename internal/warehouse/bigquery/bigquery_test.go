@@ -31,6 +31,9 @@ type fakeBigQuery struct {
 	results map[string]fakeResult
 	// hang makes getQueryResults wait for the client to give up.
 	hang bool
+	// statementTypes maps a SQL substring to the statementType a dry run
+	// reports (BigQuery's own reading of the statement); default SELECT.
+	statementTypes map[string]string
 
 	mu      sync.Mutex
 	inserts []map[string]any
@@ -101,9 +104,16 @@ func (f *fakeBigQuery) insert(w http.ResponseWriter, r *http.Request) {
 	job["id"] = "acme-prod:US." + id
 	job["status"] = map[string]any{"state": "DONE"}
 	if dry, _ := conf["dryRun"].(bool); dry {
+		typ := "SELECT"
+		sql, _ := conf["query"].(map[string]any)["query"].(string)
+		for k, v := range f.statementTypes {
+			if strings.Contains(sql, k) {
+				typ = v
+			}
+		}
 		job["statistics"] = map[string]any{
 			"totalBytesProcessed": fmt.Sprint(f.estimate),
-			"query":               map[string]any{"totalBytesProcessed": fmt.Sprint(f.estimate), "statementType": "SELECT"},
+			"query":               map[string]any{"totalBytesProcessed": fmt.Sprint(f.estimate), "statementType": typ},
 		}
 	} else {
 		job["statistics"] = map[string]any{

@@ -295,7 +295,7 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx = gosnowflake.WithQueryTag(ctx, QueryTag(q.Agent, q.Tool))
+	ctx = gosnowflake.WithQueryTag(oneStatement(ctx), QueryTag(q.Agent, q.Tool))
 	rows, err := w.db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -309,6 +309,41 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 		return nil, fmt.Errorf("query on %s: %w", w.cfg.Name, err)
 	}
 	return res, nil
+}
+
+// oneStatement pins MULTI_STATEMENT_COUNT to 1 on the statement itself, so
+// Snowflake refuses a second statement whatever a DSN or the account's
+// session defaults say.
+func oneStatement(ctx context.Context) context.Context {
+	ctx, _ = gosnowflake.WithMultiStatement(ctx, 1)
+	return ctx
+}
+
+// ValidateQuery has Snowflake compile sqlText without running it.
+// gosnowflake does not hand back the statement type Snowflake reports, so
+// the engine's judgement is made structural: the text is compiled
+// (describe only: parsed and planned, never executed; one statement) as
+// the body of a subquery, which Snowflake's grammar accepts only for a
+// query, never for DML, DDL, CALL, SHOW, PUT/GET or a second statement.
+// A parse-level check comes first; it also keeps PUT and GET, which
+// gosnowflake would carry out on local files, from reaching the driver.
+func (w *Warehouse) ValidateQuery(ctx context.Context, sqlText string) error {
+	if err := warehouse.ReadOnlyStatement(sqlText); err != nil {
+		return err
+	}
+	body := strings.TrimSuffix(strings.TrimSpace(sqlText), ";")
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	ctx = gosnowflake.WithDescribeOnly(gosnowflake.WithQueryTag(oneStatement(ctx), QueryTag("dw", "validate")))
+	rows, err := w.db.QueryContext(ctx, "SELECT * FROM (\n"+body+"\n) AS dw_validated")
+	if err != nil {
+		var se *gosnowflake.SnowflakeError
+		if errors.As(err, &se) && strings.HasPrefix(se.SQLState, "42") {
+			return warehouse.Refused("Snowflake refused the statement as a single query: %s", se.Message)
+		}
+		return fmt.Errorf("validate the statement on %s: %w", w.cfg.Name, err)
+	}
+	return rows.Close()
 }
 
 func (w *Warehouse) database(t warehouse.TableRef) string {

@@ -98,6 +98,9 @@ GROUP BY DATE_TRUNC('HOUR', "HOUR")`
 type fakeSnowflake struct {
 	t    *testing.T
 	hang bool
+	// compileErrors maps a sqlText substring to the SQL compilation error
+	// Snowflake answers it with.
+	compileErrors map[string]string
 
 	mu      sync.Mutex
 	login   map[string]any
@@ -128,6 +131,13 @@ func (f *fakeSnowflake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if hang {
 			<-r.Context().Done()
 			return
+		}
+		for k, msg := range f.compileErrors {
+			if sql, _ := req["sqlText"].(string); strings.Contains(sql, k) {
+				_ = json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "001003", "message": msg,
+					"data": map[string]any{"sqlState": "42000", "queryId": "01b2c3d4-0000-0000-0000-000000000002"}})
+				return
+			}
 		}
 		v := "42"
 		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "data": map[string]any{

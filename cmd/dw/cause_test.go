@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/storeconfig"
+)
+
+// TestCauseSetRecordsWhoNamedIt: a configured person names an incident's
+// cause from the terminal; the incident carries it, the receipt records it
+// under their name, and bad calls change nothing.
+func TestCauseSetRecordsWhoNamedIt(t *testing.T) {
+	eachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		db, err := storeconfig.Open(ctx, h.cfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		svc := &incidents.Service{DB: db, Clock: h.clk}
+		ch, err := svc.RecordChange(ctx, incidents.RecordChangeParams{At: h.clk.Now().Add(-2 * time.Hour), Kind: "deploy", System: "dbt",
+			Assets: []string{"duckdb://wh.sales.orders_view"}, Summary: "orders view rewritten"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: []incidents.Symptom{{Kind: incidents.SymptomVolume,
+			Asset: "duckdb://wh.sales.orders", Observed: 10, At: h.clk.Now().Add(-time.Hour).Truncate(time.Hour)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := rep.Incidents[0].ID
+		changeArg := fmt.Sprintf("CHANGE-%d", ch.Change.ID)
+
+		for _, bad := range []struct {
+			user string
+			args []string
+		}{
+			{"bob", []string{"cause", "set", id, changeArg}},                          // no reason
+			{"mallory", []string{"cause", "set", id, changeArg, "--reason", "guess"}}, // not a person
+			{"bob", []string{"cause", "set", id, "CHANGE-x", "--reason", "r"}},        // not an id
+			{"bob", []string{"cause", "set", id, "CHANGE-999999", "--reason", "r"}},   // unknown change
+			{"bob", []string{"cause", "set", "INC-999", changeArg, "--reason", "r"}},  // unknown incident
+			{"bob", []string{"cause", "set", id}},                                     // usage
+		} {
+			if out, errOut, code := h.dw(bad.user, bad.args...); code == 0 {
+				t.Fatalf("%v as %s succeeded: %s %s", bad.args, bad.user, out, errOut)
+			}
+		}
+		if inc, _ := svc.GetIncident(ctx, id); inc.Attributed != nil {
+			t.Fatalf("refused calls recorded %+v", inc.Attributed)
+		}
+		out, errOut, code := h.dw("bob", "cause", "set", id, changeArg, "--reason", "the view drops late orders", "--json")
+		if code != 0 {
+			t.Fatalf("cause set: exit %d\n%s%s", code, out, errOut)
+		}
+		var inc incidents.Incident
+		if err := json.Unmarshal([]byte(out), &inc); err != nil {
+			t.Fatalf("output is not an incident: %v\n%s", err, out)
+		}
+		if inc.Verdict != incidents.VerdictAttributed || inc.Attributed == nil || inc.Attributed.Actor != "bob" ||
+			inc.Attributed.Change.ID != ch.Change.ID || inc.Attributed.Reason != "the view drops late orders" {
+			t.Fatalf("incident after cause set: %+v", inc.Attributed)
+		}
+		entries, err := approvals.Entries(ctx, db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := entries[len(entries)-1]
+		var facts incidents.CauseFacts
+		if err := json.Unmarshal(last.Payload, &facts); err != nil {
+			t.Fatal(err)
+		}
+		if last.Kind != approvals.EntryCause || last.Actor != "bob" || facts.AttributedBy != "bob" || facts.ChangeID != ch.Change.ID {
+			t.Fatalf("receipt entry %s by %s: %+v", last.Kind, last.Actor, facts)
+		}
+		if v, err := approvals.Verify(ctx, db, id); err != nil || !v.OK {
+			t.Fatalf("receipt not intact: %+v %v", v, err)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package benchmcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// blastAssets is the graph size: 100k by default so the row finishes in
+// about a minute; DW_BENCH_BLAST_ASSETS=1000000 gives issue 18's row.
+func blastAssets() int {
+	if n, err := strconv.Atoi(os.Getenv("DW_BENCH_BLAST_ASSETS")); err == nil && n >= 1000 {
+		return n
+	}
+	return 100_000
+}
+
+// BenchmarkE2EBlastRadius is issue 18's first row: blast_radius_analysis
+// on a warm dw-context-catalog over stdio, against a plain in-process BFS
+// over the same edges in the same run. The first call (which loads the
+// graph's index) is reported apart; the ratio is over the warm calls.
+func BenchmarkE2EBlastRadius(b *testing.B) {
+	ctx := context.Background()
+	n := blastAssets()
+	home := b.TempDir()
+	conf := filepath.Join(home, "dw.yaml")
+	if err := os.WriteFile(conf, []byte("home: "+home+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	g := NewGraph(n)
+	t0 := time.Now()
+	db, err := store.OpenSQLite(ctx, filepath.Join(home, "dw.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Load(ctx, db); err != nil {
+		b.Fatal(err)
+	}
+	// A store in use has its write-ahead log folded into the file.
+	if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.Logf("bench graph: %d assets, %d edges, stored in %s", n, len(g.Edges), time.Since(t0).Round(time.Millisecond))
+
+	adj := g.Adjacency()
+	want := BFS(adj, 0)
+	// The second floor: the product's own traversal in this process on a
+	// held graph, so the table separates the walk from the MCP hop.
+	held := lineage.New(db, nil)
+	params := lineage.BlastParams{Asset: "bench://a1", MaxDepth: 10000, MaxAssets: 10_000_000, Timeout: "60s"}
+	if r, err := held.BlastRadius(ctx, params); err != nil || r.Total != want {
+		b.Fatalf("in-process blast radius: %v", err)
+	}
+	var inProcess []time.Duration
+	agent := Start(b, "dw-context-catalog", "DW_CONFIG="+conf, "DW_HOME="+home)
+	args := map[string]any{"asset": "bench://a1", "max_depth": 10000, "max_assets": 10_000_000, "timeout": "60s"}
+	var res struct {
+		Total   int  `json:"total"`
+		Partial bool `json:"partial"`
+	}
+	first := agent.Call(b, "blast_radius_analysis", args, &res)
+	if res.Total != want || res.Partial {
+		b.Fatalf("blast radius reached %d (partial %v); the plain BFS reached %d", res.Total, res.Partial, want)
+	}
+	calls := 20
+	if n > 200_000 {
+		calls = 10
+	}
+	row := Row{What: "blast radius, " + strconv.Itoa(n) + " assets / " + strconv.Itoa(len(g.Edges)) + " edges, " + strconv.Itoa(want) + " reached"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for c := 0; c < calls; c++ {
+			t := time.Now()
+			if BFS(adj, 0) != want {
+				b.Fatal("floor BFS changed its answer")
+			}
+			row.Floor = append(row.Floor, time.Since(t))
+			t = time.Now()
+			if _, err := held.BlastRadius(ctx, params); err != nil {
+				b.Fatal(err)
+			}
+			inProcess = append(inProcess, time.Since(t))
+			row.Product = append(row.Product, agent.Call(b, "blast_radius_analysis", args, &res))
+			if res.Total != want {
+				b.Fatalf("call %d reached %d, want %d", c, res.Total, want)
+			}
+		}
+	}
+	b.StopTimer()
+	row.RSSMiB = agent.RSSMiB()
+	row.Note = fmt.Sprintf("first call after start (loads the index): %s; the same code in-process on a held graph: %.1f ms median",
+		first.Round(time.Millisecond), float64(med(inProcess).Microseconds())/1000)
+	b.ReportMetric(float64(first.Microseconds())/1000, "first-call-ms")
+	row.Report(b)
+}

@@ -1,0 +1,210 @@
+// Package benchmcp measures the agents the way an MCP client feels them:
+// a built agent binary, spawned once and kept warm, driven over stdio by
+// the go-sdk client, many calls in a row. Every row it reports puts the
+// product's time next to a floor measured in the same run on the same
+// data (the plainest code that answers the same question in-process), so
+// the ratio, not the machine, is what a goal is set against. It is used
+// only by benchmarks (make bench); no test asserts on a time.
+package benchmcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BinDirEnv names prebuilt binaries to measure instead of building this
+// tree's, e.g. a checkout of an earlier commit, for before/after figures.
+const BinDirEnv = "DW_BENCH_BIN_DIR"
+
+var build struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// BinDir builds every command of the module once per process (agents need
+// dw beside them for the warehouse child) and returns their directory.
+func BinDir(tb testing.TB) string {
+	tb.Helper()
+	if d := os.Getenv(BinDirEnv); d != "" {
+		return d
+	}
+	build.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "dw-benchmcp-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+			return
+		}
+		build.dir = dir
+	})
+	if build.err != nil {
+		tb.Fatal(build.err)
+	}
+	return build.dir
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// Agent is one running agent process with a connected client session.
+type Agent struct {
+	Name    string
+	cmd     *exec.Cmd
+	session *mcp.ClientSession
+}
+
+// Start spawns the named agent from BinDir with env added to this
+// process's environment, and completes the MCP handshake. The agent's
+// stderr (its logs) is discarded unless DW_BENCH_STDERR is set.
+func Start(tb testing.TB, name string, env ...string) *Agent {
+	tb.Helper()
+	cmd := exec.Command(filepath.Join(BinDir(tb), name))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = io.Discard
+	if os.Getenv("DW_BENCH_STDERR") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "dw-benchmcp", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	a := &Agent{Name: name, cmd: cmd, session: cs}
+	tb.Cleanup(func() { a.session.Close() })
+	return a
+}
+
+// Call makes one tool call and returns its structured answer (decoded into
+// out when out is not nil) and the wall time from request to answer. A
+// tool error fails the benchmark: a fast wrong answer measures nothing.
+func (a *Agent) Call(tb testing.TB, tool string, args map[string]any, out any) time.Duration {
+	tb.Helper()
+	t0 := time.Now()
+	res, err := a.session.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	d := time.Since(t0)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", a.Name, tool, err)
+	}
+	if res.IsError {
+		var msg strings.Builder
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				msg.WriteString(t.Text)
+			}
+		}
+		tb.Fatalf("%s %s answered an error: %s", a.Name, tool, msg.String())
+	}
+	if out != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			tb.Fatalf("%s %s: structured answer: %v", a.Name, tool, err)
+		}
+	}
+	return d
+}
+
+// RSSMiB is the agent process's resident memory now, from /proc (0 where
+// there is no /proc).
+func (a *Agent) RSSMiB() float64 { return RSSMiB(a.cmd.Process.Pid) }
+
+// RSSMiB reads a process's VmRSS.
+func RSSMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// Row is one line of the end-to-end table: what was measured, the
+// product's per-call times through MCP, the floor's times in the same run,
+// and the agent's memory after the calls.
+type Row struct {
+	What    string
+	Product []time.Duration
+	Floor   []time.Duration
+	RSSMiB  float64
+	Note    string
+}
+
+func med(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Ratios are the product's min over the floor's min and the product's
+// median over the floor's median.
+func (r Row) Ratios() (minRatio, medRatio float64) {
+	return float64(slices.Min(r.Product)) / float64(slices.Min(r.Floor)),
+		float64(med(r.Product)) / float64(med(r.Floor))
+}
+
+// Report writes the row as a table line on the benchmark's log and as
+// metrics (ms/call, floor-ms, x-floor-min, x-floor-median, MiB-rss).
+func (r Row) Report(b *testing.B) {
+	b.Helper()
+	lo, mid := r.Ratios()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(med(r.Product)), "ms/call")
+	b.ReportMetric(ms(med(r.Floor)), "floor-ms")
+	b.ReportMetric(lo, "x-floor-min")
+	b.ReportMetric(mid, "x-floor-median")
+	b.ReportMetric(r.RSSMiB, "MiB-rss")
+	b.Logf("\n| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | RSS |\n|---|---|---|---|---|\n| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %.0f MiB |%s",
+		r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), ms(med(r.Floor)), ms(slices.Min(r.Floor)), lo, mid, r.RSSMiB, noteLine(r.Note))
+}
+
+func noteLine(n string) string {
+	if n == "" {
+		return ""
+	}
+	return "\n" + n
+}

@@ -1,0 +1,230 @@
+package incidents
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dataworkers/dw/internal/store"
+)
+
+// credibleFloor is the confidence a change with a lineage path needs to be
+// cited as an incident's cause. A change with no recorded path scores at
+// most 0.2 (its lineage factor), so it is never credible on its own; a
+// generic deploy days before the onset one hop upstream scores about 0.27
+// and is not either. Below the floor the diagnosis says "no credible
+// cause" and lists what it considered.
+const credibleFloor = 0.3
+
+// credible reports whether a ranked cause may be cited as the cause.
+func credible(c Cause) bool {
+	return (c.Relation == RelationSame || c.Relation == RelationUpstream) && c.Confidence >= credibleFloor
+}
+
+// Cause is the change an incident is attributed to: the one a person
+// named, else the top-ranked change when it is credible; nil when there is
+// no credible cause.
+func (inc *Incident) Cause() *Change {
+	if inc.Attributed != nil {
+		return &inc.Attributed.Change
+	}
+	if len(inc.Causes) > 0 && inc.Causes[0].Credible {
+		return &inc.Causes[0].Change
+	}
+	return nil
+}
+
+// CitedCause is the ranked cause proposals cite: the ranked entry of the
+// attributed change when a person named one (or a bare entry built from
+// it when the ranking did not list it), else the credible top cause; nil
+// when there is none.
+func (inc *Incident) CitedCause() *Cause {
+	if a := inc.Attributed; a != nil {
+		for i := range inc.Causes {
+			if inc.Causes[i].Change.ID == a.Change.ID {
+				c := inc.Causes[i]
+				return &c
+			}
+		}
+		return &Cause{Change: a.Change, At: a.Change.At, Relation: RelationUnrelated, Distance: -1, Path: []string{},
+			Readers: []string{}, LeadTime: formatLead(inc.Onset.Sub(a.Change.At)),
+			Evidence: []string{fmt.Sprintf("%s named this change as the cause: %s", a.Actor, a.Reason)}}
+	}
+	if len(inc.Causes) > 0 && inc.Causes[0].Credible {
+		c := inc.Causes[0]
+		return &c
+	}
+	return nil
+}
+
+func verdictOf(inc *Incident) Verdict {
+	switch {
+	case inc.Attributed != nil:
+		return VerdictAttributed
+	case inc.DiagnosedAt.IsZero():
+		return ""
+	case len(inc.Causes) > 0 && inc.Causes[0].Credible:
+		return VerdictLikely
+	}
+	return VerdictNone
+}
+
+// AttributeParams names the cause of an incident.
+type AttributeParams struct {
+	IncidentID string `json:"incident_id" jsonschema:"incident id, e.g. INC-12"`
+	ChangeID   int64  `json:"change_id" jsonschema:"id of the recorded change that caused it (list_changes)"`
+	Reason     string `json:"reason" jsonschema:"why this change, in the person's words"`
+	// Actor is the person naming it; the CLI fills it from who runs it.
+	Actor string `json:"-"`
+}
+
+const maxReason = 2000
+
+// AttributeCause records that a person named a recorded change as an
+// incident's cause. It overrides the ranking wherever a cause is cited
+// (proposals, the history later diagnoses learn from) and may be corrected
+// by naming another change; every attribution stays in the store and the
+// timeline. The incident's status does not change.
+func (s *Service) AttributeCause(ctx context.Context, p AttributeParams) (*Incident, error) {
+	actor := strings.TrimSpace(p.Actor)
+	if actor == "" {
+		return nil, invalid("who names the cause is required")
+	}
+	reason := strings.TrimSpace(p.Reason)
+	if reason == "" {
+		return nil, invalid("reason is required: say why this change caused the incident, e.g. \"the 09:40 deploy dropped the country column\"")
+	}
+	if !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) || len(reason) > maxReason {
+		return nil, invalid("reason must be UTF-8 text without NUL bytes, at most %d bytes", maxReason)
+	}
+	if p.ChangeID <= 0 {
+		return nil, invalid("change_id %d is not a change id: use the id list_changes or dw changes shows, e.g. 42", p.ChangeID)
+	}
+	now := s.now()
+	var out *Incident
+	err := s.DB.InTx(ctx, func(tx *store.Tx) error {
+		inc, err := loadIncident(ctx, tx, p.IncidentID)
+		if err != nil {
+			return err
+		}
+		chs, err := queryChanges(ctx, tx, true, changeSelect+" WHERE id = ?", p.ChangeID)
+		if err != nil {
+			return err
+		}
+		if len(chs) == 0 {
+			return fmt.Errorf("%w: no recorded change %d: record it first (record_change) or pick one from list_changes", store.ErrNotFound, p.ChangeID)
+		}
+		note := fmt.Sprintf("cause attributed by %s: change %d, %s (%s)", actor, chs[0].ID, chs[0].Summary, reason)
+		if inc.Attributed != nil {
+			note = fmt.Sprintf("cause corrected by %s from change %d to change %d, %s (%s)", actor, inc.Attributed.Change.ID, chs[0].ID, chs[0].Summary, reason)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO incident_cause_attributions (incident_id, change_id, actor, reason, at_ms)
+			VALUES (?, ?, ?, ?, ?)`, inc.ID, chs[0].ID, actor, reason, store.Millis(now)); err != nil {
+			return fmt.Errorf("record the cause of %s: %w", inc.ID, err)
+		}
+		prev := inc.Attributed
+		inc.Attributed = &Attribution{Change: chs[0], Actor: actor, Reason: reason, At: now}
+		if prev != nil {
+			inc.Attributed.Replaced = prev.Change.ID
+		}
+		if err := save(ctx, tx, inc, inc.Status, actor, note, now); err != nil {
+			return err
+		}
+		out, err = loadIncident(ctx, tx, inc.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// loadAttribution reads the latest cause a person named, with the one it
+// corrected.
+func loadAttribution(ctx context.Context, q store.Querier, id string) (*Attribution, error) {
+	rows, err := q.QueryContext(ctx, `SELECT change_id, actor, reason, at_ms FROM incident_cause_attributions
+		WHERE incident_id = ? ORDER BY id DESC LIMIT 2`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read the attributed cause of %s: %w", id, err)
+	}
+	type row struct {
+		change int64
+		actor  string
+		reason string
+		at     int64
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.change, &r.actor, &r.reason, &r.at); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		got = append(got, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	chs, err := queryChanges(ctx, q, true, changeSelect+" WHERE id = ?", got[0].change)
+	if err != nil {
+		return nil, err
+	}
+	if len(chs) == 0 {
+		return nil, fmt.Errorf("incident %s: attributed change %d is missing: %w", id, got[0].change, sql.ErrNoRows)
+	}
+	a := &Attribution{Change: chs[0], Actor: got[0].actor, Reason: got[0].reason, At: store.FromMillis(got[0].at)}
+	if len(got) > 1 {
+		a.Replaced = got[1].change
+	}
+	return a, nil
+}
+
+// CauseFacts is what a receipt keeps of an incident's cause: the credible
+// top cause of a diagnosis, or the change a person named and who did.
+type CauseFacts struct {
+	Incident     string   `json:"incident"`
+	Summary      string   `json:"summary"`
+	ChangeID     int64    `json:"change_id"`
+	Kind         string   `json:"kind"`
+	Confidence   float64  `json:"confidence"`
+	Path         []string `json:"path"`
+	Readers      []string `json:"readers"`
+	Evidence     []string `json:"evidence"`
+	Symptoms     []string `json:"symptoms"`
+	AttributedBy string   `json:"attributed_by,omitempty"`
+	Reason       string   `json:"reason,omitempty"`
+	Replaced     int64    `json:"replaced_change_id,omitempty"`
+}
+
+// CauseFacts returns the receipt facts of the cause the incident cites and
+// the actor to record them under (the person who named it, else actor);
+// nil when there is no credible cause.
+func (inc *Incident) CauseFacts(actor string) (*CauseFacts, string) {
+	top := inc.CitedCause()
+	if top == nil {
+		return nil, actor
+	}
+	f := &CauseFacts{
+		Incident: inc.ID, ChangeID: top.Change.ID, Kind: string(top.Change.Kind), Confidence: top.Confidence,
+		Path: top.Path, Readers: top.Readers, Evidence: top.Evidence, Symptoms: []string{},
+		Summary: fmt.Sprintf("%s: %s (%s, confidence %.2f, %s the onset)", inc.Title, top.Change.Summary, top.Change.Kind, top.Confidence, top.LeadTime),
+	}
+	if a := inc.Attributed; a != nil {
+		f.AttributedBy, f.Reason, f.Replaced, actor = a.Actor, a.Reason, a.Replaced, a.Actor
+		f.Summary = fmt.Sprintf("%s: %s (%s, %s the onset), named as the cause by %s: %s", inc.Title, top.Change.Summary,
+			top.Change.Kind, top.LeadTime, a.Actor, a.Reason)
+		if a.Replaced != 0 {
+			f.Summary += fmt.Sprintf(" (corrects change %d)", a.Replaced)
+		}
+	}
+	for _, s := range inc.Symptoms {
+		f.Symptoms = append(f.Symptoms, fmt.Sprintf("%s %s on %s at %s: %s", s.Kind, s.Metric, s.Asset,
+			s.At.UTC().Format("2006-01-02 15:04"), orText(s.Detail, formatNumber(s.Observed))))
+	}
+	return f, actor
+}

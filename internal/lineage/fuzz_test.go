@@ -1,0 +1,125 @@
+package lineage
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzSQLScanner: the SQL scanner reads job SQL from notes and events.
+// Whatever the text, it never panics, token positions stay inside the
+// input and in order, and every column SQLColumns reports is a word of the
+// input.
+func FuzzSQLScanner(f *testing.F) {
+	for _, s := range []string{
+		"SELECT a, b FROM t WHERE c > 1",
+		"INSERT INTO out SELECT user_id, SUM(response_bytes) AS total FROM `api-usage` GROUP BY TUMBLE(ts, INTERVAL '1' HOUR), user_id",
+		`SELECT "Quoted ""Col""", t.x FROM s.t AS t JOIN u ON t.id = u.id -- trailing`,
+		"/* unclosed comment SELECT a",
+		"SELECT 'unclosed string",
+		"SELECT `unclosed",
+		"SELECT 1.5e10, x FROM y; DROP TABLE z",
+		"select ünïcode, col$1 from tab",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := scanSQL(s)
+		last := 0
+		for _, tk := range toks {
+			if tk.start < last || tk.end < tk.start || tk.end > len(s) {
+				t.Fatalf("%q: token %+v out of place (previous end %d)", s, tk, last)
+			}
+			last = tk.end
+		}
+		lower := strings.ToLower(s)
+		for _, c := range SQLColumns(s) {
+			if c == "" {
+				t.Fatalf("%q: empty column", s)
+			}
+			if utf8.ValidString(s) && !strings.Contains(lower, strings.ToLower(c)) && !strings.Contains(c, `"`) && !strings.Contains(c, "`") {
+				t.Fatalf("%q: column %q is not in the text", s, c)
+			}
+		}
+		cols := SQLColumns(s)
+		for _, m := range SQLMentions(s, append(cols, "never_mentioned_xyz")) {
+			if m == "never_mentioned_xyz" && !strings.Contains(lower, "never_mentioned_xyz") {
+				t.Fatalf("%q: mentions a column it does not contain", s)
+			}
+		}
+	})
+}
+
+// FuzzDBTManifest: a manifest is a file from anywhere. Parsing and turning
+// every node into an asset never panics, and every edge joins two nodes the
+// manifest defines.
+func FuzzDBTManifest(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"dbt_schema_version":"https://schemas.getdbt.com/dbt/manifest/v12.json","adapter_type":"duckdb","project_name":"p"},` +
+		`"nodes":{"model.p.a":{"unique_id":"model.p.a","resource_type":"model","name":"a","schema":"s","database":"d","tags":"x","depends_on":{"nodes":["source.p.s.t"]},"columns":{"id":{"name":"id","data_type":"int"}},"meta":{"owner":"o"}}},` +
+		`"sources":{"source.p.s.t":{"unique_id":"source.p.s.t","resource_type":"source","name":"t","schema":"s","identifier":"t"}},` +
+		`"exposures":{"exposure.p.e":{"unique_id":"exposure.p.e","resource_type":"exposure","name":"e","type":"dashboard","owner":{"name":"n","email":"e@x"},"depends_on":{"nodes":["model.p.a"]}}}}`))
+	f.Add([]byte(`{"metadata":{"dbt_schema_version":"https://schemas.getdbt.com/dbt/manifest/v9.json","adapter_type":"snowflake"},"nodes":{},"sources":{},"parent_map":{"x":["y"]},"groups":{"g":{"name":"g","owner":{"email":"a@b"}}}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseManifest(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		ids := map[string]bool{}
+		for _, n := range m.nodes {
+			ids[n.UniqueID] = true
+			if _, err := m.assetInput(n, DBTOptions{}); err != nil && err.Error() == "" {
+				t.Fatal("empty error")
+			}
+		}
+		for _, e := range m.edges {
+			if !ids[e[0]] || !ids[e[1]] {
+				t.Fatalf("edge %v joins a node the manifest does not define", e)
+			}
+		}
+	})
+}
+
+// FuzzOpenLineage: events come from files and from other systems. Splitting,
+// validating and planning them never panics, and a valid plan only names
+// assets it also creates.
+func FuzzOpenLineage(f *testing.F) {
+	f.Add([]byte(`{"eventType":"COMPLETE","eventTime":"2026-03-10T12:00:00Z","run":{"runId":"0190a0c4-0000-7000-8000-000000000000"},` +
+		`"job":{"namespace":"flink://prod","name":"usage-hourly-rollup"},"producer":"https://x","schemaURL":"https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",` +
+		`"inputs":[{"namespace":"kafka://prod:9092","name":"api-usage","facets":{"schema":{"fields":[{"name":"response_bytes","type":"long"},{"name":"nested","type":"struct","fields":[{"name":"a","type":"int"}]}]}}}],` +
+		`"outputs":[{"namespace":"snowflake://acme","name":"usage.usage_hourly","facets":{"columnLineage":{"fields":{"total":{"inputFields":[{"namespace":"kafka://prod:9092","name":"api-usage","field":"response_bytes"}]}}}}}]}`))
+	f.Add([]byte(`[{"eventType":"START","job":{"namespace":"n","name":"${json-unit.any-string}"},"inputs":[{"namespace":"postgres://h:5432","name":"db.s.t"}],"outputs":[]}]`))
+	f.Add([]byte("{\"job\":{}}\n{\"job\":{\"name\":\"x\"},\"outputs\":[{\"namespace\":\"bigquery\",\"name\":\"p.d.t\"}]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, err := splitEvents(data)
+		if err != nil {
+			return
+		}
+		for _, raw := range raws {
+			_ = ValidateRunEvent(raw)
+			var ev olEvent
+			if json.Unmarshal(raw, &ev) != nil {
+				continue
+			}
+			for _, opts := range []OpenLineageOptions{{}, {Validate: true}} {
+				p, err := planEvent(&ev, opts)
+				if err != nil {
+					continue
+				}
+				made := map[string]bool{}
+				for _, a := range p.assets {
+					made[a.ID] = true
+				}
+				for _, e := range p.edges {
+					if !made[e.from] || !made[e.to] {
+						t.Fatalf("edge %s -> %s names an asset the plan does not create", e.from, e.to)
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,363 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type slowIn struct {
+	Spin bool `json:"spin,omitempty" jsonschema:"burn CPU until cancelled instead of sleeping"`
+	MS   int  `json:"ms,omitempty" jsonschema:"how long to sleep"`
+}
+
+type slowOut struct {
+	Slept int `json:"slept" jsonschema:"milliseconds slept"`
+}
+
+// harness runs serve over pipes, as the process would over stdio.
+type harness struct {
+	t       *testing.T
+	in      *io.PipeWriter
+	lines   chan string
+	exit    chan int
+	sig     chan os.Signal
+	stopped atomic.Int32 // calls of "slow" that saw their context end
+}
+
+func newHarness(t *testing.T, tr *StdioTransport) *harness {
+	t.Helper()
+	h := &harness{t: t, lines: make(chan string, 100), exit: make(chan int, 1), sig: make(chan os.Signal, 1)}
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "echo", Description: "echoes", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, in echoIn) (*echoOut, string, error) {
+				return &echoOut{Word: in.Word}, "echoed", nil
+			})
+		Add(s, Tool{Name: "slow", Description: "takes its time", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, in slowIn) (*slowOut, string, error) {
+				if in.Spin {
+					for ctx.Err() == nil {
+					}
+					h.stopped.Add(1)
+					return nil, "", ctx.Err()
+				}
+				select {
+				case <-time.After(time.Duration(in.MS) * time.Millisecond):
+					return &slowOut{Slept: in.MS}, "slept", nil
+				case <-ctx.Done():
+					h.stopped.Add(1)
+					return nil, "", ctx.Err()
+				}
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h.in = inW
+	tr.In, tr.Out = inR, outW
+	go func() { h.exit <- serve(s, tr, h.sig, s.Logger) }()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := h.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+func (h *harness) send(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// response is a JSON-RPC response as a client parses it.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  *struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (h *harness) next() response {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.t.Fatal("server closed its output")
+		}
+		// Every line must be one valid JSON-RPC 2.0 response object.
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &raw); err != nil {
+			h.t.Fatalf("output line is not JSON: %v: %.200q", err, l)
+		}
+		if _, ok := raw["id"]; !ok {
+			h.t.Fatalf("response without id: %.200s", l)
+		}
+		_, hasRes := raw["result"]
+		_, hasErr := raw["error"]
+		if hasRes == hasErr {
+			h.t.Fatalf("response must have exactly one of result, error: %.200s", l)
+		}
+		var r response
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			h.t.Fatal(err)
+		}
+		if r.JSONRPC != "2.0" {
+			h.t.Fatalf("jsonrpc = %q", r.JSONRPC)
+		}
+		return r
+	case <-time.After(time.Minute): // generous: the race detector on a loaded machine is slow
+		h.t.Fatal("no response within a minute")
+	}
+	return response{}
+}
+
+func (h *harness) echo(id int, word string) {
+	h.t.Helper()
+	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, id, word))
+	r := h.next()
+	if string(r.ID) != fmt.Sprint(id) || r.Result == nil || r.Result.IsError {
+		h.t.Fatalf("echo %d: %+v %.300s", id, r, fmt.Sprint(r.Result))
+	}
+	var out echoOut
+	if err := json.Unmarshal(r.Result.StructuredContent, &out); err != nil || out.Word != word {
+		h.t.Fatalf("echo %d answered %s (%v)", id, r.Result.StructuredContent, err)
+	}
+}
+
+func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 1 << 20})
+	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
+	cases := []struct {
+		name, line string
+		code       int
+		id         string
+	}{
+		{"not JSON", `hello`, -32700, "null"},
+		{"NUL byte", "\x00", -32700, "null"},
+		{"NUL inside a string", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"a\x00b\"}", -32700, "null"},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"\xff\xfe\"}", -32700, "4"},
+		{"truncated object", `{"jsonrpc":"2.0","id":5,"method":"tools/li`, -32700, "null"},
+		{"two values on a line", `{"jsonrpc":"2.0","id":6,"method":"ping"} {}`, -32700, "null"},
+		{"batch", `[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, -32600, "null"},
+		{"empty batch", `[]`, -32600, "null"},
+		{"nesting deeper than 1000", `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":` + deep + `}}`, -32700, "8"},
+		{"nesting far deeper", strings.Repeat("[", 200000), -32700, "null"},
+		{"bare number", `42`, -32600, "null"},
+		{"no jsonrpc version", `{"id":9,"method":"ping"}`, -32600, "9"},
+		{"string id kept", `{"jsonrpc":"1.0","id":"abc","method":"ping"}`, -32600, `"abc"`},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, -32600, "null"},
+		{"over the size limit", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"word":"` + strings.Repeat("x", 2<<20) + `"}}}`, -32600, "10"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h.t = t
+			h.send(c.line)
+			r := h.next()
+			if r.Error == nil || r.Error.Code != c.code || string(r.ID) != c.id {
+				t.Fatalf("got %s %+v %+v, want code %d id %s", r.ID, r.Error, r.Result, c.code, c.id)
+			}
+			if strings.Contains(r.Error.Message, "Go ") || r.Error.Message == "" {
+				t.Errorf("message %q", r.Error.Message)
+			}
+			h.echo(100+i, "still here")
+		})
+	}
+	h.t = t
+	// A blank line is not a message and gets no answer.
+	h.send("")
+	h.send("\r")
+	h.echo(200, "after blank lines")
+	h.in.Close()
+	if code := <-h.exit; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// A message over the SDK's 16 MiB frame limit but under ours (a dbt
+// manifest passed inline) is served.
+func TestSeventeenMiBMessageIsServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 34 MiB through pipes")
+	}
+	h := newHarness(t, &StdioTransport{})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("m", 17<<20) + `"}}}`)
+	if r := h.next(); string(r.ID) != "1" || r.Error != nil || r.Result == nil {
+		t.Fatalf("17 MiB ping: %s %+v", r.ID, r.Error)
+	}
+	h.echo(2, "small")
+}
+
+func TestMaxMessageBytesFromEnv(t *testing.T) {
+	t.Setenv("DW_MAX_MESSAGE_BYTES", "")
+	if n, err := MaxMessageBytesFromEnv(); err != nil || n != DefaultMaxMessageBytes {
+		t.Errorf("default: %d %v", n, err)
+	}
+	t.Setenv("DW_MAX_MESSAGE_BYTES", "1048576")
+	if n, err := MaxMessageBytesFromEnv(); err != nil || n != 1<<20 {
+		t.Errorf("1 MiB: %d %v", n, err)
+	}
+	for _, bad := range []string{"-1", "12", "lots", "1e9"} {
+		t.Setenv("DW_MAX_MESSAGE_BYTES", bad)
+		if _, err := MaxMessageBytesFromEnv(); err == nil || !strings.Contains(err.Error(), "DW_MAX_MESSAGE_BYTES") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func callSlow(id int, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":%s}}`, id, args)
+}
+
+// printf '…' | agent: closing stdin right after the requests still gets
+// every answer, then a clean exit.
+func TestEndOfInputDrainsRunningCalls(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	h.send(callSlow(1, `{"ms":300}`))
+	h.send(callSlow(2, `{"ms":100}`))
+	h.in.Close()
+	got := map[string]int{}
+	for range 2 {
+		r := h.next()
+		if r.Result == nil || r.Result.IsError {
+			t.Fatalf("%s: %+v", r.ID, r)
+		}
+		var out slowOut
+		if err := json.Unmarshal(r.Result.StructuredContent, &out); err != nil {
+			t.Fatal(err)
+		}
+		got[string(r.ID)] = out.Slept
+	}
+	if got["1"] != 300 || got["2"] != 100 {
+		t.Errorf("answers %v", got)
+	}
+	select {
+	case code := <-h.exit:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not exit after draining")
+	}
+}
+
+// A call that outlives the drain timeout is cancelled, and the process
+// exits even though the client is gone: no CPU left burning.
+func TestEndOfInputCancelsCallsPastTheDrainTimeout(t *testing.T) {
+	h := newHarness(t, &StdioTransport{DrainTimeout: 200 * time.Millisecond})
+	h.send(callSlow(1, `{"spin":true}`))
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	h.in.Close()
+	select {
+	case <-h.exit:
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not exit")
+	}
+	if el := time.Since(start); el > 200*time.Millisecond+exitGrace {
+		t.Errorf("exit took %v", el)
+	}
+	deadline := time.Now().Add(time.Second)
+	for h.stopped.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.stopped.Load() != 1 {
+		t.Error("the spinning call was never cancelled")
+	}
+}
+
+func TestSignalCancelsCallsAndExitsFast(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	h.send(callSlow(1, `{"ms":60000}`))
+	h.send(callSlow(2, `{"spin":true}`))
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	h.sig <- os.Interrupt
+	select {
+	case code := <-h.exit:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("did not exit within 3s of the signal")
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("exit took %v", el)
+	}
+	deadline := time.Now().Add(time.Second)
+	for h.stopped.Load() != 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := h.stopped.Load(); n != 2 {
+		t.Errorf("%d of 2 calls saw cancellation", n)
+	}
+}
+
+// A call the client cancels gets no answer, so it must not hold up the
+// exit at end of input.
+func TestCancelledCallDoesNotDelayExit(t *testing.T) {
+	h := newHarness(t, &StdioTransport{DrainTimeout: 5 * time.Second})
+	h.send(callSlow(1, `{"ms":60000}`))
+	time.Sleep(50 * time.Millisecond)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	start := time.Now()
+	h.in.Close()
+	select {
+	case <-h.exit:
+	case <-time.After(4 * time.Second):
+		t.Fatal("waited for a cancelled call")
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("exit took %v", el)
+	}
+}
+
+// The limit is on the message: one of exactly MaxMessageBytes is served,
+// one byte more is refused, and the next line is read as usual.
+func TestMessageSizeLimitIsExact(t *testing.T) {
+	const limit = 4096
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: limit})
+	msg := func(id, size int) string {
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"`, id)
+		tail := `"}}}`
+		return head + strings.Repeat("p", size-len(head)-len(tail)) + tail
+	}
+	h.send(msg(1, limit))
+	if r := h.next(); string(r.ID) != "1" || r.Error != nil {
+		t.Fatalf("message of exactly the limit: %s %+v", r.ID, r.Error)
+	}
+	h.send(msg(2, limit+1))
+	if r := h.next(); string(r.ID) != "2" || r.Error == nil || r.Error.Code != -32600 || !strings.Contains(r.Error.Message, "DW_MAX_MESSAGE_BYTES") {
+		t.Fatalf("one byte over: %s %+v", r.ID, r.Error)
+	}
+	h.echo(3, "after")
+}
