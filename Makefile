@@ -11,18 +11,26 @@ GO ?= go
 build:
 	GO="$(GO)" ./start-agent.sh --build
 
-## test: the whole suite (needs PostgreSQL at 127.0.0.1:5432 for the store tests)
+## test: the whole suite (needs PostgreSQL at 127.0.0.1:5432 for the store tests). The tests never
+## see your DW_HOME or DW_CONFIG: they get a fresh directory, removed afterwards. CI passes a sentinel
+## directory in DW_TEST_HOME (and a dw.yaml that does not parse in DW_TEST_CONFIG) and checks that no
+## test wrote there or read it: each test must use its own temporary directories.
 test:
-	$(GO) test -count=1 -timeout 20m ./...
+	@home="$${DW_TEST_HOME:-$$(mktemp -d)}"; \
+	DW_HOME="$$home" DW_CONFIG="$${DW_TEST_CONFIG:-}" $(GO) test -count=1 -timeout 20m ./...; rc=$$?; \
+	if [[ -z "$${DW_TEST_HOME:-}" ]]; then rm -rf "$$home"; fi; exit $$rc
 
 ## demo: story A end to end on the embedded default, over stdio, through all five agents
 demo: build
 	./bin/dw demo run
 
 ## bench: the benchmarks named in the issues, each reported as a ratio to its baseline
-## (the end-to-end ones, internal/benchmcp, drive the binaries make build put in ./bin)
+## (the end-to-end ones, internal/benchmcp, drive the binaries make build put in ./bin),
+## ending with one table of every end-to-end row and its goal, "not measured" where none ran
 bench: build
-	DW_BENCH_BIN_DIR="$(CURDIR)/bin" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/... ./agents/...
+	@table=$$(mktemp); trap 'rm -f "$$table"' EXIT; \
+	DW_BENCH_TABLE="$$table" DW_BENCH_BIN_DIR="$(CURDIR)/bin" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/... ./agents/...; rc=$$?; \
+	$(GO) run ./internal/benchmcp/benchtable "$$table"; exit $$rc
 
 ## fuzz: every fuzz target (func FuzzXxx in *_test.go) for FUZZTIME each; `make test`
 ## replays their seed corpora (testdata/fuzz/FuzzXxx and the f.Add seeds) without fuzzing.

@@ -26,10 +26,10 @@ type Entry struct {
 // All lists the agents.
 func All() []Entry {
 	return []Entry{
-		{Name: quality.Name, Agent: quality.Agent, Register: quality.Register, Dir: "quality"},
-		{Name: incidents.Name, Agent: incidents.Agent, Register: incidents.Register, Dir: "incidents"},
-		{Name: catalog.Name, Agent: catalog.Agent, Register: catalog.Register, Dir: "catalog"},
-		{Name: schema.Name, Agent: schema.Agent, Register: schema.Register, Dir: "schema"},
-		{Name: connectors.Name, Agent: connectors.Agent, Register: connectors.Register, Dir: "connectors"},
+		{Name: quality.Name, Agent: quality.Spec().Agent, Register: quality.Register, Dir: "quality"},
+		{Name: incidents.Name, Agent: incidents.Spec().Agent, Register: incidents.Register, Dir: "incidents"},
+		{Name: catalog.Name, Agent: catalog.Spec().Agent, Register: catalog.Register, Dir: "catalog"},
+		{Name: schema.Name, Agent: schema.Spec().Agent, Register: schema.Register, Dir: "schema"},
+		{Name: connectors.Name, Agent: connectors.Spec().Agent, Register: connectors.Register, Dir: "connectors"},
 	}
 }

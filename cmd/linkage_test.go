@@ -49,3 +49,76 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 		}
 	}
 }
+
+// transportPackages may import the MCP SDK (with their subpackages): they
+// speak the protocol, as a server or as a client driving the agents. Every
+// other package of this module under internal/ is domain or infrastructure
+// code and must be usable without it.
+var transportPackages = map[string]string{
+	"internal/mcpserver": "serves the agents' tools over MCP (mcpconfirm: the approval form)",
+	"internal/benchmcp":  "drives the agents as an MCP client to measure them",
+	"internal/story":     "drives the demo stories as an MCP client",
+	"internal/agentboot": "starts an agent's MCP server (calls mcpserver.Main)",
+}
+
+// TestDomainPackagesDoNotImportTheMCPSDK: no internal/ package outside the
+// transport packages (and their subpackages) links the MCP SDK, directly
+// or through another package, so domain workflows are testable and usable
+// without the protocol (issue 17).
+func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
+	const module = "github.com/dataworkers/dw/"
+	const sdk = "github.com/modelcontextprotocol/go-sdk"
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./internal/...: %v", err)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			imports[f[0]] = f[1:]
+		}
+	}
+	transport := func(p string) bool {
+		rel := strings.TrimPrefix(p, module)
+		for tp := range transportPackages {
+			if rel == tp || strings.HasPrefix(rel, tp+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	// linksSDK reports the SDK package p reaches, through non-test imports.
+	memo := map[string]string{}
+	var linksSDK func(p string) string
+	linksSDK = func(p string) string {
+		if via, ok := memo[p]; ok {
+			return via
+		}
+		memo[p] = ""
+		for _, imp := range imports[p] {
+			if imp == sdk || strings.HasPrefix(imp, sdk+"/") {
+				memo[p] = imp
+				return imp
+			}
+			if via := linksSDK(imp); via != "" {
+				memo[p] = imp + " -> " + via
+				return memo[p]
+			}
+		}
+		return ""
+	}
+	checked := 0
+	for p := range imports {
+		if !strings.HasPrefix(p, module+"internal/") || transport(p) {
+			continue
+		}
+		checked++
+		if via := linksSDK(p); via != "" {
+			t.Errorf("%s links the MCP SDK (%s); move the protocol translation into a transport package (listed in transportPackages)", p, via)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d internal packages; go list found too little", checked)
+	}
+}

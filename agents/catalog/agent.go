@@ -2,8 +2,8 @@
 package catalog
 
 import (
+	"github.com/dataworkers/dw/internal/agentboot"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
 // Name is the binary's and the server's name.
@@ -15,21 +15,15 @@ The graph is built from dbt manifests (import_dbt_manifest), OpenLineage run eve
 blast_radius_analysis lists everything downstream of an asset (optionally only what reads given columns), with distance, path, owners, and outbound, money, regulator and customer-facing assets and scheduled jobs with their next run first. trace_cross_platform_lineage follows paths across platforms upstream or downstream. get_lineage, search_assets and get_owners answer the smaller questions.
 Assets are named platform://path (kafka://prod/api-usage, snowflake://usage.usage_hourly, dbt://model.billing.fct_billable_egress); a bare unambiguous name also works.`
 
-// Agent is the dw-context-catalog server.
-func Agent() mcpserver.Agent {
-	return mcpserver.Agent{
-		Name:         Name,
-		Title:        "Data Workers: context catalog",
-		Instructions: instructions,
-		Register: func(s *mcpserver.Server) error {
-			d, err := deps.Load(Name)
-			if err != nil {
-				return err
-			}
-			d.SeedStore = deps.SeedWithDW
-			Register(s, d)
-			return nil
-		},
+// Spec is the dw-context-catalog server: what it says and which tools it has;
+// agentboot does the rest.
+func Spec() agentboot.Spec {
+	return agentboot.Spec{
+		Name:            Name,
+		Title:           "Data Workers: context catalog",
+		Instructions:    instructions,
+		ReadsWarehouses: false,
+		Register:        Register,
 	}
 }
 

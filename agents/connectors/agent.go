@@ -2,8 +2,8 @@
 package connectors
 
 import (
+	"github.com/dataworkers/dw/internal/agentboot"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
 // Name is the binary's and the server's name.
@@ -18,21 +18,15 @@ register_stream_schema registers a version only under an approved schema_version
 emit_lineage_event validates an OpenLineage run event, stores it in the context graph and forwards it to openlineage.url when configured.
 trigger_dagster_job, trigger_airflow_dag, trigger_dbt_cloud_job and start_step_functions_execution start a run only for an approved proposal naming it (or a reversible class the domain opened at L3), never under the org-wide stop, and never twice for one approval; get_run_status follows it and records the outcome in the receipt.`
 
-// Agent is the dw-connectors server.
-func Agent() mcpserver.Agent {
-	return mcpserver.Agent{
-		Name:         Name,
-		Title:        "Data Workers: streaming connectors",
-		Instructions: instructions,
-		Register: func(s *mcpserver.Server) error {
-			d, err := deps.Load(Name)
-			if err != nil {
-				return err
-			}
-			d.SeedStore = deps.SeedWithDW
-			Register(s, d)
-			return nil
-		},
+// Spec is the dw-connectors server: what it says and which tools it has;
+// agentboot does the rest.
+func Spec() agentboot.Spec {
+	return agentboot.Spec{
+		Name:            Name,
+		Title:           "Data Workers: streaming connectors",
+		Instructions:    instructions,
+		ReadsWarehouses: false,
+		Register:        Register,
 	}
 }
 

@@ -84,7 +84,9 @@ func (h *handlers) consumerLag(ctx context.Context, in ConsumerLagIn) (*Consumer
 	if err != nil {
 		return nil, "", err
 	}
-	m := &kafka.Monitor{Source: c, DB: db, Clock: h.d.Clock, Cluster: h.clusterName()}
+	// The window is held between calls: a call reads only the samples
+	// stored since the last one.
+	m := &kafka.Monitor{Source: c, DB: db, Clock: h.d.Clock, Cluster: h.clusterName(), Held: kafka.HeldFor(db, h.clusterName())}
 	rep, err := m.ConsumerLag(ctx, f)
 	if err != nil {
 		return nil, "", err

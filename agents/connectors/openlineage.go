@@ -1,15 +1,11 @@
 package connectors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/rest"
 )
 
 // EmitLineageIn is one OpenLineage run event.
@@ -199,12 +196,17 @@ func (h *handlers) kafkaNamespaces() map[string]string {
 // defaultForwardTimeout bounds the post when openlineage.timeout is unset.
 const defaultForwardTimeout = 10 * time.Second
 
+// maxForwardAnswer caps what is read of the endpoint's answer: only its
+// status and the start of an error body are used.
+const maxForwardAnswer = 1 << 20
+
 // forward posts the event to the configured endpoint. Failures are
 // reported, not returned: the event is already in the context graph.
 func forward(ctx context.Context, ol *config.Service, token string, raw []byte) *Forwarding {
-	target := strings.TrimRight(strings.TrimSpace(ol.URL), "/") + "/api/v1/lineage"
-	f := &Forwarding{URL: target}
-	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	const path = "/api/v1/lineage"
+	f := &Forwarding{URL: strings.TrimRight(strings.TrimSpace(ol.URL), "/") + path}
+	base, err := rest.ParseBase(ol.URL)
+	if err != nil {
 		f.Error = fmt.Sprintf("openlineage.url %q in dw.yaml is not an http(s) URL such as http://marquez:5000", ol.URL)
 		return f
 	}
@@ -212,33 +214,25 @@ func forward(ctx context.Context, ol *config.Service, token string, raw []byte) 
 	if timeout <= 0 {
 		timeout = defaultForwardTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(raw))
-	if err != nil {
+	c := rest.New(base, rest.Options{Name: "openlineage", Timeout: timeout, MaxResponseBytes: maxForwardAnswer, Auth: rest.BearerAuth(token)})
+	f.URL = c.Endpoint(path, nil)
+	resp, err := c.Do(ctx, http.MethodPost, path, nil, raw)
+	var te *rest.TransportError
+	switch {
+	case errors.As(err, &te) && te.TimedOut:
+		f.Error = fmt.Sprintf("no answer from %s within %s", f.URL, timeout)
+		return f
+	case errors.As(err, &te):
+		f.Error = fmt.Sprintf("cannot reach %s (timeout %s): %v", f.URL, timeout, te.Err)
+		return f
+	case err != nil:
 		f.Error = err.Error()
 		return f
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			f.Error = fmt.Sprintf("no answer from %s within %s", target, timeout)
-		} else {
-			f.Error = fmt.Sprintf("cannot reach %s (timeout %s): %v", target, timeout, err)
-		}
-		return f
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	f.Status = resp.StatusCode
-	f.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
+	f.Status = resp.Status
+	f.OK = resp.OK()
 	if !f.OK {
-		f.Error = fmt.Sprintf("%s answered %d: %s", target, resp.StatusCode, strings.TrimSpace(string(body)))
+		f.Error = fmt.Sprintf("%s answered %d: %s", f.URL, resp.Status, rest.Trim(resp.Body, 4096))
 	}
 	return f
 }

@@ -2,9 +2,8 @@
 package incidents
 
 import (
+	"github.com/dataworkers/dw/internal/agentboot"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
 // Name is the binary's and the server's name.
@@ -19,22 +18,15 @@ propose_remediation sends structured proposals (hold, diff, delete_with_undo, re
 After the owners' steps, remediate re-runs every assertion that fired (for real: the quality check on the table, or the replacement table an approved proposal names in details.verify_table; the metric's SQL) and every check in scope: all pass means verified, written to the receipt; any failure escalates to a person with the evidence, never verified. get_receipt prints the hash-chained record of cause, approvals, steps, checks and undo (dw receipt verify checks it). close_incident closes a verified incident or dismisses a false alarm with a note.
 request_confirmation puts a proposal to its named approver in this client's own confirmation form, when the OS user running the agent is mapped to that approver in dw.yaml; only the person's answer decides, and a decline, an error or a client that cannot ask records nothing.`
 
-// Agent is the dw-incidents server.
-func Agent() mcpserver.Agent {
-	return mcpserver.Agent{
-		Name:         Name,
-		Title:        "Data Workers: incidents",
-		Instructions: instructions,
-		Register: func(s *mcpserver.Server) error {
-			d, err := deps.Load(Name)
-			if err != nil {
-				return err
-			}
-			d.OpenWarehouse = warehouseproc.Open
-			d.SeedStore = deps.SeedWithDW
-			Register(s, d)
-			return nil
-		},
+// Spec is the dw-incidents server: what it says and which tools it has;
+// agentboot does the rest.
+func Spec() agentboot.Spec {
+	return agentboot.Spec{
+		Name:            Name,
+		Title:           "Data Workers: incidents",
+		Instructions:    instructions,
+		ReadsWarehouses: true,
+		Register:        Register,
 	}
 }
 

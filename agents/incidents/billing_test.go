@@ -248,6 +248,14 @@ func TestBillingStory(t *testing.T) {
 	if last["verified"] != true || len(last["checks_before"].([]any)) != 1 || len(last["checks_after"].([]any)) < 5 {
 		t.Errorf("verification entry %v", last)
 	}
+	// The receipt says which table the checks read for the replaced one.
+	repl, _ := last["replacements"].([]any)
+	if len(repl) != 1 {
+		t.Fatalf("replacements in the verification entry: %v", last["replacements"])
+	}
+	if r, _ := repl[0].(map[string]any); r["replaces"] != "usage.usage_hourly" || r["with"] != "usage.usage_hourly_v2" {
+		t.Errorf("replacement recorded %v", r)
+	}
 	contained(t, "receipt markdown", rec.Markdown, "Chain: intact", "## Cause", "version 12", "## Undo", "point the dbt source back to usage.usage_hourly", "verified:")
 	contained(t, "receipt summary", summary, "dw receipt verify "+id)
 	byProposal, _, err := h.getReceipt(ctx, ReceiptIn{ID: prop.Proposals[0].ID})
@@ -259,7 +267,7 @@ func TestBillingStory(t *testing.T) {
 	}
 
 	closed, _, err := h.closeIncident(ctx, CloseIn{Incident: id})
-	if err != nil || closed.Status != incidents.StatusClosed {
+	if err != nil || closed.Incident.Status != incidents.StatusClosed {
 		t.Fatalf("close: %+v, %v", closed, err)
 	}
 	hist, _, err := h.history(ctx, incidents.HistoryParams{Asset: "duckdb://usage.usage_hourly"})

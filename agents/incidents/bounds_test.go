@@ -181,6 +181,11 @@ func TestLargeListsAreBounded(t *testing.T) {
 			t.Errorf("%s on an incident with %d symptoms: %d characters", tool, mon.AnomaliesTotal, n)
 		}
 	}
+	var closed IncidentOut
+	if n := sizedCall(t, cs, "close_incident", map[string]any{"incident": mon.Incidents[0].ID, "note": "probe data"}, &closed); n > maxAnswer ||
+		closed.SymptomsTotal < 1000 || len(closed.Incident.Symptoms) != symptomsHead+symptomsTail {
+		t.Errorf("close_incident: %d characters, %d of %d symptoms", n, len(closed.Incident.Symptoms), closed.SymptomsTotal)
+	}
 	var withPoints MonitorOut
 	if n := sizedCall(t, cs, "monitor_metrics", map[string]any{"metric": "probe_001", "backfill": true, "include_points": true,
 		"points": points(start, 2000, func(i int) float64 { return 1 })}, &withPoints); n > maxAnswer ||

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/mcpserver/mcpconfirm"
 )
 
 // ConfirmIn names the proposal to put to the person at this client.
@@ -39,7 +40,7 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 	// answers input requests itself, so an answer from one that never said
 	// it can ask a person may be the model's. Refused as a tool error the
 	// model can read, with nothing recorded.
-	if !approvals.ElicitationDeclared(req.Session) {
+	if !mcpconfirm.Declared(req.Session) {
 		return refusal(in.Proposal, approvals.ErrNoElicitation), nil, nil
 	}
 	e, err := h.env(ctx)
@@ -51,16 +52,16 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 		return refusal(in.Proposal, err), nil, nil
 	}
 	if req.Params.RequestState == "" && len(req.Params.InputResponses) == 0 {
-		params, state, err := e.apv.StartElicitation(ctx, login, in.Proposal)
+		form, state, err := e.apv.StartElicitation(ctx, login, in.Proposal)
 		if err != nil {
 			return nil, nil, err
 		}
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{approvals.ElicitationInputKey: params},
+			InputRequests: mcpconfirm.InputRequests(form),
 			RequestState:  state,
 		}, nil, nil
 	}
-	outcome, err := e.apv.DecideFromElicitation(ctx, true, login, req.Params.RequestState, approvals.ElicitResultFrom(req.Params.InputResponses), nil)
+	outcome, err := e.apv.DecideFromElicitation(ctx, true, login, req.Params.RequestState, mcpconfirm.AnswerFrom(req.Params.InputResponses), nil)
 	if err != nil {
 		return nil, nil, err
 	}

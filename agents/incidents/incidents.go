@@ -116,8 +116,8 @@ const (
 	maxAssertions = 50
 )
 
-// bound shortens a long incident for the answer; the full record stays in
-// the store (dw incidents show prints it).
+// bound shortens a long incident for the answer only; the incident in the
+// store keeps every symptom, and diagnosis works on all of them.
 func (o *IncidentOut) bound() {
 	syms := o.Incident.Symptoms
 	o.SymptomsTotal = len(syms)
@@ -407,22 +407,37 @@ func (h *handlers) history(ctx context.Context, in incidents.HistoryParams) (*in
 type CloseIn struct {
 	Incident string `json:"incident" jsonschema:"incident id, e.g. INC-3"`
 	Note     string `json:"note,omitempty" jsonschema:"why; required to dismiss an incident that was never verified (e.g. a false alarm: the metric's definition changed)"`
+	// DuplicateOf closes the incident as a duplicate: its symptoms join
+	// the named incident and the close reason is "duplicate of …".
+	DuplicateOf string `json:"duplicate_of,omitempty" jsonschema:"close as a duplicate of this incident (e.g. INC-3): its symptoms are merged into that one, and the close reason is duplicate, not dismissed"`
 }
 
 var closeIncidentTool = mcpserver.Tool{
 	Name:        "close_incident",
 	Title:       "Close an incident",
-	Description: "Closes a verified incident, or dismisses an open or diagnosed one as a false alarm with a note saying why. An incident with a fix in progress cannot be closed: verify it with remediate first.",
+	Description: "Closes a verified incident, or dismisses an open or diagnosed one as a false alarm with a note saying why. With duplicate_of, closes an open or diagnosed incident as a duplicate of another: its symptoms join that incident and the close reason is duplicate. An incident with a fix in progress cannot be closed: verify it with remediate first.",
 	ReadOnly:    false,
 	Destructive: false,
 	Idempotent:  false,
 	OpenWorld:   false,
 }
 
-func (h *handlers) closeIncident(ctx context.Context, in CloseIn) (*incidents.Incident, string, error) {
+func (h *handlers) closeIncident(ctx context.Context, in CloseIn) (*IncidentOut, string, error) {
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
+	}
+	if strings.TrimSpace(in.DuplicateOf) != "" {
+		kept, err := e.svc.MergeIncidents(ctx, incidents.MergeParams{Into: in.DuplicateOf, From: in.Incident, Actor: Name, Note: in.Note})
+		if err != nil {
+			return nil, "", err
+		}
+		out, err := h.incidentView(ctx, e, in.Incident)
+		if err != nil {
+			return nil, "", err
+		}
+		out.bound()
+		return out, fmt.Sprintf("%s closed as a duplicate of %s; its symptoms are merged there.", out.Incident.ID, kept.ID), nil
 	}
 	inc, err := e.svc.Transition(ctx, incidents.TransitionParams{IncidentID: in.Incident, To: string(incidents.StatusClosed), Actor: Name, Note: in.Note})
 	if err != nil {
@@ -432,5 +447,12 @@ func (h *handlers) closeIncident(ctx context.Context, in CloseIn) (*incidents.In
 	if inc.VerifiedAt.IsZero() {
 		how = "dismissed: " + strings.TrimSpace(in.Note)
 	}
-	return inc, fmt.Sprintf("%s %s.", inc.ID, how), nil
+	// The answer is the incident as get_incident shows it, so a long one
+	// stays bounded here too.
+	out, err := h.incidentView(ctx, e, inc.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	out.bound()
+	return out, fmt.Sprintf("%s %s.", inc.ID, how), nil
 }

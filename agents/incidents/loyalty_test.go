@@ -58,7 +58,7 @@ func TestLoyaltyStory(t *testing.T) {
 		t.Fatalf("incidents = %+v, want one opened", mon.Incidents)
 	}
 	id := mon.Incidents[0].ID
-	contained(t, "monitor summary", summary, "opened "+id, "of the baseline median")
+	contained(t, "monitor summary", summary, "opened "+id, "91% below the usual weekday 14:00")
 	if pct := 100 * mon.Points[0].Value / mon.Points[0].Median; pct > 20 {
 		t.Errorf("the metric reads %.0f%% of its baseline; the story has it collapse to about 9%%", pct)
 	}

@@ -30,12 +30,17 @@ type AssertionResult struct {
 	Passed   bool   `json:"passed" jsonschema:"whether it passed"`
 	Observed string `json:"observed,omitempty" jsonschema:"what the re-run observed"`
 	Expected string `json:"expected,omitempty" jsonschema:"what it had to be"`
+	// NotJudged: nothing wrong was found but there was too little history
+	// to judge it; the incident is then not verifiable yet.
+	NotJudged bool `json:"not_judged,omitempty" jsonschema:"re-run but not judged: too little history; neither pass nor failure"`
 }
 
 // RemediateOut is the verification of a fix.
 type RemediateOut struct {
 	Incident    string                  `json:"incident" jsonschema:"incident id"`
-	Status      string                  `json:"status" jsonschema:"incident status after verification: verified, or escalated"`
+	Status      string                  `json:"status" jsonschema:"incident status after verification: verified, escalated, or fixing when not verifiable yet"`
+	Outcome     string                  `json:"outcome" jsonschema:"verified, escalated, or not_verifiable_yet (nothing failed but a symptomatic asset has no judged check; see unjudged)"`
+	Unjudged    []string                `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
 	Verified    bool                    `json:"verified" jsonschema:"true only when every assertion that fired and every check in scope passed"`
 	Reason      string                  `json:"reason" jsonschema:"the outcome in words"`
 	Assertions  []AssertionResult       `json:"assertions" jsonschema:"every assertion that fired, re-run"`
@@ -51,7 +56,7 @@ var remediateTool = mcpserver.Tool{
 	Name:  "remediate",
 	Title: "Verify a fix",
 	Description: "Verifies; it changes no data and runs no fix (the name is kept for clients that know it): the owners carry out the approved steps themselves, then this tool re-runs every assertion that fired and every check in scope, for real: a quality check on the symptomatic table (or on the replacement table an approved proposal names in details.verify_table), per hour since the day the symptom began, with the symptom's own threshold; the team metric's SQL over the buckets since the symptom; the table's other checks and the team metrics on the incident's assets and the proposals' targets and scope. " +
-		"All pass: the incident is verified and the checks before and after are written to its receipt. Any failure, or an assertion that could not be re-run: the incident is escalated to the approvers with the evidence and never marked verified. Needs the incident's proposals decided by people, at least one approved.",
+		"All pass, with at least one judged check on every symptomatic table (declared keys are always re-checked over the whole window): the incident is verified and the checks before and after are written to its receipt. Any failure, or an assertion that could not be re-run: the incident is escalated to the approvers with the evidence and never marked verified. Nothing failed but a table had no judged check (too little history): not verifiable yet, the incident stays fixing and the answer says what is missing. Every metric involved is recomputed before any is judged, so the order of re-runs never matters. Needs the incident's proposals decided by people, at least one approved.",
 	ReadOnly:    false,
 	Destructive: false,
 	Idempotent:  false,
@@ -95,7 +100,7 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 	if err != nil {
 		return nil, "", err
 	}
-	out := &RemediateOut{Incident: inc.ID, Verified: ver.Verified, Reason: ver.Reason, Assertions: v.asserts,
+	out := &RemediateOut{Incident: inc.ID, Verified: ver.Verified, Outcome: ver.Outcome, Unjudged: ver.Unjudged, Reason: ver.Reason, Assertions: v.asserts,
 		Checks: v.scope, Notes: v.notes, Proposals: []ProposalState{}, ReceiptID: inc.ID}
 	if out.Checks == nil {
 		out.Checks = []incidents.CheckResult{}
@@ -103,8 +108,12 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 	if out.Notes == nil {
 		out.Notes = []string{}
 	}
-	out.Status = string(incidents.StatusVerified)
-	if !ver.Verified {
+	switch ver.Outcome {
+	case incidents.OutcomeVerified:
+		out.Status = string(incidents.StatusVerified)
+	case incidents.OutcomeNotVerifiable:
+		out.Status = string(incidents.StatusFixing)
+	default:
 		out.Status = string(incidents.StatusEscalated)
 		out.EscalatedTo = h.accountable(inc, approved)
 	}
@@ -199,15 +208,18 @@ func (v *verifier) receiptFacts(out *RemediateOut, note string, props []*approva
 		undo = append(undo, map[string]string{"proposal": p.ID, "state": string(p.State), "undo": p.Undo})
 	}
 	summary := out.Reason
-	if !out.Verified {
+	if out.Outcome == incidents.OutcomeEscalated {
 		summary = fmt.Sprintf("escalated to %s: %s", strings.Join(out.EscalatedTo, ", "), strings.TrimPrefix(out.Reason, "escalated to a person: "))
 	}
 	facts := map[string]any{
-		"incident": out.Incident, "summary": summary, "verified": out.Verified, "reason": out.Reason,
+		"incident": out.Incident, "summary": summary, "verified": out.Verified, "outcome": out.Outcome, "reason": out.Reason,
 		"checks_before": v.before, "checks_after": after, "notes": out.Notes, "proposals": undo,
 	}
 	if note != "" {
 		facts["note"] = note
+	}
+	if repl := v.replacements(); len(repl) > 0 {
+		facts["replacements"] = repl
 	}
 	if len(out.EscalatedTo) > 0 {
 		facts["escalated_to"] = out.EscalatedTo
@@ -217,9 +229,12 @@ func (v *verifier) receiptFacts(out *RemediateOut, note string, props []*approva
 
 func remediateSummary(h *handlers, out *RemediateOut) string {
 	var b strings.Builder
-	if out.Verified {
+	switch {
+	case out.Verified:
 		fmt.Fprintf(&b, "%s is verified: %d assertion(s) and %d check(s) in scope passed.", out.Incident, len(out.Assertions), len(out.Checks))
-	} else {
+	case out.Outcome == incidents.OutcomeNotVerifiable:
+		fmt.Fprintf(&b, "%s is NOT verifiable yet and stays fixing: %s", out.Incident, strings.Join(out.Unjudged, "; "))
+	default:
 		var who []string
 		for _, p := range out.EscalatedTo {
 			who = append(who, h.personLabel(p))
@@ -254,3 +269,23 @@ var errTooEarly = errors.New("too early to verify")
 
 // dayStart is midnight UTC of t.
 func dayStart(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// replacements are the approved "replaces A with B" proposals the
+// verification read B for, for the receipt: an auditor sees which table
+// the checks judged.
+func (v *verifier) replacements() []map[string]string {
+	var out []map[string]string
+	for _, p := range v.approved {
+		with, _ := p.Details[detailVerifyTable].(string)
+		if with == "" {
+			continue
+		}
+		replaces, _ := p.Details[detailReplaces].(string)
+		if replaces == "" && len(v.inc.Assets) == 1 {
+			replaces = v.inc.Assets[0]
+		}
+		out = append(out, map[string]string{"proposal": p.ID, "replaces": replaces, "with": with,
+			"read": "the re-checks of " + replaces + " read " + with})
+	}
+	return out
+}

@@ -72,6 +72,9 @@ func (v *verifier) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := v.freshen(ctx, asserts); err != nil {
+		return err
+	}
 	var tableAsserts []incidents.Assertion
 	for _, a := range asserts {
 		v.before = append(v.before, approvals.Check{Name: a.Name, Passed: false, Detail: a.Fired})
@@ -107,12 +110,15 @@ func (v *verifier) run(ctx context.Context) error {
 // fail records an assertion that could not pass.
 func (v *verifier) fail(a incidents.Assertion, checked, why string) {
 	v.asserts = append(v.asserts, AssertionResult{Name: a.Name, Fired: a.Fired, Checked: checked, Passed: false, Observed: why})
-	v.results = append(v.results, incidents.CheckResult{Name: a.Name, Passed: false, Detail: why})
+	v.results = append(v.results, incidents.CheckResult{Name: a.Name, Passed: false, Detail: why, Asset: a.Asset})
 }
 
-func (v *verifier) assertion(r AssertionResult) {
+// assertion records an assertion's re-run; asset is the symptomatic asset
+// it speaks for.
+func (v *verifier) assertion(r AssertionResult, asset string) {
 	v.asserts = append(v.asserts, r)
-	v.results = append(v.results, incidents.CheckResult{Name: r.Name, Passed: r.Passed, Observed: r.Observed, Expected: r.Expected, Detail: r.Checked})
+	v.results = append(v.results, incidents.CheckResult{Name: r.Name, Passed: r.Passed, Observed: r.Observed, Expected: r.Expected,
+		Detail: r.Checked, Asset: asset, NotJudged: r.NotJudged})
 }
 
 // scopeResult records a check in scope under a unique name.
@@ -354,10 +360,11 @@ func (v *verifier) checkTable(ctx context.Context, job *tableJob) error {
 		r := AssertionResult{Name: as.a.Name, Fired: as.a.Fired, Checked: fmt.Sprintf("%s on %s, %s", label, where, window)}
 		if len(cands) == 0 {
 			r.Observed = fmt.Sprintf("the re-check produced no %s result", label)
-			v.assertion(r)
+			v.assertion(r, as.a.Asset)
 			continue
 		}
 		r.Passed = true
+		failed, learning := false, false
 		var obs, expd []string
 		for _, i := range cands {
 			res := rep.Results[i]
@@ -368,20 +375,30 @@ func (v *verifier) checkTable(ctx context.Context, job *tableJob) error {
 			} else if res.Expected != nil {
 				expd = append(expd, fmt.Sprintf("%s within %s–%s", res.Metric, num(res.Expected.Low), num(res.Expected.High)))
 			}
-			if res.Status != checks.Pass {
-				r.Passed = false
-				if res.Status == checks.Learning {
-					obs[len(obs)-1] += " (not judged: too little history, so it cannot count as passed)"
-				}
+			switch res.Status {
+			case checks.Pass:
+			case checks.Learning:
+				learning = true
+				obs[len(obs)-1] += " (not judged: too little history, so it cannot count as passed)"
+			default:
+				failed = true
 			}
 		}
+		r.Passed, r.NotJudged = !failed && !learning, !failed && learning
 		r.Observed, r.Expected = strings.Join(obs, "; "), strings.Join(expd, "; ")
-		v.assertion(r)
+		v.assertion(r, as.a.Asset)
 	}
 	onset := v.inc.Onset.UTC().Truncate(time.Hour)
 	suffix := ""
 	if job.whole {
 		suffix = " (whole table)"
+	}
+	// A declared key is always re-checked and never excused: a replay
+	// that wrote duplicates into hours before the onset, or copies of a
+	// row into different hours, still fails it.
+	keyLabel := ""
+	if exp != nil && len(exp.Key) > 0 {
+		keyLabel = (&checks.Spec{Kind: checks.KindUniqueness, Columns: exp.Key}).Label()
 	}
 	var learning []string
 	for i, res := range rep.Results {
@@ -393,9 +410,14 @@ func (v *verifier) checkTable(ctx context.Context, job *tableJob) error {
 			label += " " + res.Metric
 		}
 		name := fmt.Sprintf("%s on %s%s", label, asset, suffix)
+		if keyLabel != "" && res.Check == keyLabel {
+			v.scopeResult(incidents.CheckResult{Name: name, Passed: res.Status == checks.Pass, Observed: res.Message,
+				Expected: "no repeated key (declared)", Detail: fmt.Sprintf("declared key %s", res.Status), Asset: job.asset, Required: true})
+			continue
+		}
 		switch res.Status {
 		case checks.Pass:
-			v.scopeResult(incidents.CheckResult{Name: name, Passed: true, Observed: res.Message, Expected: expectedText(res)})
+			v.scopeResult(incidents.CheckResult{Name: name, Passed: true, Observed: res.Message, Expected: expectedText(res), Asset: job.asset})
 		case checks.Learning:
 			learning = append(learning, label)
 		default:
@@ -405,12 +427,39 @@ func (v *verifier) checkTable(ctx context.Context, job *tableJob) error {
 				continue
 			}
 			v.scopeResult(incidents.CheckResult{Name: name, Passed: false, Observed: res.Message, Expected: expectedText(res),
-				Detail: fmt.Sprintf("%s %s", res.Problem, res.Status)})
+				Detail: fmt.Sprintf("%s %s", res.Problem, res.Status), Asset: job.asset})
 		}
 	}
 	if len(learning) > 0 {
 		v.notes = append(v.notes, fmt.Sprintf("%d check(s) on %s%s not judged: too little history yet (%s)", len(learning), asset, suffix, strings.Join(learning, ", ")))
 	}
+	if keyLabel != "" && !job.whole {
+		return v.keyOverWindow(ctx, cenv, table, exp.Key, job, asset, start)
+	}
+	return nil
+}
+
+// keyOverWindow re-checks a declared key over the whole verification
+// window in one bucket: per-hour buckets cannot see two copies of a key
+// written into different hours, which is what an at-least-once replay
+// does.
+func (v *verifier) keyOverWindow(ctx context.Context, cenv checks.Env, table *warehouse.Table, key []string, job *tableJob, asset string, start time.Time) error {
+	spec := checks.Spec{Kind: checks.KindUniqueness, Columns: key}
+	rep, err := checks.RunCheck(ctx, cenv, checks.CheckRequest{Table: table.Ref.String(), Since: start.Format(time.RFC3339), Checks: []checks.Spec{spec}})
+	if err != nil {
+		return fmt.Errorf("re-check the declared key of %s: %w; nothing was changed", table.Ref, err)
+	}
+	name := fmt.Sprintf("%s on %s since %s (one window)", spec.Label(), asset, start.Format("2006-01-02 15:04 UTC"))
+	for _, res := range rep.Results {
+		if res.Check != spec.Label() {
+			continue
+		}
+		v.scopeResult(incidents.CheckResult{Name: name, Passed: res.Status == checks.Pass, Observed: res.Message,
+			Expected: "no repeated key (declared)", Detail: fmt.Sprintf("declared key %s", res.Status), Asset: job.asset, Required: true})
+		return nil
+	}
+	v.scopeResult(incidents.CheckResult{Name: name, Passed: false, Observed: "the re-check produced no result for the declared key",
+		Expected: "no repeated key (declared)", Asset: job.asset, Required: true})
 	return nil
 }
 
@@ -565,16 +614,18 @@ func (v *verifier) metricAssertion(ctx context.Context, a incidents.Assertion, d
 		r.Checked = fmt.Sprintf("metric %s against %s %s", def.Name, a.RelatedMetric, run.window)
 	}
 	r.Passed, r.Observed, r.Expected = run.verdict()
-	if related != nil && r.Passed {
+	// Points still learning and none anomalous: not judged, not failed.
+	r.NotJudged = !r.Passed && len(run.points) > 0 && !anyAnomalous(run.points)
+	if related != nil && (r.Passed || r.NotJudged) {
 		switch {
 		case len(related.points) == 0:
-			r.Passed, r.Observed = false, fmt.Sprintf("no values of %s %s to compare with", a.RelatedMetric, related.window)
+			r.Passed, r.NotJudged, r.Observed = false, false, fmt.Sprintf("no values of %s %s to compare with", a.RelatedMetric, related.window)
 		case related.diverged(a.Metric, a.RelatedMetric) || run.diverged(a.Metric, a.RelatedMetric):
-			r.Passed = false
+			r.Passed, r.NotJudged = false, false
 			r.Observed += fmt.Sprintf("; still moving apart from %s", a.RelatedMetric)
 		}
 	}
-	v.assertion(r)
+	v.assertion(r, a.Asset)
 	return nil
 }
 
@@ -628,25 +679,12 @@ func (m *metricRun) verdict() (bool, string, string) {
 func (v *verifier) rerunMetric(ctx context.Context, def *incidents.MetricDefinition, since time.Time) (*metricRun, error) {
 	v.rerun[def.Name] = true
 	run := &metricRun{def: def}
-	start := since.UTC()
-	switch def.Grain {
-	case "hour":
-		start = start.Truncate(time.Hour)
-	case "day":
-		start = dayStart(start)
-	}
-	end := v.now.Truncate(time.Hour)
-	if def.Source == incidents.SourceSQL && def.TimeColumn == "" {
-		// Without a time column the SQL gives one value, recorded at the
-		// window's start: take the last complete hour, not the symptom's.
-		start = end.Add(-time.Hour)
+	start, end, err := v.metricWindow(def, since)
+	if err != nil {
+		return nil, err
 	}
 	if def.Source != incidents.SourceSQL {
 		return v.judgeStored(ctx, def, start)
-	}
-	if !end.After(start) || def.TimeColumn == "" && start.Before(since.UTC().Truncate(time.Hour)) {
-		return nil, fmt.Errorf("%w: metric %s has no complete bucket since %s; call remediate again once the next hour has ended (nothing was changed)",
-			errTooEarly, def.Name, since.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	run.window = fmt.Sprintf("computed on %s for %s to %s", def.Warehouse, start.Format("2006-01-02 15:04"), end.Format("15:04 UTC"))
 	res, err := v.e.svc.MonitorMetric(ctx, incidents.MonitorParams{Metric: def.Name, Window: &incidents.Window{Start: start, End: end}})
@@ -655,6 +693,96 @@ func (v *verifier) rerunMetric(ctx context.Context, def *incidents.MetricDefinit
 	}
 	run.points, run.anomalies = res.Points, res.Anomalies
 	return run, nil
+}
+
+// metricWindow is the buckets a metric is re-run over for a symptom since
+// `since`; errTooEarly when a computed metric has no complete one yet.
+func (v *verifier) metricWindow(def *incidents.MetricDefinition, since time.Time) (start, end time.Time, err error) {
+	start = since.UTC()
+	switch def.Grain {
+	case "hour":
+		start = start.Truncate(time.Hour)
+	case "day":
+		start = dayStart(start)
+	}
+	end = v.now.Truncate(time.Hour)
+	if def.Source == incidents.SourceSQL && def.TimeColumn == "" {
+		// Without a time column the SQL gives one value, recorded at the
+		// window's start: take the last complete hour, not the symptom's.
+		start = end.Add(-time.Hour)
+	}
+	if def.Source != incidents.SourceSQL {
+		return start, end, nil
+	}
+	if !end.After(start) || def.TimeColumn == "" && start.Before(since.UTC().Truncate(time.Hour)) {
+		return start, end, fmt.Errorf("%w: metric %s has no complete bucket since %s; call remediate again once the next hour has ended (nothing was changed)",
+			errTooEarly, def.Name, since.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	return start, end, nil
+}
+
+// freshen recomputes and stores, without judging, every computed metric
+// the asserted metrics are judged with: each asserted metric, its related
+// metric and every metric it moves with. Only then is any of them judged,
+// so a divergence is always the ratio of two fresh series: re-running the
+// partner first can no longer judge it against the stale values of the
+// metric that moved, and the verdict is the same in every order.
+func (v *verifier) freshen(ctx context.Context, asserts []incidents.Assertion) error {
+	defs, err := v.e.svc.ListMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*incidents.MetricDefinition{}
+	for i := range defs {
+		byName[defs[i].Name] = &defs[i]
+	}
+	since := map[string]time.Time{}
+	add := func(name string, at time.Time) {
+		if cur, ok := since[name]; !ok || at.Before(cur) {
+			since[name] = at
+		}
+	}
+	for _, a := range asserts {
+		def := byName[a.Metric]
+		if def == nil || def.Asset != a.Asset {
+			continue
+		}
+		add(def.Name, a.Since)
+		if a.RelatedMetric != "" {
+			add(a.RelatedMetric, a.Since)
+		}
+		for _, m := range def.MovesWith {
+			add(m, a.Since)
+		}
+		for _, d := range defs {
+			if slices.Contains(d.MovesWith, def.Name) {
+				add(d.Name, a.Since)
+			}
+		}
+	}
+	names := make([]string, 0, len(since))
+	for n := range since {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		def := byName[n]
+		if def == nil || def.Source != incidents.SourceSQL {
+			continue // pushed values are already stored; unknown names fail where they are judged
+		}
+		start, end, err := v.metricWindow(def, since[n])
+		if errors.Is(err, errTooEarly) {
+			continue // the judging pass reports it
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := v.e.svc.MonitorMetric(ctx, incidents.MonitorParams{Metric: def.Name, Backfill: true,
+			Window: &incidents.Window{Start: start, End: end}}); err != nil {
+			return fmt.Errorf("recompute metric %s: %w; nothing was changed", def.Name, err)
+		}
+	}
+	return nil
 }
 
 // judgeStored judges the values of a pushed metric recorded since start
@@ -730,7 +858,7 @@ func (v *verifier) scopeMetrics(ctx context.Context) error {
 		case !passed && !anyAnomalous(run.points):
 			v.notes = append(v.notes, fmt.Sprintf("%s not judged (too little history): %s", name, obs))
 		default:
-			v.scopeResult(incidents.CheckResult{Name: name, Passed: passed, Observed: obs, Expected: expd, Detail: run.window})
+			v.scopeResult(incidents.CheckResult{Name: name, Passed: passed, Observed: obs, Expected: expd, Detail: run.window, Asset: def.Asset})
 		}
 	}
 	// The table an asserted metric describes is checked whole, as a

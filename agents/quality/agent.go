@@ -4,9 +4,9 @@
 package quality
 
 import (
+	"github.com/dataworkers/dw/internal/agentboot"
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
 // Name is the binary's and the server's name.
@@ -20,22 +20,15 @@ set_quality_expectations records a table's key, time columns and thresholds; wit
 
 These tools never change a table: they read the warehouse and write only to Data Workers' own store (metric history, expectations, incidents).`
 
-// Agent is the dw-quality server.
-func Agent() mcpserver.Agent {
-	return mcpserver.Agent{
-		Name:         Name,
-		Title:        "Data Workers: quality checks",
-		Instructions: instructions,
-		Register: func(s *mcpserver.Server) error {
-			d, err := deps.Load(Name)
-			if err != nil {
-				return err
-			}
-			d.OpenWarehouse = warehouseproc.Open
-			d.SeedStore = deps.SeedWithDW
-			Register(s, d)
-			return nil
-		},
+// Spec is the dw-quality server: what it says and which tools it has;
+// agentboot does the rest.
+func Spec() agentboot.Spec {
+	return agentboot.Spec{
+		Name:            Name,
+		Title:           "Data Workers: quality checks",
+		Instructions:    instructions,
+		ReadsWarehouses: true,
+		Register:        Register,
 	}
 }
 

@@ -117,7 +117,7 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 	}
 	out := &RunOut{Report: *rep, Incidents: []incidents.IncidentRef{}}
 	if !in.NoIncident {
-		symptoms := symptomsOf(rep, canonicalAsset(ctx, env.DB, h, rep.Asset))
+		symptoms := incidents.CheckSymptoms(rep, canonicalAsset(ctx, env.DB, h, rep.Asset))
 		if len(symptoms) > 0 {
 			g, err := h.d.Graph(ctx)
 			if err != nil {
@@ -156,58 +156,6 @@ func canonicalAsset(ctx context.Context, _ *store.DB, h *handlers, id string) st
 		return got
 	}
 	return id
-}
-
-// symptomsOf turns failed and anomalous checks into incident symptoms.
-func symptomsOf(rep *checks.Report, asset string) []incidents.Symptom {
-	var out []incidents.Symptom
-	for _, r := range rep.Results {
-		if r.Status != checks.Fail && r.Status != checks.Anomalous {
-			continue
-		}
-		s := incidents.Symptom{Kind: symptomKind(r), Asset: asset, Metric: r.Metric, Column: columnOf(r),
-			At: rep.ObservedAt, Source: "run_quality_check", Detail: r.Message}
-		if r.Observed != nil {
-			s.Observed = *r.Observed
-		}
-		if r.Expected != nil {
-			s.ExpectedLow, s.ExpectedHigh = r.Expected.Low, r.Expected.High
-			s.Expected = (r.Expected.Low + r.Expected.High) / 2
-		}
-		// The symptom starts at the first bucket that is not a pass.
-		for _, b := range r.Buckets {
-			if b.Status == checks.Fail || b.Status == checks.Anomalous {
-				s.At = b.Start
-				break
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func symptomKind(r checks.MetricResult) incidents.SymptomKind {
-	switch r.Problem {
-	case checks.ProblemVolume:
-		return incidents.SymptomVolume
-	case checks.ProblemNulls:
-		return incidents.SymptomNulls
-	case checks.ProblemUniqueness:
-		return incidents.SymptomUniqueness
-	case checks.ProblemFreshness:
-		if r.Metric == checks.MetricLagAvg {
-			return incidents.SymptomLoadLag
-		}
-		return incidents.SymptomFreshness
-	}
-	return incidents.SymptomValue
-}
-
-func columnOf(r checks.MetricResult) string {
-	if r.Problem == checks.ProblemNulls || r.Problem == checks.ProblemValues {
-		return r.Dimension
-	}
-	return ""
 }
 
 var setExpectationsTool = mcpserver.Tool{

@@ -2,9 +2,8 @@
 package schema
 
 import (
+	"github.com/dataworkers/dw/internal/agentboot"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
 // Name is the binary's and the server's name.
@@ -15,22 +14,15 @@ const instructions = `dw-schema answers two questions before anyone registers a 
 check_compatibility gives the registry's verdict (when one is configured), a local verdict under every level, a field-level diff, and every statement, job, model and report that reads a removed or changed field, with owners, and a separate safe/unsafe verdict. assess_impact sizes a change downstream: counts by kind, owners to ask, outbound jobs and their next runs. detect_schema_change snapshots a warehouse table's columns and records what changed since the last snapshot in the change log; list_schema_changes and get_schema_snapshot read that history.
 This agent never registers a schema; dw-connectors does, and only under an approved proposal.`
 
-// Agent is the dw-schema server.
-func Agent() mcpserver.Agent {
-	return mcpserver.Agent{
-		Name:         Name,
-		Title:        "Data Workers: schema impact",
-		Instructions: instructions,
-		Register: func(s *mcpserver.Server) error {
-			d, err := deps.Load(Name)
-			if err != nil {
-				return err
-			}
-			d.OpenWarehouse = warehouseproc.Open
-			d.SeedStore = deps.SeedWithDW
-			Register(s, d)
-			return nil
-		},
+// Spec is the dw-schema server: what it says and which tools it has;
+// agentboot does the rest.
+func Spec() agentboot.Spec {
+	return agentboot.Spec{
+		Name:            Name,
+		Title:           "Data Workers: schema impact",
+		Instructions:    instructions,
+		ReadsWarehouses: true,
+		Register:        Register,
 	}
 }
 

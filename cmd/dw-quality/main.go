@@ -5,10 +5,10 @@ import (
 	"os"
 
 	"github.com/dataworkers/dw/agents/quality"
-	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/agentboot"
 )
 
 // version is set by the build (-ldflags "-X main.version=…").
 var version = "dev"
 
-func main() { os.Exit(mcpserver.Main(quality.Agent(), version)) }
+func main() { os.Exit(agentboot.Main(quality.Spec(), version)) }

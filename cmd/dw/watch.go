@@ -61,6 +61,9 @@ func watch(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *at == "" {
+		clk = e.clock // e.config gives the embedded default its demo clock
+	}
 	if len(routines.Routines(cfg)) == 0 {
 		return fmt.Errorf("no routines in %s: add them under routines: (name, cron or every, and what to observe)", cfg.Source)
 	}

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ElicitationInputKey is the key a tool uses for the approval question in
@@ -24,9 +22,46 @@ const ElicitationInputKey = "dw_approval"
 // arriving later must be asked again, so it reflects current facts.
 const stateTTL = 30 * time.Minute
 
+// Form is the confirmation question put to the person in the MCP client,
+// in plain terms: the transport adapter (internal/mcpserver/mcpconfirm)
+// turns it into the protocol's form request, so this package stays free of
+// any protocol SDK.
+type Form struct {
+	ProposalID string
+	// Message is shown above the fields: what, why, blast radius, undo,
+	// expiry, who proposed and who decides.
+	Message string
+	Fields  []FormField
+}
+
+// FormField is one answer the form asks for; every field is a string.
+type FormField struct {
+	Name        string
+	Title       string
+	Description string
+	// Enum, when set, lists the only values accepted.
+	Enum     []string
+	Required bool
+}
+
+// The names of the form's fields, as the answer carries them back.
+const (
+	FieldDecision = "decision"
+	FieldReason   = "reason"
+)
+
+// Answer is what the client reported back for the form. Action is the
+// client's verb ("accept", "decline" or "cancel"); Decision and Reason are
+// the fields' values when they came back as strings, "" otherwise.
+type Answer struct {
+	Action   string
+	Decision string
+	Reason   string
+}
+
 // ElicitationRequest is the form shown in the MCP client: the same facts
 // as the Slack request, and a choice of approve or reject with a reason.
-func ElicitationRequest(p Proposal) *mcp.ElicitParams {
+func ElicitationRequest(p Proposal) Form {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approve %s? %s\n\n", p.ID, p.What)
 	fmt.Fprintf(&b, "Why: %s\n", p.Why)
@@ -47,25 +82,14 @@ func ElicitationRequest(p Proposal) *mcp.ElicitParams {
 		fmt.Fprintf(&b, " Copied: %s.", strings.Join(p.Copied, ", "))
 	}
 	b.WriteString(" Declining or closing this form leaves the proposal undecided.")
-	return &mcp.ElicitParams{
-		Mode:    "form",
-		Message: b.String(),
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"decision": map[string]any{
-					"type":        "string",
-					"title":       "Decision",
-					"description": "approve lets the agent carry out " + p.ID + "; reject stops it",
-					"enum":        []string{string(VerdictApprove), string(VerdictReject)},
-				},
-				"reason": map[string]any{
-					"type":        "string",
-					"title":       "Reason",
-					"description": "why; recorded in the receipt",
-				},
-			},
-			"required": []string{"decision"},
+	return Form{
+		ProposalID: p.ID,
+		Message:    b.String(),
+		Fields: []FormField{
+			{Name: FieldDecision, Title: "Decision", Required: true,
+				Description: "approve lets the agent carry out " + p.ID + "; reject stops it",
+				Enum:        []string{string(VerdictApprove), string(VerdictReject)}},
+			{Name: FieldReason, Title: "Reason", Description: "why; recorded in the receipt"},
 		},
 	}
 }
@@ -150,43 +174,43 @@ func (s *Service) OpenRequestState(ctx context.Context, state string) (RequestSt
 // StartElicitation prepares the question for the person running the MCP
 // client. It succeeds only when the OS user is mapped to a person who may
 // decide the proposal now; otherwise the error says to use Slack or the
-// terminal. The tool returns the params under ElicitationInputKey together
+// terminal. The tool returns the form under ElicitationInputKey together
 // with the sealed state, and on the retry passes both back to
 // DecideFromElicitation.
-func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID string) (*mcp.ElicitParams, string, error) {
+func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID string) (Form, string, error) {
 	by, err := OSUserDecider(s.cfg, ChannelElicitation, osUser)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w; the named approver decides in Slack or with `dw approve %s`", err, normID(proposalID))
+		return Form{}, "", fmt.Errorf("%w; the named approver decides in Slack or with `dw approve %s`", err, normID(proposalID))
 	}
 	p, err := s.Get(ctx, proposalID)
 	if err != nil {
-		return nil, "", err
+		return Form{}, "", err
 	}
 	if !p.State.Open() {
-		return nil, "", &DecidedError{Proposal: *p}
+		return Form{}, "", &DecidedError{Proposal: *p}
 	}
 	if allowed := mayDecide(*p); !slices.Contains(allowed, by.PersonID) {
-		return nil, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
+		return Form{}, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
 	}
 	// Ask only someone the proposal's record names with this login: the
 	// agent's config alone does not make anyone an approver.
 	ks, err := s.keys()
 	if err != nil {
-		return nil, "", err
+		return Form{}, "", err
 	}
 	sp, err := checkProposal(ctx, s.db, ks, p.ID)
 	if err != nil {
-		return nil, "", err
+		return Form{}, "", err
 	}
 	if sp.Status != RecordOK {
-		return nil, "", invalid("%s is %s (its seal does not hold), so nobody can decide it; have the agent propose it again", p.ID, sp.Status)
+		return Form{}, "", invalid("%s is %s (its seal does not hold), so nobody can decide it; have the agent propose it again", p.ID, sp.Status)
 	}
 	if by.PersonID, err = resolveDecider(*p, sp.Approvers, by); err != nil {
-		return nil, "", err
+		return Form{}, "", err
 	}
 	state, err := s.SealRequestState(ctx, *p, by.PersonID)
 	if err != nil {
-		return nil, "", err
+		return Form{}, "", err
 	}
 	return ElicitationRequest(*p), state, nil
 }
@@ -194,30 +218,6 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 // ErrNoElicitation refuses an answer from a client that did not declare
 // the elicitation capability: nobody can be shown to have seen the form.
 var ErrNoElicitation = &InputError{Msg: "this MCP client did not declare the elicitation capability when it connected, so it cannot show the person a confirmation form and no answer from it is accepted; nothing was recorded: the approver decides in Slack or with dw approve"}
-
-// ElicitationDeclared reports whether the client of a session declared,
-// in initialize, that it can show a form (the elicitation capability with
-// form mode, or with no mode named, which means form).
-func ElicitationDeclared(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return false
-	}
-	e := ip.Capabilities.Elicitation
-	return e.Form != nil || e.URL == nil
-}
-
-// ElicitResultFrom finds the answer to the approval question in a retry's
-// input responses; nil when the client sent none.
-func ElicitResultFrom(responses mcp.InputResponseMap) *mcp.ElicitResult {
-	if r, ok := responses[ElicitationInputKey].(*mcp.ElicitResult); ok {
-		return r
-	}
-	return nil
-}
 
 // ElicitationOutcome is what came of asking the person in the client.
 type ElicitationOutcome struct {
@@ -241,11 +241,11 @@ type ElicitationOutcome struct {
 // decision, or a store failure; the outcome is never Approved then.
 //
 // declared says whether the client declared the elicitation capability in
-// initialize (see ElicitationDeclared). Without it no answer counts,
+// initialize (the adapter reads it from the session). Without it no answer counts,
 // whatever it says: on newer protocol versions a client answers input
 // requests itself, so an answer from a client that never said it can show
 // a form may come from the model rather than the person.
-func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUser, requestState string, result *mcp.ElicitResult, elicitErr error) (ElicitationOutcome, error) {
+func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUser, requestState string, result *Answer, elicitErr error) (ElicitationOutcome, error) {
 	rs, err := s.OpenRequestState(ctx, requestState)
 	out := ElicitationOutcome{ProposalID: rs.ProposalID}
 	if err != nil {
@@ -283,8 +283,7 @@ func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUs
 		out.Message = fmt.Sprintf("not approved: %s chose %q on the form for %s; nothing was recorded, it stays open", by.PersonID, result.Action, rs.ProposalID)
 		return out, nil
 	}
-	decision, _ := result.Content["decision"].(string)
-	reason, _ := result.Content["reason"].(string)
+	decision, reason := result.Decision, result.Reason
 	var verdict Verdict
 	switch decision {
 	case string(VerdictApprove):

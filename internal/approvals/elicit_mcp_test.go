@@ -1,4 +1,4 @@
-package approvals
+package approvals_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/mcpserver/mcpconfirm"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -16,24 +18,26 @@ import (
 // confirmServer is an MCP server with one tool that asks the person in the
 // client to decide a proposal, the way an agent's dispatching tool would:
 // the first pass returns the question as an input request with a sealed
-// state, the retry hands the answer to DecideFromElicitation.
-func confirmServer(s *Service, osUser string) *mcp.Server {
+// state, the retry hands the answer to DecideFromElicitation. It speaks
+// MCP through mcpconfirm, as the agents do, so this drives the real
+// translation; it is an external test because mcpconfirm imports approvals.
+func confirmServer(s *approvals.Service, osUser string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "confirm-test", Version: "0"}, nil)
 	type in struct {
 		ProposalID string `json:"proposal_id"`
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_proposal"}, func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, *ElicitationOutcome, error) {
-		if !ElicitationDeclared(req.Session) {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ErrNoElicitation.Error()}}}, nil, nil
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_proposal"}, func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, *approvals.ElicitationOutcome, error) {
+		if !mcpconfirm.Declared(req.Session) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: approvals.ErrNoElicitation.Error()}}}, nil, nil
 		}
 		if req.Params.RequestState == "" {
 			params, state, err := s.StartElicitation(ctx, osUser, args.ProposalID)
 			if err != nil {
 				return nil, nil, err
 			}
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{ElicitationInputKey: params}, RequestState: state}, nil, nil
+			return &mcp.CallToolResult{InputRequests: mcpconfirm.InputRequests(params), RequestState: state}, nil, nil
 		}
-		out, err := s.DecideFromElicitation(ctx, ElicitationDeclared(req.Session), osUser, req.Params.RequestState, ElicitResultFrom(req.Params.InputResponses), nil)
+		out, err := s.DecideFromElicitation(ctx, mcpconfirm.Declared(req.Session), osUser, req.Params.RequestState, mcpconfirm.AnswerFrom(req.Params.InputResponses), nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -58,10 +62,10 @@ func connect(t *testing.T, srv *mcp.Server, version string, opts *mcp.ClientOpti
 	return cs
 }
 
-func outcome(t *testing.T, res *mcp.CallToolResult) ElicitationOutcome {
+func outcome(t *testing.T, res *mcp.CallToolResult) approvals.ElicitationOutcome {
 	t.Helper()
 	raw, _ := json.Marshal(res.StructuredContent)
-	var out ElicitationOutcome
+	var out approvals.ElicitationOutcome
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatalf("structured content %s: %v", raw, err)
 	}
@@ -76,17 +80,17 @@ func TestElicitationOverMCP(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				ctx := context.Background()
-				s, _ := fixture(t, db)
+				s, _ := approvals.Fixture(t, db)
 				srv := confirmServer(s, "bob")
 
 				// A client that cannot elicit never approves.
-				p := mustPropose(t, s, holdDAG())
+				p := approvals.MustPropose(t, s, approvals.HoldDAG())
 				bare := connect(t, srv, version, nil)
 				res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID}})
 				if err == nil && !res.IsError {
 					t.Errorf("a client without elicitation got %+v", res)
 				}
-				if got, _ := s.Get(ctx, p.ID); got.State != StatePending {
+				if got, _ := s.Get(ctx, p.ID); got.State != approvals.StatePending {
 					t.Fatalf("state %s after a client that cannot ask; want pending", got.State)
 				}
 
@@ -115,12 +119,12 @@ func TestElicitationOverMCP(t *testing.T) {
 				if err != nil || res.IsError {
 					t.Fatalf("approve: %+v, %v", res, err)
 				}
-				if out := outcome(t, res); !out.Approved || out.Proposal.Decision.Channel != ChannelElicitation {
+				if out := outcome(t, res); !out.Approved || out.Proposal.Decision.Channel != approvals.ChannelElicitation {
 					t.Errorf("approve came out as %+v", out)
 				}
 
 				// An answer outside the schema is refused by the client SDK.
-				q := mustPropose(t, s, holdDAG())
+				q := approvals.MustPropose(t, s, approvals.HoldDAG())
 				odd := connect(t, srv, version, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "sure"}}, nil
 				}})
@@ -128,7 +132,7 @@ func TestElicitationOverMCP(t *testing.T) {
 				if err == nil && !res.IsError && outcome(t, res).Approved {
 					t.Errorf("an out-of-schema answer approved: %+v", res)
 				}
-				if got, _ := s.Get(ctx, q.ID); got.State != StatePending {
+				if got, _ := s.Get(ctx, q.ID); got.State != approvals.StatePending {
 					t.Errorf("state %s after an out-of-schema answer", got.State)
 				}
 			})
@@ -141,8 +145,8 @@ func TestElicitationOverMCP(t *testing.T) {
 func TestElicitationForgedStateOverMCP(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		s, _ := fixture(t, db)
-		p := mustPropose(t, s, holdDAG())
+		s, _ := approvals.Fixture(t, db)
+		p := approvals.MustPropose(t, s, approvals.HoldDAG())
 		// The client declares elicitation but answers by hand.
 		cs := connect(t, confirmServer(s, "bob"), "2026-07-28", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -154,7 +158,7 @@ func TestElicitationForgedStateOverMCP(t *testing.T) {
 			t.Fatalf("first pass: %+v, %v", res, err)
 		}
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_proposal", Arguments: map[string]any{"proposal_id": p.ID},
-			InputResponses: mcp.InputResponseMap{ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}},
+			InputResponses: mcp.InputResponseMap{approvals.ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}},
 			RequestState:   "eyJwIjoiUC1YIn0.c2lnbmF0dXJl"})
 		if err == nil && !res.IsError {
 			t.Errorf("forged state accepted: %+v", res)
@@ -165,7 +169,7 @@ func TestElicitationForgedStateOverMCP(t *testing.T) {
 		if err != nil || res.IsError || outcome(t, res).Approved {
 			t.Errorf("missing answer: %+v, %v", res, err)
 		}
-		if got, _ := s.Get(ctx, p.ID); got.State != StatePending {
+		if got, _ := s.Get(ctx, p.ID); got.State != approvals.StatePending {
 			t.Errorf("state %s, want pending", got.State)
 		}
 	})
@@ -181,8 +185,8 @@ func TestElicitationNeedsTheDeclaredCapability(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				ctx := context.Background()
-				s, _ := fixture(t, db)
-				p := mustPropose(t, s, holdDAG())
+				s, _ := approvals.Fixture(t, db)
+				p := approvals.MustPropose(t, s, approvals.HoldDAG())
 				// No ElicitationHandler: the client declares no elicitation.
 				cs := connect(t, confirmServer(s, "bob"), version, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 				if caps := cs.InitializeResult(); caps == nil {
@@ -192,7 +196,7 @@ func TestElicitationNeedsTheDeclaredCapability(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				accept := mcp.InputResponseMap{ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve", "reason": "the model says so"}}}
+				accept := mcp.InputResponseMap{approvals.ElicitationInputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve", "reason": "the model says so"}}}
 				for _, call := range []struct {
 					name   string
 					params *mcp.CallToolParams
@@ -214,11 +218,11 @@ func TestElicitationNeedsTheDeclaredCapability(t *testing.T) {
 						t.Errorf("%s: %q", call.name, text)
 					}
 				}
-				if got, _ := s.Get(ctx, p.ID); got.State != StatePending || got.Decision != nil {
+				if got, _ := s.Get(ctx, p.ID); got.State != approvals.StatePending || got.Decision != nil {
 					t.Errorf("state %s after answers from a client that cannot ask", got.State)
 				}
 				// The domain call refuses on its own too.
-				if out, err := s.DecideFromElicitation(ctx, false, "bob", state, accept[ElicitationInputKey].(*mcp.ElicitResult), nil); !errors.Is(err, ErrNoElicitation) || out.Approved || out.Recorded {
+				if out, err := s.DecideFromElicitation(ctx, false, "bob", state, mcpconfirm.AnswerFrom(accept), nil); !errors.Is(err, approvals.ErrNoElicitation) || out.Approved || out.Recorded {
 					t.Errorf("DecideFromElicitation without the capability: %+v, %v", out, err)
 				}
 			})

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -26,21 +24,13 @@ func TestElicitationRequestShowsTheFacts(t *testing.T) {
 			t.Errorf("message lacks %q:\n%s", want, params.Message)
 		}
 	}
-	raw, _ := json.Marshal(params.RequestedSchema)
-	var schema struct {
-		Type       string
-		Properties map[string]struct {
-			Type string
-			Enum []string
-		}
-		Required []string
+	if params.ProposalID != p.ID || len(params.Fields) != 2 {
+		t.Fatalf("form %+v", params)
 	}
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
-	}
-	if schema.Type != "object" || strings.Join(schema.Properties["decision"].Enum, ",") != "approve,reject" ||
-		schema.Properties["reason"].Type != "string" || strings.Join(schema.Required, ",") != "decision" || params.Mode != "form" {
-		t.Errorf("schema %s", raw)
+	decision, reason := params.Fields[0], params.Fields[1]
+	if decision.Name != FieldDecision || !decision.Required || strings.Join(decision.Enum, ",") != "approve,reject" ||
+		reason.Name != FieldReason || reason.Required || len(reason.Enum) != 0 {
+		t.Errorf("fields %+v", params.Fields)
 	}
 }
 
@@ -58,23 +48,26 @@ func TestElicitationFailsClosed(t *testing.T) {
 			t.Errorf("dave is not the approver: %v", err)
 		}
 		params, state, err := s.StartElicitation(ctx, "bob", p.ID)
-		if err != nil || params == nil || state == "" {
+		if err != nil || params.Message == "" || state == "" {
 			t.Fatalf("start for bob: %v", err)
 		}
 
-		accept := func(content map[string]any) *mcp.ElicitResult {
-			return &mcp.ElicitResult{Action: "accept", Content: content}
+		accept := func(content map[string]any) *Answer {
+			// As the adapter reads a form: a non-string value is "".
+			decision, _ := content[FieldDecision].(string)
+			reason, _ := content[FieldReason].(string)
+			return &Answer{Action: "accept", Decision: decision, Reason: reason}
 		}
 		notApproved := []struct {
 			name   string
-			result *mcp.ElicitResult
+			result *Answer
 			err    error
 		}{
 			{"client error", nil, errors.New("elicitation not supported")},
 			{"error with an accept", accept(map[string]any{"decision": "approve"}), errors.New("timeout")},
 			{"no answer", nil, nil},
-			{"decline", &mcp.ElicitResult{Action: "decline"}, nil},
-			{"cancel", &mcp.ElicitResult{Action: "cancel", Content: map[string]any{"decision": "approve"}}, nil},
+			{"decline", &Answer{Action: "decline"}, nil},
+			{"cancel", &Answer{Action: "cancel", Decision: "approve"}, nil},
 			{"accept without decision", accept(nil), nil},
 			{"accept with another decision", accept(map[string]any{"decision": "yes"}), nil},
 			{"accept with a non-string decision", accept(map[string]any{"decision": true}), nil},
@@ -144,14 +137,4 @@ func TestElicitationFailsClosed(t *testing.T) {
 			t.Errorf("accepted reject: %+v, %v", out, err)
 		}
 	})
-}
-
-func TestElicitResultFrom(t *testing.T) {
-	want := &mcp.ElicitResult{Action: "accept"}
-	if got := ElicitResultFrom(mcp.InputResponseMap{ElicitationInputKey: want}); got != want {
-		t.Error("answer not found under its key")
-	}
-	if ElicitResultFrom(nil) != nil || ElicitResultFrom(mcp.InputResponseMap{"other": want}) != nil {
-		t.Error("missing answer must be nil")
-	}
 }

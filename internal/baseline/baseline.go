@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -133,14 +135,17 @@ type Judgement struct {
 	Score float64 `json:"score" jsonschema:"robust z-score of the value"`
 	// N is how many points the baseline was computed from; History is
 	// how many earlier points were available in all.
-	N        int    `json:"n" jsonschema:"points in the baseline"`
-	History  int    `json:"history" jsonschema:"earlier points available"`
-	Basis    Basis  `json:"basis,omitempty" jsonschema:"hour_of_week, hour_of_day, all or always_zero"`
-	Seasonal bool   `json:"seasonal" jsonschema:"whether the baseline used only the same hour (of week or day)"`
+	N        int   `json:"n" jsonschema:"points in the baseline"`
+	History  int   `json:"history" jsonschema:"earlier points available"`
+	Basis    Basis `json:"basis,omitempty" jsonschema:"hour_of_week, hour_of_day, all or always_zero"`
+	Seasonal bool  `json:"seasonal" jsonschema:"whether the baseline used only the same hour (of week or day)"`
 	// Slot names the time the value was compared with, for messages:
 	// "Tuesday 11:00", "weekday 11:00", "11:00", or "" for all points.
-	Slot   string `json:"slot,omitempty" jsonschema:"the time of week or day the value was compared with, e.g. weekday 11:00"`
-	Reason string `json:"reason" jsonschema:"one sentence explaining the verdict"`
+	Slot string `json:"slot,omitempty" jsonschema:"the time of week or day the value was compared with, e.g. weekday 11:00"`
+	// Since is the oldest point of the history available, so a message
+	// can say "0 in every check for 28 days".
+	Since  time.Time `json:"since,omitzero" jsonschema:"oldest earlier point available"`
+	Reason string    `json:"reason" jsonschema:"one sentence explaining the verdict"`
 }
 
 func (o *Options) defaults() {
@@ -181,6 +186,11 @@ func Score(history []Point, at time.Time, value float64, opts Options) Judgement
 		}
 	}
 	j := Judgement{Value: value, History: len(train)}
+	for _, p := range train {
+		if j.Since.IsZero() || p.At.Before(j.Since) {
+			j.Since = p.At
+		}
+	}
 	if len(train) < opts.MinPoints {
 		j.Verdict = Learning
 		j.N = len(train)
@@ -496,10 +506,30 @@ func clampScore(s float64) float64 {
 // decimals, small fractions with enough digits to tell them apart.
 func formatValue(v float64) string {
 	switch {
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1e15:
+		return fmt.Sprintf("%.4g", v)
+	case math.Abs(v) >= 1000 || v == math.Trunc(v):
+		// 39,100 rather than 39100.4: thousands are read, not compared
+		// to the decimal.
+		return Thousands(math.Round(v))
 	case math.Abs(v) >= 100:
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// Thousands prints a whole number with thousands separators: 39,100.
+func Thousands(v float64) string {
+	s := strconv.FormatFloat(math.Abs(v), 'f', 0, 64)
+	var b strings.Builder
+	if v < 0 {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

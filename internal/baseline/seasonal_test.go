@@ -135,7 +135,7 @@ func TestReasonStatesTheMove(t *testing.T) {
 	if pc := PercentChange(j.Value, j.Median); math.Round(pc) != -27 {
 		t.Errorf("move %.1f%%, want -27%%", pc)
 	}
-	want := "28543 is 27% below the usual Tuesday 11:00 (median 39100)"
+	want := "28,543 is 27% below the usual Tuesday 11:00 (median 39,100)"
 	if len(j.Reason) < len(want) || j.Reason[:len(want)] != want {
 		t.Errorf("reason %q, want it to start %q", j.Reason, want)
 	}

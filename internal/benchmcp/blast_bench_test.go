@@ -74,7 +74,7 @@ func BenchmarkE2EBlastRadius(b *testing.B) {
 	if n > 200_000 {
 		calls = 10
 	}
-	row := Row{What: "blast radius, " + strconv.Itoa(n) + " assets / " + strconv.Itoa(len(g.Edges)) + " edges, " + strconv.Itoa(want) + " reached"}
+	row := Row{Key: "blast", What: "blast radius, " + strconv.Itoa(n) + " assets / " + strconv.Itoa(len(g.Edges)) + " edges, " + strconv.Itoa(want) + " reached"}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for c := 0; c < calls; c++ {

@@ -167,11 +167,17 @@ func RSSMiB(pid int) float64 {
 // product's per-call times through MCP, the floor's times in the same run,
 // and the agent's memory after the calls.
 type Row struct {
+	// Key names the row of issue 18's table this measures (see Goals), so
+	// the summary table can put it under its goal.
+	Key     string
 	What    string
 	Product []time.Duration
 	Floor   []time.Duration
 	RSSMiB  float64
 	Note    string
+	// Met, when set, overrides the plain "median ratio within the goal"
+	// judgement (e.g. a goal that also asks for flat times).
+	Met *bool
 }
 
 func med(d []time.Duration) time.Duration {
@@ -198,6 +204,9 @@ func (r Row) Report(b *testing.B) {
 	b.ReportMetric(lo, "x-floor-min")
 	b.ReportMetric(mid, "x-floor-median")
 	b.ReportMetric(r.RSSMiB, "MiB-rss")
+	if err := r.record(); err != nil {
+		b.Logf("summary table: %v", err)
+	}
 	b.Logf("\n| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | RSS |\n|---|---|---|---|---|\n| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %.0f MiB |%s",
 		r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), ms(med(r.Floor)), ms(slices.Min(r.Floor)), lo, mid, r.RSSMiB, noteLine(r.Note))
 }
@@ -207,4 +216,49 @@ func noteLine(n string) string {
 		return ""
 	}
 	return "\n" + n
+}
+
+// TableEnv names a file each Report appends its row to as one JSON line;
+// `make bench` sets it and prints the summary table from it at the end
+// (go run ./internal/benchmcp/benchtable FILE).
+const TableEnv = "DW_BENCH_TABLE"
+
+// Line is a row as written to the TableEnv file.
+type Line struct {
+	Key           string  `json:"key"`
+	What          string  `json:"what"`
+	ProductMedian float64 `json:"product_ms_median"`
+	ProductMin    float64 `json:"product_ms_min"`
+	FloorMedian   float64 `json:"floor_ms_median"`
+	FloorMin      float64 `json:"floor_ms_min"`
+	RatioMin      float64 `json:"ratio_min"`
+	RatioMedian   float64 `json:"ratio_median"`
+	RSSMiB        float64 `json:"rss_mib"`
+	Note          string  `json:"note,omitempty"`
+	Met           *bool   `json:"met,omitempty"`
+}
+
+func (r Row) record() error {
+	path := os.Getenv(TableEnv)
+	if path == "" || len(r.Product) == 0 || len(r.Floor) == 0 {
+		return nil
+	}
+	lo, mid := r.Ratios()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	line, err := json.Marshal(Line{Key: r.Key, What: r.What,
+		ProductMedian: ms(med(r.Product)), ProductMin: ms(slices.Min(r.Product)),
+		FloorMedian: ms(med(r.Floor)), FloorMin: ms(slices.Min(r.Floor)),
+		RatioMin: lo, RatioMedian: mid, RSSMiB: r.RSSMiB, Note: r.Note, Met: r.Met})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

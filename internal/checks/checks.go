@@ -48,18 +48,22 @@ const (
 	KindRange Kind = "range"
 	// KindPredicate counts rows where a boolean expression is not true.
 	KindPredicate Kind = "predicate"
+	// KindDistribution profiles a numeric column's values: mean, median,
+	// p95 and the share of zeros, each judged against its own history, so
+	// a median that halves is found without a team metric.
+	KindDistribution Kind = "distribution"
 )
 
-var kinds = []Kind{KindRowCount, KindNullRate, KindUniqueness, KindFreshness, KindLoadLag, KindAcceptedValues, KindRange, KindPredicate}
+var kinds = []Kind{KindRowCount, KindNullRate, KindUniqueness, KindFreshness, KindLoadLag, KindAcceptedValues, KindRange, KindPredicate, KindDistribution}
 
 // Spec is one requested check. Which fields apply depends on Kind; the
 // thresholds are explicit expectations (breaking one fails the check),
 // while every metric is also judged against its own history.
 type Spec struct {
-	Kind Kind `json:"kind" jsonschema:"row_count, null_rate, uniqueness, freshness, load_lag, accepted_values, range or predicate"`
+	Kind Kind `json:"kind" jsonschema:"row_count, null_rate, uniqueness, freshness, load_lag, accepted_values, range, predicate or distribution (a numeric column's mean, median, p95 and zero share, judged against history)"`
 	// Column is the column checked by null_rate, freshness,
 	// accepted_values and range.
-	Column string `json:"column,omitempty" jsonschema:"column checked (null_rate, freshness, accepted_values, range)"`
+	Column string `json:"column,omitempty" jsonschema:"column checked (null_rate, freshness, accepted_values, range, distribution)"`
 	// Columns is the key of a uniqueness check.
 	Columns []string `json:"columns,omitempty" jsonschema:"key columns that together must be unique (uniqueness)"`
 	// EventTime and IngestTime are the two columns of a load_lag check.
@@ -81,9 +85,32 @@ type Spec struct {
 	SQL  string `json:"sql,omitempty" jsonschema:"predicate: one boolean SQL expression over the table's columns, e.g. amount >= 0 AND currency IS NOT NULL"`
 	// MaxFailing is how many rows may fail the predicate (default 0).
 	MaxFailing *int64 `json:"max_failing,omitempty" jsonschema:"rows allowed to fail the predicate (default 0)"`
+	// StayEmpty declares a table that should hold no rows (StayAlways)
+	// or stop growing (StayNoNewRows): a dead-letter or quarantine table.
+	StayEmpty string `json:"stay_empty,omitempty" jsonschema:"row_count only: always (the table must hold no rows) or new_rows (no rows may arrive: none per bucket in a window, no growth since the previous check without one)"`
 	// Inferred marks a check chosen by profiling rather than declared:
 	// its key is a guess, so repeats are judged against history only.
 	Inferred bool `json:"inferred,omitempty" jsonschema:"chosen by profiling, not declared"`
+}
+
+// Stay-empty expectations.
+const (
+	// StayAlways: the table must hold no rows at all.
+	StayAlways = "always"
+	// StayNoNewRows: rows already there may stay, but none may arrive.
+	StayNoNewRows = "new_rows"
+)
+
+func checkStayEmpty(v string, minRows *float64) error {
+	switch v {
+	case "", StayAlways, StayNoNewRows:
+	default:
+		return fmt.Errorf("stay_empty %q: use always (the table must hold no rows) or new_rows (no rows may arrive; it must stop growing)", v)
+	}
+	if v != "" && minRows != nil && *minRows > 0 {
+		return fmt.Errorf("stay_empty %s contradicts min_rows %v: a table that should stay empty has no minimum; drop one of them", v, *minRows)
+	}
+	return nil
 }
 
 // Label names the check in reports, e.g. null_rate(egress_bytes).

@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -119,9 +120,15 @@ type MetricResult struct {
 	// Observed is the value over the whole window (or table).
 	Observed *float64 `json:"observed,omitempty" jsonschema:"value over the whole window or table"`
 	// Expected is the range history expects for the value judged.
-	Expected    *Range       `json:"expected,omitempty" jsonschema:"range the metric's history expects"`
-	Expectation string       `json:"expectation,omitempty" jsonschema:"the explicit expectation checked, if any"`
-	History     *HistoryUsed `json:"history,omitempty" jsonschema:"how much history the value was judged on"`
+	Expected *Range `json:"expected,omitempty" jsonschema:"range the metric's history expects"`
+	// Usual, ChangePct and ComparedWith state the move in numbers: the
+	// value judged is ChangePct percent off the Usual (median) of the
+	// ComparedWith slot ("weekday 11:00").
+	Usual        *float64     `json:"usual,omitempty" jsonschema:"the usual value (baseline median) the value judged was compared with"`
+	ChangePct    *float64     `json:"change_pct,omitempty" jsonschema:"how far the value judged is from usual, in percent of usual (negative is below)"`
+	ComparedWith string       `json:"compared_with,omitempty" jsonschema:"the time compared with: e.g. Tuesday 11:00 (same hour of the week), weekday 11:00 or weekend 11:00 (same hour on that kind of day), 11:00 (same hour of any day)"`
+	Expectation  string       `json:"expectation,omitempty" jsonschema:"the explicit expectation checked, if any"`
+	History      *HistoryUsed `json:"history,omitempty" jsonschema:"how much history the value was judged on"`
 	// Buckets are listed when a bucketed metric is not a plain pass, so
 	// the reader can see when it started and where it is heading.
 	Buckets []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass; a long window lists the first buckets that are not a pass and the latest (see buckets_total)"`
@@ -185,6 +192,8 @@ func baselineOptions(metric string, trainBefore time.Time) baseline.Options {
 		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 0.002
 	case MetricFailingRows:
 		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 1
+	case MetricZeroRate:
+		o.AbsoluteFloor = 0.002
 	case MetricStaleness, MetricLagAvg, MetricLagP95:
 		o.Direction, o.RelativeFloor, o.AbsoluteFloor = baseline.Up, 0.1, 30
 	}
@@ -227,7 +236,10 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		// A bucket that has not ended has fewer rows than a whole one, and
 		// rows counted by their latest change are not arrivals: neither is
 		// a volume to judge or keep as history.
-		if !(o.Metric == MetricRowCount && (jd.partial || plan.rewritten)) {
+		// The values of a bucket still filling are its first rows only
+		// (often a different mix), so they are not judged either.
+		if !((o.Metric == MetricRowCount || isValueMetric(o.Metric) || o.Metric == MetricZeroRate) && jd.partial) &&
+			!(o.Metric == MetricRowCount && plan.rewritten) {
 			opts := baselineOptions(o.Metric, jd.slot.trainBefore)
 			var j baseline.Judgement
 			if isRate(o.Metric) {
@@ -241,9 +253,17 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 			samples = append(samples, baseline.Sample{Series: series, Point: baseline.Point{At: jd.slot.at, Value: o.Value}})
 		}
 		jd.explicit, jd.broken = explicitCheck(pc, o, jd.partial, plan.Window.Grain)
+		if o.Metric == MetricRowCount && pc.Spec.StayEmpty != "" {
+			jd.explicit, jd.broken = stayEmptyCheck(plan, pc.Spec.StayEmpty, o, history[series], jd.slot.at)
+		}
+		// A table declared to stay empty is judged by that alone: its
+		// history of incident rows is not a baseline to return to.
+		stayEmpty := o.Metric == MetricRowCount && pc.Spec.StayEmpty != ""
 		switch {
 		case jd.broken != "":
 			jd.status = Fail
+		case stayEmpty:
+			jd.status = Pass
 		case jd.j != nil && jd.j.Verdict == baseline.Anomalous:
 			jd.status = Anomalous
 		case jd.explicit != "" || (jd.j != nil && jd.j.Verdict == baseline.Normal):
@@ -253,6 +273,8 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		}
 		all = append(all, jd)
 	}
+
+	demoteLoneValueBuckets(all)
 
 	if len(samples) > 0 {
 		if err := db.InTx(ctx, func(tx *store.Tx) error { return baseline.Record(ctx, tx, now, samples...) }); err != nil {
@@ -271,6 +293,42 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 	rep.Results = buildResults(plan, all)
 	summarize(rep, plan)
 	return rep, nil
+}
+
+// demoteLoneValueBuckets passes a value-profile bucket (mean, median, p95,
+// zero share) whose neighbours are not anomalous too. The profile judges
+// four numbers per numeric column per bucket, so one odd hour among
+// hundreds of judgements is chance; a changed distribution (a unit change,
+// a new mix) shows in consecutive buckets.
+func demoteLoneValueBuckets(all []judged) {
+	type key struct {
+		check  int
+		metric string
+	}
+	runs := map[key][]int{}
+	for i, jd := range all {
+		if !jd.obs.Total && (isValueMetric(jd.obs.Metric) || jd.obs.Metric == MetricZeroRate) {
+			k := key{jd.obs.Check, jd.obs.Metric}
+			runs[k] = append(runs[k], i)
+		}
+	}
+	for _, idx := range runs {
+		sort.Slice(idx, func(a, b int) bool { return all[idx[a]].obs.Bucket.Before(all[idx[b]].obs.Bucket) })
+		lone := []int{}
+		for n, i := range idx {
+			if all[i].status != Anomalous {
+				continue
+			}
+			prev := n > 0 && all[idx[n-1]].status == Anomalous
+			next := n+1 < len(idx) && all[idx[n+1]].status == Anomalous
+			if !prev && !next {
+				lone = append(lone, i)
+			}
+		}
+		for _, i := range lone {
+			all[i].status = Pass
+		}
+	}
 }
 
 // explicitCheck returns the expectation a check declares for this
@@ -348,6 +406,55 @@ func explicitCheck(pc PlannedCheck, o Observation, partial bool, grain Grain) (r
 		}
 	}
 	return rule, broken
+}
+
+// stayEmptyCheck judges a table that should hold no rows (always) or stop
+// growing (new_rows). Without a window, "stopped growing" compares the
+// table's rows with the previous check's, so it can be verified after a
+// fix however many rows the incident left behind.
+func stayEmptyCheck(plan *ScanPlan, mode string, o Observation, history []baseline.Point, now time.Time) (rule, broken string) {
+	at := where(plan, o)
+	var prior []baseline.Point
+	for _, p := range history {
+		if p.At.Before(now) {
+			prior = append(prior, p)
+		}
+	}
+	if mode == StayAlways {
+		rule = "no rows at all (the table should stay empty)"
+		if o.Value <= 0 {
+			return rule, ""
+		}
+		earlier := 0
+		for _, p := range prior {
+			if p.Value != 0 {
+				return rule, fmt.Sprintf("%s rows%s; the table should stay empty", number(o.Value), at)
+			}
+			earlier++
+		}
+		if earlier == 0 {
+			return rule, fmt.Sprintf("%s rows%s; the table should stay empty", number(o.Value), at)
+		}
+		return rule, fmt.Sprintf("0 rows in every check%s (%d checks), %s now%s; the table should stay empty",
+			spanText(prior[0].At, now), earlier, number(o.Value), at)
+	}
+	rule = "no new rows (the table should stop growing)"
+	if !o.Total || !plan.Window.IsZero() {
+		// Rows in a window (or bucket) of the time column are new rows.
+		if o.Value > 0 {
+			return rule, fmt.Sprintf("%s new rows%s; the table should stop growing", number(o.Value), at)
+		}
+		return rule, ""
+	}
+	if len(prior) == 0 {
+		return rule + "; judged from the next check, against this one's " + number(o.Value) + " rows", ""
+	}
+	last := prior[len(prior)-1]
+	if o.Value > last.Value {
+		return rule, fmt.Sprintf("%s rows, %s more than at the previous check (%s); the table should stop growing",
+			number(o.Value), number(o.Value-last.Value), last.At.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	return rule + fmt.Sprintf("; not grown since the previous check (%s)", last.At.UTC().Format("2006-01-02 15:04 UTC")), ""
 }
 
 func rangeText(lo, hi *float64) string {
@@ -454,6 +561,11 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 		j := focus.j
 		if j.Verdict != baseline.Learning {
 			r.Expected = &Range{Low: j.Low, High: j.High}
+			usual := j.Median
+			r.Usual, r.ComparedWith = &usual, j.Slot
+			if pct := baseline.PercentChange(j.Value, j.Median); !math.IsNaN(pct) {
+				r.ChangePct = &pct
+			}
 		}
 		r.History = &HistoryUsed{Points: j.N, Basis: j.Basis, Seasonal: j.Seasonal}
 	}

@@ -82,7 +82,7 @@ func TestEvaluateJudgesAgainstHistoryAndExpectations(t *testing.T) {
 		if nulls.Status != Anomalous || nulls.History == nil || nulls.History.Basis != baseline.AlwaysZero || nulls.History.Points != 336 {
 			t.Errorf("account_id nulls: %+v", nulls)
 		}
-		if !strings.Contains(nulls.Message, "account_id null in 30.0% of rows (3 of 10) at 01:00 (0% in every earlier check, 336 points)") {
+		if !strings.Contains(nulls.Message, "account_id null in 30.0% of rows (3 of 10) at 01:00 (0% in every earlier check for 14 days, 336 points)") {
 			t.Errorf("nulls message: %s", nulls.Message)
 		}
 		if amount := resultFor(t, rep, "null_rate(amount)", MetricNullRate); amount.Status != Pass {
@@ -92,6 +92,15 @@ func TestEvaluateJudgesAgainstHistoryAndExpectations(t *testing.T) {
 		volume := resultFor(t, rep, "row_count", MetricRowCount)
 		if volume.Status != Anomalous || !strings.Contains(volume.Message, "0 rows at 03:00") {
 			t.Errorf("the empty hour 03: %s %s", volume.Status, volume.Message)
+		}
+		// The move in numbers: two weeks of history judge hour 03 against
+		// weekday 03:00s (9 to 11 rows), and the message says so in words.
+		if volume.Usual == nil || *volume.Usual < 9 || *volume.Usual > 11 || volume.ChangePct == nil || *volume.ChangePct != -100 ||
+			volume.ComparedWith != "weekday 03:00" || volume.History == nil || volume.History.Basis != baseline.DayTypeHour {
+			t.Errorf("volume move: usual %v change %v compared with %q history %+v", volume.Usual, volume.ChangePct, volume.ComparedWith, volume.History)
+		}
+		if volume.Usual != nil && !strings.Contains(volume.Message, "0 rows at 03:00, 100% below the usual weekday 03:00 (median "+number(*volume.Usual)+"; expected") {
+			t.Errorf("volume message: %s", volume.Message)
 		}
 		for _, b := range volume.Buckets {
 			switch b.Start.Hour() {

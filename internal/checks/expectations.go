@@ -24,6 +24,8 @@ type Expectations struct {
 	MaxNullRate map[string]float64 `json:"max_null_rate,omitempty" jsonschema:"per column, the highest null rate allowed, from 0 to 1"`
 	MinRows     *float64           `json:"min_rows,omitempty" jsonschema:"fewest rows per bucket, or per check without buckets"`
 	MaxRows     *float64           `json:"max_rows,omitempty" jsonschema:"most rows per bucket, or per check without buckets"`
+	// StayEmpty marks a dead-letter or quarantine table.
+	StayEmpty string `json:"stay_empty,omitempty" jsonschema:"for a dead-letter or quarantine table: always (it must hold no rows) or new_rows (rows may remain but none may arrive, so it must stop growing: none per bucket in a window, no growth since the previous check without one)"`
 	// MaxStaleness and MaxLoadLag are Go durations such as 90m or 2h.
 	MaxStaleness   string           `json:"max_staleness,omitempty" jsonschema:"how old the newest event may be, e.g. 2h"`
 	MaxLoadLag     string           `json:"max_load_lag,omitempty" jsonschema:"highest average lag from event to ingest, e.g. 15m"`
@@ -62,7 +64,7 @@ func Specs(t *warehouse.Table, d warehouse.Dialect, e *Expectations) ([]Spec, In
 	}
 	inf := Infer(t, d)
 	var notes []string
-	specs := []Spec{{Kind: KindRowCount, Min: e.MinRows, Max: e.MaxRows}}
+	specs := []Spec{{Kind: KindRowCount, Min: e.MinRows, Max: e.MaxRows, StayEmpty: e.StayEmpty}}
 	for _, c := range t.Columns {
 		s := Spec{Kind: KindNullRate, Column: c.Name}
 		for name, rate := range e.MaxNullRate {
@@ -86,6 +88,11 @@ func Specs(t *warehouse.Table, d warehouse.Dialect, e *Expectations) ([]Spec, In
 		notes = append(notes, inf.timeNotes...)
 	}
 	specs = append(specs, timeSpecs(event, ingest, e.MaxStaleness, e.MaxLoadLag, inferred)...)
+	key := e.Key
+	if len(key) == 0 {
+		key = inf.Key
+	}
+	specs = append(specs, valueSpecs(t, d, key)...)
 	for _, a := range e.AcceptedValues {
 		specs = append(specs, Spec{Kind: KindAcceptedValues, Column: a.Column, Values: a.Values})
 	}
@@ -155,6 +162,9 @@ func (e Expectations) Normalize(t *warehouse.Table, d warehouse.Dialect) (Expect
 		if out.Ranges[i].Column, err = col(e.Ranges[i].Column, "ranges"); err != nil {
 			return e, err
 		}
+	}
+	if err := checkStayEmpty(e.StayEmpty, e.MinRows); err != nil {
+		return e, err
 	}
 	names := map[string]bool{}
 	for _, p := range e.Predicates {

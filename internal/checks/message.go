@@ -2,6 +2,8 @@ package checks
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +15,7 @@ import (
 
 func isRate(metric string) bool {
 	switch metric {
-	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange:
+	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange, MetricZeroRate:
 		return true
 	}
 	return false
@@ -34,6 +36,8 @@ func inUnits(metric string, v float64) string {
 		return percent(v)
 	case isSeconds(metric):
 		return age(v)
+	case isValueMetric(metric):
+		return measure(v)
 	}
 	return number(v)
 }
@@ -64,8 +68,43 @@ func subject(pc PlannedCheck, o Observation) string {
 		return fmt.Sprintf("%s: %s of %s values (%s) outside the allowed range %s", s.Column, thousands(o.Count), thousands(o.Of), percent(o.Value), rangeText(s.Min, s.Max))
 	case MetricFailingRows:
 		return fmt.Sprintf("predicate %s: %s of %s rows fail", s.Name, thousands(o.Count), thousands(o.Of))
+	case MetricZeroRate:
+		return fmt.Sprintf("%s is 0 in %s of values (%s of %s)", s.Column, percent(o.Value), thousands(o.Count), thousands(o.Of))
+	case MetricValueMean:
+		return fmt.Sprintf("%s averages %s", s.Column, measure(o.Value))
+	case MetricValueMedian:
+		return fmt.Sprintf("%s median is %s", s.Column, measure(o.Value))
+	case MetricValueP95:
+		return fmt.Sprintf("%s p95 is %s", s.Column, measure(o.Value))
 	}
 	return fmt.Sprintf("%s = %v", o.Metric, o.Value)
+}
+
+// measure prints a measured value of a column: thousands with separators,
+// smaller values to four significant digits (12.35, 0.01234).
+func measure(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return number(math.Round(v))
+	}
+	return strconv.FormatFloat(roundSig(v), 'f', -1, 64)
+}
+
+func isValueMetric(metric string) bool {
+	switch metric {
+	case MetricValueMean, MetricValueMedian, MetricValueP95:
+		return true
+	}
+	return false
+}
+
+// roundSig keeps four significant digits of a measured value, so an
+// average prints as 12.35 rather than 12.3456789.
+func roundSig(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	scale := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*scale) / scale
 }
 
 // where names a bucket ("at 15:00", "on 2025-03-11") or the window.
@@ -92,10 +131,56 @@ func basisText(j *baseline.Judgement) string {
 	switch j.Basis {
 	case baseline.HourOfWeek:
 		return fmt.Sprintf("same hour of the week, %d points", j.N)
+	case baseline.DayTypeHour:
+		return fmt.Sprintf("same hour on %ss, %d points", strings.Fields(j.Slot + " weekday")[0], j.N)
 	case baseline.HourOfDay:
 		return fmt.Sprintf("same hour of the day, %d points", j.N)
 	}
 	return fmt.Sprintf("%d earlier points", j.N)
+}
+
+// moveText states an anomalous value's move against its baseline in plain
+// words and numbers: ", 27% below the usual weekday 11:00 (median 39,100;
+// expected 32,314–46,022, 12 points)", or " (0% in every earlier check for
+// 14 days, 336 points)".
+func moveText(metric string, j *baseline.Judgement, at time.Time) string {
+	if j.Basis == baseline.AlwaysZero {
+		return fmt.Sprintf(" (%s in every earlier check%s, %d points)", inUnits(metric, 0), spanText(j.Since, at), j.N)
+	}
+	usual := "the usual level"
+	if j.Slot != "" {
+		usual = "the usual " + j.Slot
+	}
+	bounds := fmt.Sprintf("expected %s–%s, %s", inUnits(metric, j.Low), inUnits(metric, j.High), basisText(j))
+	pct := baseline.PercentChange(j.Value, j.Median)
+	switch {
+	case isRate(metric), math.IsNaN(pct):
+		// A rate's move is read as rates: "against the usual 5.0%", not
+		// "260% above".
+		return fmt.Sprintf(", against %s of %s (%s)", usual, inUnits(metric, j.Median), bounds)
+	case pct >= 0:
+		return fmt.Sprintf(", %s above %s (median %s; %s)", pctText(pct), usual, inUnits(metric, j.Median), bounds)
+	}
+	return fmt.Sprintf(", %s below %s (median %s; %s)", pctText(-pct), usual, inUnits(metric, j.Median), bounds)
+}
+
+func pctText(p float64) string {
+	if p >= 10 {
+		return fmt.Sprintf("%.0f%%", p)
+	}
+	return fmt.Sprintf("%.1f%%", p)
+}
+
+// spanText is " for 28 days" (or hours) from since to at; empty when unknown.
+func spanText(since, at time.Time) string {
+	if since.IsZero() || !at.After(since) {
+		return ""
+	}
+	d := at.Sub(since)
+	if d >= 48*time.Hour {
+		return fmt.Sprintf(" for %d days", int(d.Hours()/24))
+	}
+	return fmt.Sprintf(" for %d hours", int(math.Round(d.Hours())))
 }
 
 func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) string {
@@ -103,16 +188,19 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 	text := subject(pc, o) + where(plan, o)
 	switch focus.status {
 	case Fail:
+		if o.Metric == MetricRowCount && pc.Spec.StayEmpty != "" {
+			// The broken rule already says what was seen against what was
+			// expected: "0 rows in every check for 28 days, 18,940 now".
+			text = focus.broken
+			break
+		}
 		text += " (expectation: " + focus.explicit + ")"
 	case Anomalous:
-		j := focus.j
-		if j.Basis == baseline.AlwaysZero {
-			text += fmt.Sprintf(" (%s in every earlier check, %d points)", inUnits(o.Metric, 0), j.N)
-		} else {
-			text += fmt.Sprintf(", expected %s–%s (%s)", inUnits(o.Metric, j.Low), inUnits(o.Metric, j.High), basisText(j))
-		}
+		text += moveText(o.Metric, focus.j, focus.slot.at)
 	case Pass:
 		switch {
+		case o.Metric == MetricRowCount && pc.Spec.StayEmpty != "":
+			text += "; " + focus.explicit
 		case len(buckets) > 0:
 			text += fmt.Sprintf("; every %s within expectations", plan.Window.Grain)
 		case focus.j != nil && focus.j.Verdict == baseline.Normal && focus.j.Basis == baseline.AlwaysZero:
@@ -202,18 +290,30 @@ func summarize(rep *Report, plan *ScanPlan) {
 	b.WriteString(rep.Table + windowPhrase(plan) + ": ")
 	// Too little history is said first when nothing was found: "no problem
 	// in 12 checks" over 12 unjudged results would read as an all-clear.
+	judged := len(rep.Results) - learning
+	if unjudged {
+		judged--
+	}
 	if len(found) == 0 && learning > 0 {
-		rep.Status = NotJudged
-		judged := len(rep.Results) - learning
-		if unjudged {
-			judged--
+		var which []string
+		for _, r := range rep.Results {
+			if r.Status == Learning && len(which) < 5 {
+				name := string(r.Metric)
+				if r.Dimension != "" {
+					name += "(" + r.Dimension + ")"
+				}
+				which = append(which, name)
+			}
 		}
 		if judged <= 0 {
-			fmt.Fprintf(&b, "NOT JUDGED: all %d results have too little history to judge yet, so this is not an all-clear. Run the check again later, or record history first (quality checks accept history_days), or set expectations.", learning)
+			// Nothing was judged: the report's status says so too.
+			rep.Status = NotJudged
+			fmt.Fprintf(&b, "NOT JUDGED: all %d results have too little history to judge yet, so this is not an all-clear. "+
+				"Record the table's history first (run_quality_check with since and until over the weeks before, bucket hour, no_incident true), or set expectations (set_quality_expectations), then check again.", learning)
 			rep.Summary = b.String()
 			return
 		}
-		fmt.Fprintf(&b, "NOT JUDGED in part: %d of %d results have too little history to judge yet; of the other %d, ", learning, len(rep.Results), judged)
+		fmt.Fprintf(&b, "Partly judged: %d of %d results have too little history to judge yet (%s); of the %d judged, ", learning, len(rep.Results), strings.Join(which, ", "), judged)
 	}
 	var normal []string
 	for _, p := range problemOrder {
@@ -258,7 +358,7 @@ func summarize(rep *Report, plan *ScanPlan) {
 				kinds = append(kinds, noun)
 			}
 		}
-		fmt.Fprintf(&b, "no %s problem in %d checks", joinOr(kinds), len(rep.Results))
+		fmt.Fprintf(&b, "no %s problem in %d checks", joinOr(kinds), judged)
 		if !checked[ProblemFreshness] {
 			b.WriteString(" (freshness not checked: no time column known)")
 		}

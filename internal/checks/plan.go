@@ -207,8 +207,11 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 	pc.inputs["rows"] = rows
 	switch s.Kind {
 	case KindRowCount:
-		s = Spec{Kind: s.Kind, Min: s.Min, Max: s.Max, Inferred: s.Inferred}
+		s = Spec{Kind: s.Kind, Min: s.Min, Max: s.Max, StayEmpty: s.StayEmpty, Inferred: s.Inferred}
 		if err := checkBounds(s.Min, s.Max, "rows", true); err != nil {
+			return pc, err
+		}
+		if err := checkStayEmpty(s.StayEmpty, s.Min); err != nil {
 			return pc, err
 		}
 	case KindNullRate:
@@ -365,6 +368,23 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		}
 		s = Spec{Kind: s.Kind, Name: name, SQL: s.SQL, MaxFailing: s.MaxFailing, Inferred: s.Inferred}
 		pc.inputs["bad"] = add("COUNT(CASE WHEN "+rendered+" THEN NULL ELSE 1 END)", combineSum)
+	case KindDistribution:
+		c, k, err := column(s.Column, "column")
+		if err != nil {
+			return pc, err
+		}
+		if k != kindNumber {
+			return pc, fmt.Errorf("distribution applies to numeric columns; %s is %s", c.Name, c.Type)
+		}
+		s = Spec{Kind: s.Kind, Column: c.Name, Inferred: s.Inferred}
+		q := sp.QuoteIdent(c.Name)
+		pc.inputs["nonnull"] = add("COUNT("+q+")", combineSum)
+		pc.inputs["zeros"] = add("COUNT(CASE WHEN "+q+" = 0 THEN 1 END)", combineSum)
+		// AVG rather than a sum: a SUM of a wide integer column can
+		// overflow, and the quantiles need the window row anyway.
+		pc.inputs["mean"] = add("AVG("+q+")", combineNone)
+		pc.inputs["median"] = add(sp.approxQuantile(q, 0.5), combineNone)
+		pc.inputs["p95"] = add(sp.approxQuantile(q, 0.95), combineNone)
 	default:
 		names := make([]string, len(kinds))
 		for i, k := range kinds {

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/warehouse"
@@ -33,7 +34,22 @@ func Profile(t *warehouse.Table, d warehouse.Dialect) ([]Spec, Inference) {
 		specs = append(specs, Spec{Kind: KindUniqueness, Columns: inf.Key, Inferred: true})
 	}
 	specs = append(specs, timeSpecs(inf.EventTime, inf.IngestTime, "", "", true)...)
+	specs = append(specs, valueSpecs(t, d, inf.Key)...)
 	return specs, inf
+}
+
+// valueSpecs profile the values of every numeric column that is not the
+// key: a median that halves is a problem no volume or null check sees.
+// They join the same scan as every other check.
+func valueSpecs(t *warehouse.Table, d warehouse.Dialect, key []string) []Spec {
+	var out []Spec
+	for _, c := range t.Columns {
+		if classify(d.Name(), c.Type) != kindNumber || slices.ContainsFunc(key, func(k string) bool { return d.SameIdent(k, c.Name) }) {
+			continue
+		}
+		out = append(out, Spec{Kind: KindDistribution, Column: c.Name, Inferred: true})
+	}
+	return out
 }
 
 // timeSpecs are the freshness and load-lag checks time columns allow.

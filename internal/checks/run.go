@@ -3,9 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +22,16 @@ const (
 	MetricRejectedRate  = "rejected_rate"
 	MetricOutOfRange    = "out_of_range_rate"
 	MetricFailingRows   = "failing_rows"
+	// The value profile of a numeric column.
+	MetricValueMean   = "value_mean"
+	MetricValueMedian = "value_median"
+	MetricValueP95    = "value_p95"
+	MetricZeroRate    = "zero_rate"
 )
+
+// minProfiledValues is the fewest values a bucket needs before its mean,
+// median and p95 are observed: the median of five values is noise.
+const minProfiledValues = 20
 
 // Observation is one metric value from a scan: for one bucket, or for the
 // whole window (Total) or table.
@@ -332,6 +339,30 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 			metric = MetricOutOfRange
 		}
 		return rate(metric, s.Column, bad, nonnull), nil
+	case KindDistribution:
+		nonnull, err := intOf("nonnull")
+		if err != nil || nonnull < minProfiledValues {
+			return nil, err
+		}
+		zeros, err := intOf("zeros")
+		if err != nil {
+			return nil, err
+		}
+		out := rate(MetricZeroRate, s.Column, zeros, nonnull)
+		for _, m := range []struct{ role, metric string }{{"mean", MetricValueMean}, {"median", MetricValueMedian}, {"p95", MetricValueP95}} {
+			v := vals[pc.inputs[m.role]]
+			if v == nil {
+				continue // bucketed without the window row
+			}
+			f, ok := toFloat(v)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s %v (%T) is not a number", pc.Label, m.role, v, v)
+			}
+			o := base
+			o.Metric, o.Dimension, o.Value, o.Of = m.metric, s.Column, f, nonnull
+			out = append(out, o)
+		}
+		return out, nil
 	case KindPredicate:
 		bad, err := intOf("bad")
 		if err != nil {
@@ -348,58 +379,13 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 // decimal strings (Snowflake NUMBER), big numbers (BigQuery NUMERIC,
 // DuckDB HUGEINT) or DuckDB decimals.
 func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-		return f, err == nil
-	case []byte:
-		f, err := strconv.ParseFloat(strings.TrimSpace(string(n)), 64)
-		return f, err == nil
-	case *big.Int:
-		f, _ := new(big.Float).SetInt(n).Float64()
-		return f, true
-	case *big.Float:
-		f, _ := n.Float64()
-		return f, true
-	case *big.Rat:
-		f, _ := n.Float64()
-		return f, true
-	case interface{ Float64() float64 }:
-		return n.Float64(), true
-	}
-	return 0, false
+	f, null, err := warehouse.Float(v)
+	return f, !null && err == nil
 }
 
 // toTime reads a time value; drivers hand back time.Time for dates and
 // timestamps (the BigQuery driver converts civil types).
 func toTime(v any) (time.Time, bool) {
-	switch t := v.(type) {
-	case time.Time:
-		return t, true
-	case string:
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02"} {
-			if p, err := time.Parse(layout, t); err == nil {
-				return p, true
-			}
-		}
-	}
-	return time.Time{}, false
+	t, null, err := warehouse.Time(v)
+	return t, !null && err == nil
 }

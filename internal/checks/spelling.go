@@ -200,6 +200,19 @@ func (s *spelling) p95(expr string) string {
 	return fmt.Sprintf("quantile_cont(%s, 0.95)", expr)
 }
 
+// approxQuantile is the q-th quantile of expr, approximate on every
+// engine: the value profile computes two per numeric column in the one
+// scan, and an exact quantile sorts the whole column for each.
+func (s *spelling) approxQuantile(expr string, q float64) string {
+	switch s.Name() {
+	case "bigquery":
+		return fmt.Sprintf("APPROX_QUANTILES(%s, 100)[OFFSET(%d)]", expr, int(q*100+0.5))
+	case "snowflake":
+		return fmt.Sprintf("APPROX_PERCENTILE(%s, %s)", expr, strconv.FormatFloat(q, 'f', -1, 64))
+	}
+	return fmt.Sprintf("approx_quantile(%s, %s)", expr, strconv.FormatFloat(q, 'f', -1, 64))
+}
+
 // allNotNull is a condition true when every column has a value.
 func (s *spelling) allNotNull(cols []string) string {
 	parts := make([]string, len(cols))

@@ -87,7 +87,7 @@ func TestBillingShapedNullsProblem(t *testing.T) {
 		}
 		for _, want := range []string{
 			"Nulls problem: egress_bytes null in 1.8% of rows (14 of 800) over the window; ",
-			"egress_bytes null in 18.0% of rows (9 of 50) at 15:00 (0% in every earlier check, 336 points), rising hour by hour since 14:00",
+			"egress_bytes null in 18.0% of rows (9 of 50) at 15:00 (0% in every earlier check for 14 days, 336 points), rising hour by hour since 14:00",
 			"Volume, uniqueness and freshness normal.",
 		} {
 			if !strings.Contains(rep.Summary, want) {

@@ -30,7 +30,8 @@ import (
 
 // Config is the whole configuration.
 type Config struct {
-	// Home is the data directory for the embedded default (DW_HOME wins).
+	// Home is the data directory for the embedded default (else DW_HOME,
+	// else the default data directory).
 	Home           string          `yaml:"home"`
 	Store          Store           `yaml:"store"`
 	Warehouses     []Warehouse     `yaml:"warehouses"`
@@ -385,7 +386,10 @@ func validLevel(s string) bool {
 // finish fills defaults: the data directory, the SQLite store in it and,
 // with no warehouse configured, the demo DuckDB warehouse.
 func (c *Config) finish() error {
-	if h := os.Getenv("DW_HOME"); h != "" {
+	// A home: in the file wins over DW_HOME: the file is the deliberate
+	// choice, and a program that writes a dw.yaml naming its own home (the
+	// demo, a test) must never land in the DW_HOME of whoever runs it.
+	if h := os.Getenv("DW_HOME"); h != "" && c.Home == "" {
 		c.Home = h
 	}
 	if c.Home == "" {

@@ -178,3 +178,26 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe = %q", d)
 	}
 }
+
+// A home: written in the file wins over DW_HOME in the environment, so a
+// program that writes its own dw.yaml (the demo, a test) never lands in the
+// DW_HOME of whoever runs it.
+func TestFileHomeWinsOverDWHome(t *testing.T) {
+	userHome := t.TempDir()
+	t.Setenv("DW_HOME", userHome)
+	own := t.TempDir()
+	c, err := Parse("dw.yaml", []byte("home: "+own+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home != own || c.Store.Path != filepath.Join(own, "dw.db") || c.Warehouses[0].Path != filepath.Join(own, "demo.duckdb") {
+		t.Fatalf("home %s, store %s, warehouse %s; want all in %s", c.Home, c.Store.Path, c.Warehouses[0].Path, own)
+	}
+	c, err = Parse("dw.yaml", []byte("people: [ { id: sam } ]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home != userHome {
+		t.Fatalf("without home: in the file, home = %s, want DW_HOME %s", c.Home, userHome)
+	}
+}

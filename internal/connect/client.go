@@ -6,19 +6,17 @@
 package connect
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -29,22 +27,25 @@ const DefaultTimeout = 10 * time.Second
 // Client talks to one Connect worker (any worker answers for the cluster).
 // It is safe for concurrent use.
 type Client struct {
-	base    *url.URL
-	http    *http.Client
-	timeout time.Duration
+	base *url.URL
+	rc   *rest.Client
 }
+
+// MaxResponseBytes caps one answer of the worker: a cluster's whole
+// connector list with configs is well under it.
+const MaxResponseBytes = 32 << 20
 
 // NewClient checks the worker URL (http or https, with a host) and builds a
 // client; it does not call the worker.
 func NewClient(workerURL string, timeout time.Duration) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(workerURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := rest.ParseBase(workerURL)
+	if err != nil {
 		return nil, fmt.Errorf("connect: worker URL %q is not valid; want http://host:8083 or https://host:8083", workerURL)
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: u, http: &http.Client{Timeout: timeout}, timeout: timeout}, nil
+	return &Client{base: u, rc: rest.New(u, rest.Options{Name: "connect", Timeout: timeout, MaxResponseBytes: MaxResponseBytes})}, nil
 }
 
 // URL is the worker's base URL.
@@ -70,69 +71,38 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
-// endpoint joins an already escaped path to the base URL.
-func (c *Client) endpoint(path string, query url.Values) string {
-	u := *c.base
-	u.RawPath = c.base.EscapedPath() + path
-	if p, err := url.PathUnescape(u.RawPath); err == nil {
-		u.Path = p
-	}
-	if len(query) > 0 {
-		u.RawQuery = query.Encode()
-	}
-	return u.String()
-}
-
 // do sends one request and decodes a JSON answer into out.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("connect: encode request: %w", err)
+	resp, err := c.rc.Do(ctx, method, path, query, body)
+	if err != nil {
+		var te *rest.TransportError
+		switch {
+		case !errors.As(err, &te):
+			return err
+		case te.TimedOut:
+			return fmt.Errorf("connect: worker at %s did not answer %s %s within %s: %w", c.base, method, path, te.Timeout, err)
+		default:
+			return fmt.Errorf("connect: cannot reach worker at %s (%s %s, timeout %s): %w", c.base, method, path, te.Timeout, err)
 		}
-		rd = bytes.NewReader(b)
 	}
-	target := c.endpoint(path, query)
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
-		return fmt.Errorf("connect: build request %s %s: %w", method, target, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("connect: worker at %s did not answer %s %s within %s: %w", c.base, method, path, c.timeout, err)
-		}
-		return fmt.Errorf("connect: cannot reach worker at %s (%s %s, timeout %s): %w", c.base, method, path, c.timeout, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return fmt.Errorf("connect: read answer of %s %s: %w", method, target, err)
-	}
-	if resp.StatusCode >= 300 {
-		ae := &APIError{URL: target, Status: resp.StatusCode, Code: resp.StatusCode}
-		if json.Unmarshal(data, ae) != nil || ae.Message == "" {
-			ae.Message = strings.TrimSpace(string(data))
+	if resp.Status >= 300 {
+		ae := &APIError{URL: resp.URL, Status: resp.Status, Code: resp.Status}
+		if json.Unmarshal(resp.Body, ae) != nil || ae.Message == "" {
+			ae.Message = rest.Trim(resp.Body, 2000)
 			if ae.Message == "" {
-				ae.Message = http.StatusText(resp.StatusCode)
+				ae.Message = http.StatusText(resp.Status)
 			}
 		}
 		if ae.Code == 0 {
-			ae.Code = resp.StatusCode
+			ae.Code = resp.Status
 		}
 		return ae
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("connect: %s %s answered something that is not Connect's JSON: %w", method, target, err)
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return fmt.Errorf("connect: %s %s answered something that is not Connect's JSON: %w", method, resp.URL, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/connect/connecttest"
+	"github.com/dataworkers/dw/internal/rest/resttest"
 )
 
 // fixtureWorker answers with the captured REST bodies, verbatim, so the
@@ -304,5 +305,21 @@ func TestUnreachableWorker(t *testing.T) {
 		if _, err := connect.NewClient(bad, 0); err == nil || !strings.Contains(err.Error(), "want http://host:8083") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// A worker answering 1 GiB, as a success or as an error, costs at most the
+// cap: the call fails as too large instead of exhausting memory.
+func TestHugeAnswerIsBounded(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
+		srv := resttest.HugeServer(t, status)
+		c, err := connect.NewClient(srv.URL, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resttest.RequireBounded(t, 4*connect.MaxResponseBytes, func() error {
+			_, err := c.ListConnectors(context.Background())
+			return err
+		})
 	}
 }

@@ -49,8 +49,8 @@ func TestStoryLoyalty(t *testing.T) {
 	if share := value / median; median <= 0 || share < 0.07 || share > 0.11 {
 		t.Errorf("the metric reads %.1f%% of its baseline median %.0f; the story has it at about 9%%", 100*share, median)
 	}
-	if !strings.Contains(run.Metric.Text, "9% of the baseline median") {
-		t.Errorf("the metric's answer does not say 9%% of the baseline: %s", run.Metric.Text)
+	if !strings.Contains(run.Metric.Text, "91% below the usual") {
+		t.Errorf("the metric's answer does not say 91%% below the usual: %s", run.Metric.Text)
 	}
 	if getPath(run.Metric.Out, "incidents", 0, "opened") != true || run.IncidentID == "" {
 		t.Fatalf("no incident opened: %s", run.Metric.Text)

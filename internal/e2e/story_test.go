@@ -106,19 +106,26 @@ func TestStoryBilling(t *testing.T) {
 	if receiptID == "" {
 		t.Fatalf("the verification names no receipt: %s", dump(run.Verification))
 	}
-	sawReceipt := false
-	for _, line := range strings.Split(strings.TrimSpace(run.ReceiptVerify), "\n") {
+	verdicts := map[string]string{} // what was checked (receipt id, records, global) -> ok, TAMPERED, UNAUTHENTICATED
+	for _, line := range strings.Split(run.ReceiptVerify, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || strings.HasPrefix(line, " ") {
-			continue // detail lines under a record
+		if len(f) < 2 || strings.HasPrefix(line, " ") {
+			continue // detail lines under a record, blank lines
 		}
-		if f[0] != "ok" {
-			t.Errorf("receipt verify reports %q", line)
+		switch f[0] {
+		case "ok", "TAMPERED", "UNAUTHENTICATED":
+			verdicts[f[1]] = f[0]
 		}
-		sawReceipt = sawReceipt || (len(f) > 1 && f[1] == receiptID)
 	}
-	if !sawReceipt {
-		t.Errorf("receipt verify did not check %s:\n%s", receiptID, run.ReceiptVerify)
+	for _, what := range []string{receiptID, "records", "global"} {
+		if verdicts[what] != "ok" {
+			t.Errorf("receipt verify: %s is %q, want ok:\n%s", what, verdicts[what], run.ReceiptVerify)
+		}
+	}
+	for what, v := range verdicts {
+		if v != "ok" {
+			t.Errorf("receipt verify: %s %s", what, v)
+		}
 	}
 	// The receipt: intact, with a verification entry and the schema
 	// version approved by sam with its undo.

@@ -32,11 +32,15 @@ func TestZeroConfigStory(t *testing.T) {
 	home := t.TempDir()
 	env := map[string]string{"DW_HOME": home}
 	q := spawn(t, "dw-quality", env)
+	if ins := q.session.InitializeResult().Instructions; !strings.Contains(ins, "Demo time") || !strings.Contains(ins, config.DemoIncidentDay(time.Now()).Format("2006-01-02")+" 15:") {
+		t.Errorf("the instructions do not tell the client the demo time:\n%s", ins)
+	}
 
 	res := q.call(t, "run_quality_check", map[string]any{"table": "usage.usage_hourly", "period": "today", "bucket": "hour"})
 	if res.IsError {
 		t.Fatalf("check: %s\nstderr:\n%s", text(res), q.stderr)
 	}
+	t.Logf("run_quality_check text:\n%s", text(res))
 	var check struct {
 		Status    string                    `json:"status"`
 		Problems  []string                  `json:"problems"`

@@ -13,8 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -23,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -31,22 +30,25 @@ const DefaultTimeout = 10 * time.Second
 
 // Client reads one JobManager. It is safe for concurrent use.
 type Client struct {
-	base    *url.URL
-	http    *http.Client
-	timeout time.Duration
+	base *url.URL
+	rc   *rest.Client
 }
+
+// MaxResponseBytes caps one answer of the JobManager: exception histories
+// carry whole stack traces, so this is generous, but bounded.
+const MaxResponseBytes = 64 << 20
 
 // NewClient checks the JobManager URL and builds a client; it does not
 // call the JobManager.
 func NewClient(jobManagerURL string, timeout time.Duration) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(jobManagerURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := rest.ParseBase(jobManagerURL)
+	if err != nil {
 		return nil, fmt.Errorf("flink: JobManager URL %q is not valid; want http://host:8081 or https://host:8081", jobManagerURL)
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: u, http: &http.Client{Timeout: timeout}, timeout: timeout}, nil
+	return &Client{base: u, rc: rest.New(u, rest.Options{Name: "flink", Timeout: timeout, MaxResponseBytes: MaxResponseBytes})}, nil
 }
 
 // URL is the JobManager's base URL.
@@ -78,39 +80,27 @@ func IsNotFound(err error) bool {
 }
 
 func (c *Client) get(ctx context.Context, path string, query url.Values, out any) error {
-	u := *c.base
-	u.Path = c.base.Path + path
-	if len(query) > 0 {
-		u.RawQuery = query.Encode()
-	}
-	target := u.String()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	resp, err := c.rc.Do(ctx, http.MethodGet, path, query, nil)
 	if err != nil {
-		return fmt.Errorf("flink: build request %s: %w", target, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("flink: JobManager at %s did not answer GET %s within %s: %w", c.base, path, c.timeout, err)
+		var te *rest.TransportError
+		switch {
+		case !errors.As(err, &te):
+			return err
+		case te.TimedOut:
+			return fmt.Errorf("flink: JobManager at %s did not answer GET %s within %s: %w", c.base, path, te.Timeout, err)
+		default:
+			return fmt.Errorf("flink: cannot reach JobManager at %s (GET %s, timeout %s): %w", c.base, path, te.Timeout, err)
 		}
-		return fmt.Errorf("flink: cannot reach JobManager at %s (GET %s, timeout %s): %w", c.base, path, c.timeout, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("flink: read answer of %s: %w", target, err)
-	}
-	if resp.StatusCode >= 300 {
-		ae := &APIError{URL: target, Status: resp.StatusCode}
-		if json.Unmarshal(data, ae) != nil && len(data) > 0 {
-			ae.Errors = []string{strings.TrimSpace(string(data))}
+	if resp.Status >= 300 {
+		ae := &APIError{URL: resp.URL, Status: resp.Status}
+		if json.Unmarshal(resp.Body, ae) != nil && len(resp.Body) > 0 {
+			ae.Errors = []string{rest.Trim(resp.Body, 2000)}
 		}
 		return ae
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("flink: %s answered something that is not Flink's JSON: %w", target, err)
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return fmt.Errorf("flink: %s answered something that is not Flink's JSON: %w", resp.URL, err)
 	}
 	return nil
 }

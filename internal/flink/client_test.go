@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"reflect"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/flink/flinktest"
+	"github.com/dataworkers/dw/internal/rest/resttest"
 )
 
 var t0 = time.Date(2026, 3, 3, 14, 0, 0, 0, time.UTC)
@@ -254,4 +256,20 @@ func jsonNames(t reflect.Type) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// A JobManager answering 1 GiB, as a success or as an error, costs at most
+// the cap: the call fails as too large instead of exhausting memory.
+func TestHugeAnswerIsBounded(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
+		srv := resttest.HugeServer(t, status)
+		c, err := flink.NewClient(srv.URL, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resttest.RequireBounded(t, 4*flink.MaxResponseBytes, func() error {
+			_, err := c.Jobs(context.Background())
+			return err
+		})
+	}
 }

@@ -105,12 +105,14 @@ func BenchmarkDiagnose(b *testing.B) {
 			if d.Causes[0].Change.Summary != "planted cause" {
 				b.Fatalf("planted cause not first: %s", rankingText(d.Causes[:3]))
 			}
-			window := opts.withDefaults()
 			var loadTime, diagTime time.Duration
 			var loaded int
 			for b.Loop() {
 				t0 := time.Now()
-				cs, err := loadChanges(ctx, db, onset.Add(-window.Lookback), onset.Add(window.Grace+time.Millisecond))
+				// The floor reads the diagnosis's own window: the lookback
+				// before the onset to the grace after the first anomalous
+				// bucket.
+				cs, err := loadChanges(ctx, db, d.Window.Start, d.Window.End.Add(time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -186,43 +186,9 @@ func ComputeMetric(ctx context.Context, wh warehouse.Warehouse, def MetricDefini
 // toFloat reads a warehouse value as a number; ok is false for NULL, which
 // records no point rather than a made-up zero.
 func toFloat(v any) (float64, bool, error) {
-	var f float64
-	switch x := v.(type) {
-	case nil:
-		return 0, false, nil
-	case float64:
-		f = x
-	case float32:
-		f = float64(x)
-	case int64:
-		f = float64(x)
-	case int32:
-		f = float64(x)
-	case int:
-		f = float64(x)
-	case int16:
-		f = float64(x)
-	case int8:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
-	case uint32:
-		f = float64(x)
-	case uint16:
-		f = float64(x)
-	case uint8:
-		f = float64(x)
-	case bool:
-		return 0, false, fmt.Errorf("value is a boolean, not a number")
-	case interface{ Float64() float64 }:
-		f = x.Float64()
-	case []byte:
-		return parseFloat(string(x))
-	case string:
-		return parseFloat(x)
-	default:
-		// Decimals and big integers print as plain numbers.
-		return parseFloat(fmt.Sprint(x))
+	f, null, err := warehouse.Float(v)
+	if null || err != nil {
+		return 0, false, err
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false, fmt.Errorf("value %v is not a finite number", f)
@@ -230,31 +196,13 @@ func toFloat(v any) (float64, bool, error) {
 	return f, true, nil
 }
 
-func parseFloat(s string) (float64, bool, error) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false, fmt.Errorf("value %q is not a number", s)
-	}
-	return f, true, nil
-}
-
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05", "2006-01-02"}
-
 func toTime(v any) (time.Time, error) {
-	switch x := v.(type) {
-	case time.Time:
-		return x.UTC(), nil
-	case string:
-		for _, l := range timeLayouts {
-			if t, err := time.Parse(l, strings.TrimSpace(x)); err == nil {
-				return t.UTC(), nil
-			}
-		}
-		return time.Time{}, fmt.Errorf("bucket %q is not a timestamp", x)
-	case []byte:
-		return toTime(string(x))
-	case nil:
+	t, null, err := warehouse.Time(v)
+	switch {
+	case null:
 		return time.Time{}, fmt.Errorf("bucket is NULL")
+	case err != nil:
+		return time.Time{}, fmt.Errorf("bucket: %w", err)
 	}
-	return time.Time{}, fmt.Errorf("bucket %v (%T) is not a timestamp", v, v)
+	return t.UTC(), nil
 }

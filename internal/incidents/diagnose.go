@@ -203,6 +203,11 @@ type ranker struct {
 	up, down map[string]Hop
 	history  map[ChangeKind][]pastCause
 	readers  map[string][]FieldReader
+	// bound skips the field-reader walk while scoring: a change whose
+	// fields factor depends on it gets its upper bound (fields = 1) and
+	// walked is false. See rankCauses.
+	bound  bool
+	walked bool
 }
 
 type pastCause struct {
@@ -245,23 +250,21 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		return nil, 0, err
 	}
 	// Score every change in numbers, then put into words only the ones
-	// kept: a window can hold thousands of changes.
+	// kept: a window can hold thousands of changes. The field-reader walk
+	// (a downstream walk from each changed asset, the costly part on a
+	// large graph) is done lazily, branch and bound: every change is first
+	// scored with its fields factor at its upper bound, and changes are
+	// then taken best bound first, walked only until the MaxCauses-th
+	// exact score beats the next bound. The ranking is exactly the one
+	// walking every change would give.
 	type ranked struct {
-		conf float64
-		gap  time.Duration
-		id   int64
-		i    int
+		conf  float64
+		gap   time.Duration
+		id    int64
+		i     int
+		exact bool
 	}
-	order := make([]ranked, len(changes))
-	for i, c := range changes {
-		cause, err := r.score(c, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		order[i] = ranked{cause.Confidence, absDuration(inc.Onset.Sub(c.At)), c.ID, i}
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
+	before := func(a, b ranked) bool {
 		if a.conf != b.conf {
 			return a.conf > b.conf
 		}
@@ -269,9 +272,41 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 			return a.gap < b.gap
 		}
 		return a.id < b.id
-	})
-	if len(order) > opts.MaxCauses {
-		order = order[:opts.MaxCauses]
+	}
+	cands := make([]ranked, len(changes))
+	r.bound = boundWalks
+	for i, c := range changes {
+		r.walked = true
+		cause, err := r.score(c, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		cands[i] = ranked{cause.Confidence, absDuration(inc.Onset.Sub(c.At)), c.ID, i, r.walked}
+	}
+	r.bound = false
+	sort.Slice(cands, func(i, j int) bool { return before(cands[i], cands[j]) })
+	order := make([]ranked, 0, opts.MaxCauses+1)
+	for _, c := range cands {
+		if len(order) == opts.MaxCauses && before(order[len(order)-1], c) {
+			break // no change left can enter the ranking
+		}
+		if !c.exact {
+			cause, err := r.score(changes[c.i], false)
+			if err != nil {
+				return nil, 0, err
+			}
+			c.conf, c.exact = cause.Confidence, true
+		}
+		at, _ := slices.BinarySearchFunc(order, c, func(a, b ranked) int {
+			if before(a, b) {
+				return -1
+			}
+			return 1
+		})
+		order = slices.Insert(order, at, c)
+		if len(order) > opts.MaxCauses {
+			order = order[:opts.MaxCauses]
+		}
 	}
 	causes := make([]Cause, len(order))
 	for rank, o := range order {
@@ -286,6 +321,10 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	}
 	return causes, len(changes), nil
 }
+
+// boundWalks turns on the lazy field-reader walk in rankCauses; tests turn
+// it off to compare with walking every change.
+var boundWalks = true
 
 // pastTopCauses maps change kinds to earlier incidents on the same assets
 // whose top-ranked cause was of that kind.
@@ -563,6 +602,14 @@ func (r *ranker) fields(cause *Cause, c Change, ev *evidence) error {
 				f.Fields = 1
 				ev.add("the changed field %s is the symptomatic column of %s", s.Column, asset)
 			}
+		}
+		if f.Fields >= 1 && !ev.explain {
+			continue // already certain; the readers are only named when explaining
+		}
+		if r.bound {
+			// Upper bound: a reader on the path may read it.
+			f.Fields, r.walked = 1, false
+			continue
 		}
 		readers, err := r.fieldReaders(asset, names)
 		if err != nil {

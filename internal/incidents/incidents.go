@@ -137,6 +137,33 @@ func (s *Service) nearAssets(ctx context.Context, syms []Symptom) (map[string]ma
 					}
 				}
 			}
+			// Siblings: the other outputs of the jobs that write this
+			// asset (a table and the dead-letter table its pipeline
+			// writes beside it) are two hops apart, up then down.
+			if hops >= 2 {
+				parents, err := s.Graph.Upstream(ctx, []string{sym.Asset}, 1)
+				if err != nil {
+					return nil, fmt.Errorf("walk the graph around %s: %w", sym.Asset, err)
+				}
+				var jobs []string
+				for a, h := range parents {
+					if h.Distance == 1 {
+						jobs = append(jobs, a)
+					}
+				}
+				if len(jobs) > 0 {
+					sort.Strings(jobs)
+					outs, err := s.Graph.Downstream(ctx, jobs, 1)
+					if err != nil {
+						return nil, fmt.Errorf("walk the graph around %s: %w", sym.Asset, err)
+					}
+					for a, h := range outs {
+						if d, ok := m[a]; h.Distance == 1 && (!ok || d > 2) {
+							m[a] = 2
+						}
+					}
+				}
+			}
 		}
 		out[sym.Asset] = m
 	}
@@ -169,13 +196,19 @@ func (s *Service) report(ctx context.Context, tx *store.Tx, syms []Symptom, near
 			}
 			for _, asset := range a.assets {
 				d, ok := near[sym.Asset][asset]
+				if !ok && deadLetterOf(sym.Asset, asset) {
+					d, ok = 1, true
+				}
 				if !ok || d > bestDist || (d == bestDist && best >= 0 && !a.first.After(active[best].first)) {
 					continue
 				}
 				best, bestDist = i, d
-				if d == 0 {
+				switch {
+				case d == 0:
 					reason = fmt.Sprintf("same asset %s, symptoms within %s", asset, formatDuration(window))
-				} else {
+				case deadLetterOf(sym.Asset, asset):
+					reason = fmt.Sprintf("%s and %s are a table and its dead-letter table, symptoms within %s", sym.Asset, asset, formatDuration(window))
+				default:
 					reason = fmt.Sprintf("%s is %d hop(s) from %s in the lineage, symptoms within %s", sym.Asset, d, asset, formatDuration(window))
 				}
 			}
@@ -394,6 +427,9 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 		return nil, err
 	}
 	inc.Verdict = verdictOf(inc)
+	if err := loadMerges(ctx, q, inc); err != nil {
+		return nil, err
+	}
 	return inc, nil
 }
 
@@ -411,6 +447,24 @@ func onsetEnd(onset time.Time, syms []Symptom) time.Time {
 		return onset
 	}
 	return end
+}
+
+// deadLetterSuffixes name the table a pipeline writes the rows it could
+// not load to, beside its main table.
+var deadLetterSuffixes = []string{"_dead_letter", "_deadletter", "_dead_letters", "_dlq", "_dlt", "_rejected", "_errors"}
+
+// deadLetterOf reports whether one of two assets is the other's
+// dead-letter table (orders and orders_dead_letter in the same schema):
+// both are outputs of one pipeline, so their symptoms are one incident even
+// where lineage does not record the dead-letter table.
+func deadLetterOf(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	for _, suf := range deadLetterSuffixes {
+		if a+suf == b || b+suf == a {
+			return true
+		}
+	}
+	return false
 }
 
 func untilMillis(t time.Time) int64 {

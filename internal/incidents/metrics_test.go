@@ -3,6 +3,7 @@ package incidents
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -85,8 +86,11 @@ func TestMonitorNoisySeasonalMetricDoesNotAlertAtItsMondayPeak(t *testing.T) {
 		if sym.Kind != SymptomValue || sym.Metric != "app_sessions" || sym.Asset != "duckdb://web.sessions" || sym.Observed != 3100 || sym.ExpectedHigh >= 3100 {
 			t.Fatalf("symptom %+v", sym)
 		}
-		if !strings.Contains(sym.Detail, "above the expected") || !strings.Contains(sym.Detail, "of the baseline median") {
-			t.Fatalf("detail %q", sym.Detail)
+		// The detail states the move against the usual Tuesday 10:00 in
+		// numbers: the percent above the median the symptom records.
+		move := baseline.PercentChange(sym.Observed, sym.Expected)
+		if move < 100 || !strings.Contains(sym.Detail, fmt.Sprintf("%.0f%% above the usual", move)) || !strings.Contains(sym.Detail, "10:00") {
+			t.Fatalf("detail %q should say %.0f%% above the usual 10:00", sym.Detail, move)
 		}
 	})
 }

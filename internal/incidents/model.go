@@ -204,6 +204,9 @@ type Incident struct {
 	Attributed   *Attribution  `json:"attributed_cause,omitempty" jsonschema:"the cause a person named (dw cause set); it overrides the ranking in proposals and the receipt"`
 	Proposals    []string      `json:"proposals" jsonschema:"ids of remediation proposals made for it"`
 	Verification *Verification `json:"verification,omitempty" jsonschema:"the latest verification of a fix"`
+	CloseReason  string        `json:"close_reason,omitempty" jsonschema:"for a closed incident: fixed (after a verified fix), dismissed (a false alarm) or duplicate (see duplicate_of)"`
+	DuplicateOf  string        `json:"duplicate_of,omitempty" jsonschema:"the incident this one was merged into as a duplicate"`
+	MergedFrom   []string      `json:"merged_from,omitempty" jsonschema:"duplicates merged into this incident"`
 	Timeline     []Event       `json:"timeline" jsonschema:"status changes, oldest first"`
 	UpdatedAt    time.Time     `json:"updated_at" jsonschema:"last change to the incident"`
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/checks"
+	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -298,3 +299,58 @@ func TestAttributeCauseOverridesAndCorrects(t *testing.T) {
 		}
 	})
 }
+
+// TestDiagnoseLazyWalkRanksExactlyAsWalkingEveryChange: on generated
+// graphs with column reads and many changes that remove fields, the
+// ranking with the lazy field-reader walk equals the one walking every
+// changed asset, cause by cause.
+func TestDiagnoseLazyWalkRanksExactlyAsWalkingEveryChange(t *testing.T) {
+	ctx := context.Background()
+	for seed := uint64(41); seed <= 46; seed++ {
+		gi := generateIncident(seed, true)
+		rng := rand.New(rand.NewPCG(seed, 99))
+		// Column reads on random edges, and changes removing those fields
+		// on random tables (upstream, unrelated, the symptom itself).
+		var assets []string
+		for a := range gi.g.out {
+			assets = append(assets, a)
+		}
+		slices.Sort(assets)
+		for i := 0; i < 15; i++ {
+			from := assets[rng.IntN(len(assets))]
+			to := gi.g.out[from][rng.IntN(len(gi.g.out[from]))]
+			gi.g.reads(from, to, fmt.Sprintf("f%d", rng.IntN(4)), "")
+		}
+		for i := 0; i < 40; i++ {
+			gi.decoys = append(gi.decoys, RecordChangeParams{At: gi.badFrom.Add(-time.Duration(rng.IntN(60*48)) * time.Minute), Kind: genKinds[rng.IntN(len(genKinds))],
+				System: "dbt", Assets: []string{assets[rng.IntN(len(assets))]}, Summary: fmt.Sprintf("seed %d: field change %d", seed, i),
+				Fields: []FieldChange{{Name: fmt.Sprintf("f%d", rng.IntN(4)), How: FieldRemoved}}})
+		}
+		db := storetest.SQLite(t)
+		d := diagnoseThrough(t, db, gi, gi.windows()[0])
+		boundWalks = false
+		full, err := Diagnose(ctx, db, gi.g, d.IncidentID, DiagnoseOptions{Clock: clockAt(gi.windows()[0].check)})
+		boundWalks = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		lazy, err := Diagnose(ctx, db, gi.g, d.IncidentID, DiagnoseOptions{Clock: clockAt(gi.windows()[0].check)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.Causes) != len(lazy.Causes) {
+			t.Fatalf("seed %d: %d causes lazily, %d walking all", seed, len(lazy.Causes), len(full.Causes))
+		}
+		readers := 0
+		for i := range full.Causes {
+			f, l := full.Causes[i], lazy.Causes[i]
+			if f.Change.ID != l.Change.ID || f.Confidence != l.Confidence || !slices.Equal(f.Readers, l.Readers) {
+				t.Fatalf("seed %d rank %d: lazy %s (%.3f) vs full %s (%.3f)", seed, i+1, l.Change.Summary, l.Confidence, f.Change.Summary, f.Confidence)
+			}
+			readers += len(f.Readers)
+		}
+		t.Logf("seed %d: %d causes, %d readers named", seed, len(full.Causes), readers)
+	}
+}
+
+func clockAt(t time.Time) clock.Clock { return clock.NewFake(t) }

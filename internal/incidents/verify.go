@@ -62,6 +62,9 @@ type CheckResult struct {
 	// Required marks a check that is always re-run and never excused,
 	// such as a declared key's uniqueness.
 	Required bool `json:"required,omitempty" jsonschema:"a check always re-run and never excused (a declared key)"`
+	// NotJudged marks a re-run that found nothing wrong but had too
+	// little history to judge: neither a pass nor a failure.
+	NotJudged bool `json:"not_judged,omitempty" jsonschema:"re-run but not judged (too little history): neither a pass nor a failure"`
 }
 
 // Verification outcomes.
@@ -79,7 +82,7 @@ type Verification struct {
 	Results  []CheckResult `json:"results" jsonschema:"every result given"`
 	Failures []CheckResult `json:"failures" jsonschema:"results that failed"`
 	Missing  []string      `json:"missing" jsonschema:"assertions that fired but were not re-run"`
-	Unjudged []string      `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
+	Unjudged []string      `json:"unjudged,omitempty" jsonschema:"assertions re-run but not judged, and symptomatic assets with no judged passing check: what is missing"`
 	Reason   string        `json:"reason" jsonschema:"the outcome in words"`
 }
 
@@ -159,9 +162,12 @@ func judge(assertions []Assertion, assets []string, results []CheckResult, now t
 			asset = assetOf[r.Name]
 		}
 		seen[asset]++
-		if !r.Passed {
+		switch {
+		case r.NotJudged && !r.Passed:
+			v.Unjudged = append(v.Unjudged, fmt.Sprintf("%s was re-run but not judged: %s", r.Name, orText(r.Observed, "too little history")))
+		case !r.Passed:
 			v.Failures = append(v.Failures, r)
-		} else if asset != "" {
+		case asset != "":
 			judged[asset] = true
 		}
 	}

@@ -2,6 +2,9 @@ package incidents
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,17 +122,104 @@ func TestVerifyAnyFailureEscalatesNeverVerifies(t *testing.T) {
 }
 
 func TestJudgeRule(t *testing.T) {
-	as := []Assertion{{Name: "a"}, {Name: "b"}}
-	if v := judge(as, []CheckResult{{Name: "a", Passed: true}, {Name: "b", Passed: true}}, tue(1, 0)); !v.Verified {
+	as := []Assertion{{Name: "a", Asset: "t1"}, {Name: "b", Asset: "t1"}}
+	assets := []string{"t1"}
+	if v := judge(as, assets, []CheckResult{{Name: "a", Passed: true}, {Name: "b", Passed: true}}, tue(1, 0)); !v.Verified || v.Outcome != OutcomeVerified {
 		t.Fatalf("all pass: %+v", v)
 	}
-	if v := judge(as, []CheckResult{{Name: "a", Passed: true}, {Name: "b", Passed: false}}, tue(1, 0)); v.Verified {
+	if v := judge(as, assets, []CheckResult{{Name: "a", Passed: true}, {Name: "b", Passed: false}}, tue(1, 0)); v.Verified || v.Outcome != OutcomeEscalated {
 		t.Fatal("a failure verified")
 	}
-	if v := judge(as, []CheckResult{{Name: "a", Passed: true}}, tue(1, 0)); v.Verified {
+	if v := judge(as, assets, []CheckResult{{Name: "a", Passed: true}}, tue(1, 0)); v.Verified || v.Outcome != OutcomeEscalated {
 		t.Fatal("a missing assertion verified")
 	}
-	if v := judge(nil, nil, tue(1, 0)); v.Verified {
+	if v := judge(nil, nil, nil, tue(1, 0)); v.Verified {
 		t.Fatal("no evidence verified")
 	}
+	// An assertion re-run with too little history to judge is neither a
+	// pass nor a failure: not verifiable yet, saying which.
+	v := judge(as, assets, []CheckResult{{Name: "a", Passed: true}, {Name: "b", NotJudged: true, Observed: "row_count learning"}}, tue(1, 0))
+	if v.Verified || v.Outcome != OutcomeNotVerifiable || len(v.Failures) != 0 || len(v.Unjudged) != 1 || !strings.Contains(v.Unjudged[0], "b was re-run but not judged") {
+		t.Fatalf("not judged: %+v", v)
+	}
+	// A failure beside it still escalates.
+	if v := judge(as, assets, []CheckResult{{Name: "a", Passed: false}, {Name: "b", NotJudged: true}}, tue(1, 0)); v.Outcome != OutcomeEscalated {
+		t.Fatalf("failure and not judged: %+v", v)
+	}
+}
+
+// TestJudgeNeedsAJudgedCheckOnEverySymptomaticAsset: results generated at
+// random over several assets verify only when every symptomatic asset has
+// a passing result, whatever their order; an asset whose only results are
+// scope checks on other assets is "not verifiable yet", never verified.
+func TestJudgeNeedsAJudgedCheckOnEverySymptomaticAsset(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := 0; trial < 200; trial++ {
+		nAssets := 1 + rng.IntN(4)
+		var assets []string
+		var results []CheckResult
+		var as []Assertion
+		covered := map[string]bool{}
+		for i := 0; i < nAssets; i++ {
+			a := fmt.Sprintf("duckdb://wh.s.t%d", i)
+			assets = append(assets, a)
+			// Each asset gets 0-3 scope results, all passing, some of them
+			// speaking for it.
+			for j := 0; j < rng.IntN(4); j++ {
+				r := CheckResult{Name: fmt.Sprintf("check %d on %s", j, a), Passed: true}
+				if rng.IntN(2) == 0 {
+					r.Asset = a
+					covered[a] = true
+				}
+				results = append(results, r)
+			}
+		}
+		want := OutcomeVerified
+		for _, a := range assets {
+			if !covered[a] {
+				want = OutcomeNotVerifiable
+			}
+		}
+		if len(results) == 0 {
+			want = OutcomeEscalated
+		}
+		var first *Verification
+		for perm := 0; perm < 3; perm++ {
+			rng.Shuffle(len(results), func(i, j int) { results[i], results[j] = results[j], results[i] })
+			v := judge(as, assets, results, tue(1, 0))
+			if v.Outcome != want || v.Verified != (want == OutcomeVerified) {
+				t.Fatalf("trial %d: outcome %s, want %s: %+v", trial, v.Outcome, want, v)
+			}
+			if want == OutcomeNotVerifiable && len(v.Unjudged) == 0 {
+				t.Fatalf("trial %d: not verifiable without saying what is missing", trial)
+			}
+			if first != nil && (first.Outcome != v.Outcome || !slices.Equal(first.Unjudged, v.Unjudged)) {
+				t.Fatalf("trial %d: order changed the verdict: %+v vs %+v", trial, first, v)
+			}
+			first = v
+		}
+	}
+}
+
+func TestVerifyNotVerifiableYetKeepsTheIncidentFixing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, db, tue(18, 0), storyAGraph())
+		id := fixingIncident(t, s)
+		// Nothing failed, but the only passing checks speak for another
+		// table: the symptomatic one was not judged.
+		v, err := s.Verify(ctx, VerifyParams{IncidentID: id, Results: []CheckResult{
+			{Name: "nulls:snowflake://usage.usage_hourly:egress_bytes:null_rate", Passed: true, Asset: "snowflake://other.table"},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Verified || v.Outcome != OutcomeNotVerifiable || len(v.Unjudged) != 1 || !strings.HasPrefix(v.Unjudged[0], "snowflake://usage.usage_hourly:") {
+			t.Fatalf("verification %+v", v)
+		}
+		inc, _ := s.GetIncident(ctx, id)
+		if inc.Status != StatusFixing || inc.Verification == nil || inc.Verification.Outcome != OutcomeNotVerifiable {
+			t.Fatalf("incident %s %+v", inc.Status, inc.Verification)
+		}
+	})
 }

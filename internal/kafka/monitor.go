@@ -33,6 +33,9 @@ type Monitor struct {
 	// value is DefaultStep and DefaultSpan. A span shorter than the
 	// window is raised to twice the window.
 	Retention Retention
+	// Held, when set, keeps the window in memory between calls (see
+	// HeldFor); otherwise every call reads its window from the store.
+	Held *Held
 }
 
 // PartitionReport is a partition's current lag and its judged status.
@@ -81,9 +84,6 @@ func (m *Monitor) ConsumerLag(ctx context.Context, f LagFilter) (*LagReport, err
 	if ret.Span < window {
 		ret.Span = 2 * window
 	}
-	if err := RecordRound(ctx, m.DB, m.Cluster, round, ret); err != nil {
-		return nil, err
-	}
 	names := make([]string, 0, len(round.Groups))
 	for _, g := range round.Groups {
 		names = append(names, g.Group)
@@ -92,9 +92,31 @@ func (m *Monitor) ConsumerLag(ctx context.Context, f LagFilter) (*LagReport, err
 	// and it holds at most window/step samples per partition however
 	// long the history is.
 	from := round.At.Add(-window)
-	history, err := LoadWindow(ctx, m.DB, m.Cluster, names, from, round.At)
+	var history map[PartitionKey][]Sample
+	if m.Held != nil {
+		// The held window says which partitions already have a sample in
+		// this round's bucket; only the others are offered to the store,
+		// so calls in quick succession write nothing.
+		if history, err = m.Held.Window(ctx, names, from, round.At); err != nil {
+			return nil, err
+		}
+		err = RecordRound(ctx, m.DB, m.Cluster, unsampled(round, history, ret.Step), ret)
+	} else if err = RecordRound(ctx, m.DB, m.Cluster, round, ret); err == nil {
+		history, err = LoadWindow(ctx, m.DB, m.Cluster, names, from, round.At)
+	}
 	if err != nil {
 		return nil, err
+	}
+	// This round is the newest sample even where its bucket already had
+	// one stored and it was not kept.
+	for _, g := range round.Groups {
+		for _, p := range g.Partitions {
+			if p.Error != "" || p.Lag < 0 {
+				continue
+			}
+			k := PartitionKey{Group: g.Group, Topic: p.Topic, Partition: p.Partition}
+			history[k] = insertSample(history[k], Sample{At: round.At, Committed: p.Committed, End: p.End, Lag: p.Lag})
+		}
 	}
 	// Except where the committed offset did not move across the whole
 	// window and lag never reached zero in it: how long it has not moved
@@ -115,6 +137,33 @@ func (m *Monitor) ConsumerLag(ctx context.Context, f LagFilter) (*LagReport, err
 		}
 	}
 	return Judge(m.Cluster, round, history, window), nil
+}
+
+// unsampled is the part of round whose partitions have no sample in h in
+// the round's bucket.
+func unsampled(round *LagRound, h map[PartitionKey][]Sample, step time.Duration) *LagRound {
+	lo, hi := bucketOf(store.Millis(round.At), step)
+	out := &LagRound{At: round.At}
+	for _, g := range round.Groups {
+		ng := GroupLag{Group: g.Group}
+		for _, p := range g.Partitions {
+			k := PartitionKey{Group: g.Group, Topic: p.Topic, Partition: p.Partition}
+			has := false
+			for _, s := range h[k] {
+				if ms := store.Millis(s.At); ms >= lo && ms < hi {
+					has = true
+					break
+				}
+			}
+			if !has {
+				ng.Partitions = append(ng.Partitions, p)
+			}
+		}
+		if len(ng.Partitions) > 0 {
+			out.Groups = append(out.Groups, ng)
+		}
+	}
+	return out
 }
 
 // unmovedWithLag reports whether every sample has the last committed offset

@@ -14,9 +14,9 @@ import (
 // it stay the same size however many rounds are recorded.
 type Retention struct {
 	// Step downsamples: a partition keeps at most one sample per
-	// step-long bucket (aligned to the epoch), the newest; a new round
-	// replaces the earlier samples of its partitions in its bucket.
-	// DefaultStep when zero.
+	// step-long bucket (aligned to the epoch), the first recorded in it;
+	// a later round in the same bucket stores nothing for the partitions
+	// the bucket already has. DefaultStep when zero.
 	Step time.Duration
 	// Span expires: samples older than Span before the round are deleted,
 	// for the whole cluster. DefaultSpan when zero.
@@ -41,20 +41,22 @@ func (r Retention) orDefault() Retention {
 	return r
 }
 
-// Rows per INSERT and names per IN list: well under PostgreSQL's 65,535
-// parameters and SQLite's 32,766.
+// Rows per INSERT (6 parameters each) and names per IN list: well under
+// PostgreSQL's 65,535 parameters and SQLite's 32,766.
 const (
 	insertChunk = 500
 	inChunk     = 500
 )
 
 // RecordRound stores one sample per partition of the round (partitions
-// whose lag could not be read are skipped), in one transaction: it first
-// drops the earlier samples of the round's partitions in the round's
-// downsampling bucket, then inserts, then expires the cluster's samples
-// older than the retention span. Each step touches only the rows in its
-// time range (an index on cluster and time), never the whole history.
-// Recording the same round twice is harmless.
+// whose lag could not be read are skipped) unless the partition already
+// has a sample in the round's downsampling bucket, then expires the
+// cluster's samples older than the retention span, in one transaction.
+// Stored samples are thus only ever added or expired, never rewritten,
+// which is what lets a process hold the window (Held) and read only the
+// rows added since. Each statement touches only the rows in its time range
+// (an index on cluster and time), never the whole history. Recording the
+// same round twice is harmless.
 func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRound, ret Retention) error {
 	if cluster == "" {
 		return errors.New("kafka: record samples: cluster name is empty")
@@ -66,42 +68,39 @@ func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRo
 		s    Sample
 	}
 	var rows []row
-	keys := map[PartitionKey]bool{}
 	for _, g := range round.Groups {
 		for _, p := range g.Partitions {
 			if p.Error != "" || p.Lag < 0 {
 				continue
 			}
 			rows = append(rows, row{g.Group, p.Topic, p.Partition, Sample{At: round.At, Committed: p.Committed, End: p.End, Lag: p.Lag}})
-			keys[PartitionKey{Group: g.Group, Topic: p.Topic, Partition: p.Partition}] = true
 		}
 	}
 	if len(rows) == 0 {
 		return nil
 	}
 	at := store.Millis(round.At)
-	step := ret.Step.Milliseconds()
-	bucket := at - ((at%step)+step)%step
+	lo, hi := bucketOf(at, ret.Step)
 	return db.InTx(ctx, func(tx *store.Tx) error {
-		if bucket < at {
-			if err := thin(ctx, tx, cluster, keys, bucket, at); err != nil {
-				return err
-			}
-		}
 		for start := 0; start < len(rows); start += insertChunk {
 			chunk := rows[start:min(start+insertChunk, len(rows))]
 			var b strings.Builder
-			b.WriteString("INSERT INTO kafka_lag_samples (cluster, group_name, topic, partition_num, at_ms, committed_offset, end_offset, lag) VALUES ")
-			args := make([]any, 0, len(chunk)*8)
+			b.WriteString("WITH v (group_name, topic, partition_num, committed_offset, end_offset, lag) AS (VALUES ")
+			args := make([]any, 0, len(chunk)*6+5)
 			for i, r := range chunk {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-				args = append(args, cluster, r.g, r.t, r.p, at, r.s.Committed, r.s.End, r.s.Lag)
+				// Typed, so PostgreSQL does not read the VALUES as text.
+				b.WriteString("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))")
+				args = append(args, r.g, r.t, r.p, r.s.Committed, r.s.End, r.s.Lag)
 			}
-			b.WriteString(` ON CONFLICT (cluster, group_name, topic, partition_num, at_ms) DO UPDATE SET
-				committed_offset = excluded.committed_offset, end_offset = excluded.end_offset, lag = excluded.lag`)
+			b.WriteString(`) INSERT INTO kafka_lag_samples (cluster, group_name, topic, partition_num, at_ms, committed_offset, end_offset, lag)
+				SELECT ?, v.group_name, v.topic, v.partition_num, ?, v.committed_offset, v.end_offset, v.lag FROM v
+				WHERE NOT EXISTS (SELECT 1 FROM kafka_lag_samples s WHERE s.cluster = ? AND s.group_name = v.group_name
+					AND s.topic = v.topic AND s.partition_num = v.partition_num AND s.at_ms >= ? AND s.at_ms < ?)
+				ON CONFLICT (cluster, group_name, topic, partition_num, at_ms) DO NOTHING`)
+			args = append(args, cluster, at, cluster, lo, hi)
 			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 				return fmt.Errorf("kafka: record lag samples: %w", err)
 			}
@@ -113,38 +112,11 @@ func RecordRound(ctx context.Context, db *store.DB, cluster string, round *LagRo
 	})
 }
 
-// thin deletes the samples of keys stored in [from, to): the round being
-// recorded at to supersedes them in their bucket. Other partitions'
-// samples in the bucket (a group this round did not read) are kept.
-func thin(ctx context.Context, tx *store.Tx, cluster string, keys map[PartitionKey]bool, from, to int64) error {
-	rs, err := tx.QueryContext(ctx, "SELECT id, group_name, topic, partition_num FROM kafka_lag_samples WHERE cluster = ? AND at_ms >= ? AND at_ms < ?", cluster, from, to)
-	if err != nil {
-		return fmt.Errorf("kafka: downsample lag samples: %w", err)
-	}
-	var ids []any
-	for rs.Next() {
-		var id int64
-		var k PartitionKey
-		if err := rs.Scan(&id, &k.Group, &k.Topic, &k.Partition); err != nil {
-			rs.Close()
-			return fmt.Errorf("kafka: downsample lag samples: %w", err)
-		}
-		if keys[k] {
-			ids = append(ids, id)
-		}
-	}
-	err = rs.Err()
-	rs.Close()
-	if err != nil {
-		return fmt.Errorf("kafka: downsample lag samples: %w", err)
-	}
-	for start := 0; start < len(ids); start += inChunk {
-		chunk := ids[start:min(start+inChunk, len(ids))]
-		if _, err := tx.ExecContext(ctx, "DELETE FROM kafka_lag_samples WHERE id IN ("+bindVars(len(chunk))+")", chunk...); err != nil {
-			return fmt.Errorf("kafka: downsample lag samples: %w", err)
-		}
-	}
-	return nil
+// bucketOf is the step-long bucket [lo, hi) holding the time ms.
+func bucketOf(ms int64, step time.Duration) (lo, hi int64) {
+	st := max(step.Milliseconds(), 1)
+	lo = ms - ((ms%st)+st)%st
+	return lo, lo + st
 }
 
 // fewGroups is where LoadWindow switches from naming the groups in the

@@ -121,9 +121,9 @@ func TestRecordRoundLarge(t *testing.T) {
 }
 
 // TestDownsampleAndWindow: rounds every 10 seconds keep one sample per
-// partition per minute (the newest in its minute); a group the round did
-// not read keeps its sample in that minute; the window read returns only
-// samples inside it; the store stays bounded however many rounds come.
+// partition per minute (the first in its minute); samples older than the
+// span expire for every group; the window read returns only samples inside
+// it; the store stays bounded however many rounds come.
 func TestDownsampleAndWindow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -144,7 +144,7 @@ func TestDownsampleAndWindow(t *testing.T) {
 			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM kafka_lag_samples WHERE cluster = 'prod' AND group_name = 'billing'").Scan(&n); err != nil {
 				t.Fatal(err)
 			}
-			if n > 5 { // three minutes back, one a minute, plus the current minute's
+			if n > 4 { // three minutes back, one a minute, and the current minute's
 				t.Fatalf("after round %d the store holds %d samples of one partition", i, n)
 			}
 		}
@@ -153,13 +153,13 @@ func TestDownsampleAndWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := all[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]
-		// Last round at 9:50; kept from 6:50 on: the newest of minutes
-		// 6, 7, 8 (at :50) and the current 9:50.
+		// Last round at 9:50; kept from 6:50 on: the first of minutes 7,
+		// 8 and 9, each the round at :00.
 		var got []time.Duration
 		for _, s := range h {
 			got = append(got, s.At.Sub(t0))
 		}
-		want := []time.Duration{6*time.Minute + 50*time.Second, 7*time.Minute + 50*time.Second, 8*time.Minute + 50*time.Second, 9*time.Minute + 50*time.Second}
+		want := []time.Duration{7 * time.Minute, 8 * time.Minute, 9 * time.Minute}
 		if len(got) != len(want) {
 			t.Fatalf("kept %v, want %v", got, want)
 		}
@@ -168,34 +168,38 @@ func TestDownsampleAndWindow(t *testing.T) {
 				t.Fatalf("kept %v, want %v", got, want)
 			}
 		}
-		if h[len(h)-1].Committed != 59 {
-			t.Fatalf("newest sample %+v", h[len(h)-1])
+		if h[len(h)-1].Committed != 54 {
+			t.Fatalf("newest sample %+v, want the 9:00 round's", h[len(h)-1])
 		}
-		// fraud's lone sample expired with the span, not with billing's thinning.
+		// fraud's lone sample expired with the span.
 		if f := all[PartitionKey{Group: "fraud", Topic: "orders", Partition: 0}]; len(f) != 0 {
 			t.Fatalf("fraud kept %+v past the span", f)
 		}
-		win, err := LoadWindow(ctx, db, "prod", []string{"billing"}, t0.Add(7*time.Minute), t0.Add(9*time.Minute))
+		win, err := LoadWindow(ctx, db, "prod", []string{"billing"}, t0.Add(7*time.Minute+time.Second), t0.Add(9*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := win[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]; len(w) != 2 || w[0].At.Sub(t0) != 7*time.Minute+50*time.Second {
+		if w := win[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]; len(w) != 2 || w[0].At.Sub(t0) != 8*time.Minute {
 			t.Fatalf("window %+v", w)
 		}
 	})
 }
 
-// TestThinKeepsOtherGroups: a round of one group does not drop another
-// group's sample in the same minute.
-func TestThinKeepsOtherGroups(t *testing.T) {
+// TestDownsamplePerPartition: a bucket that already has a group's sample
+// takes no second one, while another group's first sample in the same
+// bucket is stored.
+func TestDownsamplePerPartition(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ret := Retention{Step: time.Minute, Span: time.Hour}
 		p := []PartitionLag{{Topic: "orders", Partition: 0, Committed: 1, End: 2, Lag: 1}}
-		if err := RecordRound(ctx, db, "prod", round(t0.Add(5*time.Second), GroupLag{Group: "fraud", Partitions: p}, GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(5*time.Second), GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
 			t.Fatal(err)
 		}
-		if err := RecordRound(ctx, db, "prod", round(t0.Add(20*time.Second), GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(20*time.Second), GroupLag{Group: "fraud", Partitions: p}, GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
+			t.Fatal(err)
+		}
+		if err := RecordRound(ctx, db, "prod", round(t0.Add(70*time.Second), GroupLag{Group: "billing", Partitions: p}), ret); err != nil {
 			t.Fatal(err)
 		}
 		all, err := LoadSamples(ctx, db, "prod", []string{"billing", "fraud"})
@@ -204,7 +208,7 @@ func TestThinKeepsOtherGroups(t *testing.T) {
 		}
 		f := all[PartitionKey{Group: "fraud", Topic: "orders", Partition: 0}]
 		b := all[PartitionKey{Group: "billing", Topic: "orders", Partition: 0}]
-		if len(f) != 1 || len(b) != 1 || b[0].At.Sub(t0) != 20*time.Second {
+		if len(f) != 1 || f[0].At.Sub(t0) != 20*time.Second || len(b) != 2 || b[0].At.Sub(t0) != 5*time.Second || b[1].At.Sub(t0) != 70*time.Second {
 			t.Fatalf("fraud %+v billing %+v", f, b)
 		}
 	})

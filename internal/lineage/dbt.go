@@ -110,20 +110,24 @@ func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOpti
 		res.Counts[n.ResourceType]++
 	}
 	stats, err := g.write(ctx, func(w *writer) error {
-		seqs := map[string]int64{}
+		ins := make([]*assetInput, 0, len(m.nodes))
 		for _, n := range m.nodes {
 			in, err := m.assetInput(n, opts)
 			if err != nil {
 				return err
 			}
-			seq, err := w.upsertAsset(in)
-			if err != nil {
-				return err
-			}
-			seqs[n.UniqueID] = seq
+			ins = append(ins, in)
+		}
+		got, err := w.upsertAssets(ins)
+		if err != nil {
+			return err
+		}
+		seqs := map[string]int64{}
+		for i, n := range m.nodes {
+			seqs[n.UniqueID] = got[i]
 		}
 		for _, e := range m.edges {
-			if err := w.link(seqs[e[0]], seqs[e[1]], "", SourceDBT, nil, false); err != nil {
+			if err := w.linkLater(seqs[e[0]], seqs[e[1]], SourceDBT); err != nil {
 				return fmt.Errorf("edge %s -> %s: %w", e[0], e[1], err)
 			}
 		}

@@ -146,6 +146,166 @@ type writer struct {
 	now     int64
 	changed bool
 	stats   ImportStats
+	// stmts holds the transaction's prepared statements by text: an
+	// import runs the same few statements hundreds of thousands of times,
+	// and preparing each anew was half of its time.
+	stmts map[string]*sql.Stmt
+	// kinds caches asset kinds the writer wrote or read, for the default
+	// edge kind of every link.
+	kinds map[int64]Kind
+	// pending holds edges linkLater queued, written in multi-row
+	// statements by flushEdges before anything else reads or writes edges.
+	pending []edgeInput
+}
+
+// edgeRows is pairs per statement in flushEdges: 6 parameters a row, well
+// under SQLite's 32,766 and PostgreSQL's 65,535.
+const edgeRows = 400
+
+// linkLater is link with the kind chosen from the two assets' kinds, no
+// column lineage and no override, queued so a bulk import writes its new
+// edges a few hundred per statement.
+func (w *writer) linkLater(from, to int64, src Source) error {
+	fk, err := w.kindOf(from)
+	if err != nil {
+		return err
+	}
+	tk, err := w.kindOf(to)
+	if err != nil {
+		return err
+	}
+	w.pending = append(w.pending, edgeInput{From: from, To: to, Kind: defaultEdgeKind(fk, tk), Source: src})
+	return nil
+}
+
+// flushEdges writes the queued edges: the ones already stored go through
+// upsertEdge one by one (their sources and kind may need merging); the new
+// ones, first mention of a pair kept, in multi-row INSERTs.
+func (w *writer) flushEdges() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	queued := w.pending
+	w.pending = nil
+	type pair struct{ from, to int64 }
+	seen := map[pair]bool{}
+	var edges []edgeInput
+	for _, e := range queued {
+		p := pair{e.From, e.To}
+		if e.From == e.To || seen[p] {
+			continue
+		}
+		seen[p] = true
+		edges = append(edges, e)
+	}
+	for start := 0; start < len(edges); start += edgeRows {
+		chunk := edges[start:min(start+edgeRows, len(edges))]
+		var q strings.Builder
+		q.WriteString("SELECT from_seq, to_seq FROM lineage_edges WHERE (from_seq, to_seq) IN (VALUES ")
+		args := make([]any, 0, len(chunk)*6)
+		for i, e := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT))")
+			args = append(args, e.From, e.To)
+		}
+		q.WriteString(")")
+		rows, err := w.query(q.String(), args...)
+		if err != nil {
+			return fmt.Errorf("read edges: %w", err)
+		}
+		stored := map[pair]bool{}
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.from, &p.to); err != nil {
+				rows.Close()
+				return fmt.Errorf("read edges: %w", err)
+			}
+			stored[p] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read edges: %w", err)
+		}
+		var ins strings.Builder
+		ins.WriteString("INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms) VALUES ")
+		args = args[:0]
+		n := 0
+		for _, e := range chunk {
+			if stored[pair{e.From, e.To}] {
+				if err := w.upsertEdge(e); err != nil {
+					return err
+				}
+				continue
+			}
+			if n > 0 {
+				ins.WriteString(", ")
+			}
+			ins.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, e.From, e.To, string(e.Kind), string(e.Source), w.now, w.now)
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		if _, err := w.exec(ins.String(), args...); err != nil {
+			return fmt.Errorf("insert edges: %w", err)
+		}
+		w.changed = true
+		w.stats.EdgesCreated += n
+	}
+	return nil
+}
+
+// stmt returns the prepared statement for query, preparing it once.
+func (w *writer) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := w.tx.PrepareContext(w.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if w.stmts == nil {
+		w.stmts = map[string]*sql.Stmt{}
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+func (w *writer) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(w.ctx, args...)
+}
+
+func (w *writer) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
+func (w *writer) queryRow(query string, args ...any) *sql.Row {
+	st, err := w.stmt(query)
+	if err != nil {
+		// The unprepared query reports the same error through its Row.
+		return w.tx.QueryRowContext(w.ctx, query, args...)
+	}
+	return st.QueryRowContext(w.ctx, args...)
+}
+
+// close releases the prepared statements.
+func (w *writer) close() {
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	w.stmts = nil
 }
 
 // write runs fn in a transaction and bumps the graph version when it
@@ -154,7 +314,11 @@ func (g *Graph) write(ctx context.Context, fn func(w *writer) error) (ImportStat
 	var stats ImportStats
 	err := g.db.InTx(ctx, func(tx *store.Tx) error {
 		w := &writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
+		defer w.close()
 		if err := fn(w); err != nil {
+			return err
+		}
+		if err := w.flushEdges(); err != nil {
 			return err
 		}
 		if w.changed {
@@ -186,7 +350,7 @@ func (w *writer) lookupAliases(names []string) (map[string]aliasHit, error) {
 	for i, n := range names {
 		args[i] = n
 	}
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT alias, asset_seq, weak FROM lineage_aliases WHERE alias IN ("+bindVars(len(names))+")", args...)
+	rows, err := w.query("SELECT alias, asset_seq, weak FROM lineage_aliases WHERE alias IN ("+bindVars(len(names))+")", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +375,7 @@ type aliasHit struct {
 // on the same platform that shares our partial name but not our full names:
 // then the partial name is someone else's table, not ours.
 func (w *writer) conflictsWithWeak(seq int64, in *assetInput) (bool, error) {
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND weak = 0", seq)
+	rows, err := w.query("SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND weak = 0", seq)
 	if err != nil {
 		return false, err
 	}
@@ -295,7 +459,7 @@ func (w *writer) upsertAsset(in *assetInput) (int64, error) {
 				return 0, err
 			}
 		} else if orig.LastSeen != w.now {
-			if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_assets SET last_seen_ms = ? WHERE seq = ?", w.now, seq); err != nil {
+			if _, err := w.exec("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq = ?", w.now, seq); err != nil {
 				return 0, err
 			}
 		}
@@ -307,6 +471,29 @@ func (w *writer) upsertAsset(in *assetInput) (int64, error) {
 }
 
 func (w *writer) insertAsset(in *assetInput) (int64, error) {
+	r := w.newRow(in)
+	var seq int64
+	err := w.queryRow(insertAssetSQL+assetRowSQL+" RETURNING seq", assetArgs(r)...).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("insert asset %s: %w", in.ID, err)
+	}
+	w.changed = true
+	w.stats.AssetsCreated++
+	w.setKind(seq, r.Kind)
+	return seq, nil
+}
+
+const (
+	insertAssetSQL = `INSERT INTO lineage_assets (id, name, name_key, title, kind, platform, owner, owner_email,
+		domain, description, tags, flags, cron, timezone, columns_json, sql_text, url, sources, first_seen_ms, last_seen_ms) VALUES `
+	assetRowSQL  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	assetRowArgs = 20
+	// assetRows is rows per multi-row INSERT: 20 parameters a row.
+	assetRows = 200
+)
+
+// newRow is the stored form of a new asset described by in.
+func (w *writer) newRow(in *assetInput) *assetRow {
 	r := &assetRow{ID: in.ID, FirstSeen: w.now, LastSeen: w.now, Kind: in.KindIfNew}
 	applyInput(r, in)
 	if r.Kind == "" {
@@ -315,19 +502,132 @@ func (w *writer) insertAsset(in *assetInput) (int64, error) {
 	if r.Platform == "" {
 		r.Platform, _, _ = SplitID(r.ID)
 	}
-	var seq int64
-	err := w.tx.QueryRowContext(w.ctx, `INSERT INTO lineage_assets (id, name, name_key, title, kind, platform, owner, owner_email,
-		domain, description, tags, flags, cron, timezone, columns_json, sql_text, url, sources, first_seen_ms, last_seen_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-		r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
+	return r
+}
+
+func assetArgs(r *assetRow) []any {
+	return []any{r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
 		r.Domain, r.Description, mustJSON(r.Tags), int(r.flags()), r.Cron, r.Timezone, mustJSON(r.Columns), r.SQL, r.URL,
-		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen).Scan(&seq)
-	if err != nil {
-		return 0, fmt.Errorf("insert asset %s: %w", in.ID, err)
+		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen}
+}
+
+// upsertAssets is upsertAsset over many inputs, returning their seqs in
+// order. The inputs none of whose names (strong or partial) is stored or
+// shared with another input are plainly new: they and their names are
+// inserted a few hundred per statement. The rest go through upsertAsset
+// one by one, in order; they share no name with the new ones, so the
+// order between the two groups does not matter.
+func (w *writer) upsertAssets(ins []*assetInput) ([]int64, error) {
+	seqs := make([]int64, len(ins))
+	uses := map[string]int{}
+	var names []string
+	for _, in := range ins {
+		if in.ID == "" {
+			return nil, errors.New("asset id is empty")
+		}
+		if !slices.Contains(in.Names, in.ID) {
+			in.Names = append([]string{in.ID}, in.Names...)
+		}
+		in.Weak = slices.DeleteFunc(slices.Clone(in.Weak), func(s string) bool { return s == "" || slices.Contains(in.Names, s) })
+		for _, n := range slices.Concat(in.Names, in.Weak) {
+			if uses[n] == 0 {
+				names = append(names, n)
+			}
+			uses[n]++
+		}
 	}
-	w.changed = true
-	w.stats.AssetsCreated++
-	return seq, nil
+	stored := map[string]bool{}
+	for start := 0; start < len(names); start += 500 {
+		hits, err := w.lookupAliases(names[start:min(start+500, len(names))])
+		if err != nil {
+			return nil, fmt.Errorf("look up assets: %w", err)
+		}
+		for n := range hits {
+			stored[n] = true
+		}
+	}
+	var fresh []int
+	for i, in := range ins {
+		plain := true
+		for _, n := range slices.Concat(in.Names, in.Weak) {
+			// A name listed twice by one input counts once per listing;
+			// such an input takes the careful path too.
+			if stored[n] || uses[n] > 1 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			fresh = append(fresh, i)
+			continue
+		}
+		seq, err := w.upsertAsset(in)
+		if err != nil {
+			return nil, err
+		}
+		seqs[i] = seq
+	}
+	for start := 0; start < len(fresh); start += assetRows {
+		chunk := fresh[start:min(start+assetRows, len(fresh))]
+		var q strings.Builder
+		q.WriteString(insertAssetSQL)
+		args := make([]any, 0, len(chunk)*assetRowArgs)
+		kinds := map[string]Kind{}
+		for j, i := range chunk {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(assetRowSQL)
+			r := w.newRow(ins[i])
+			kinds[r.ID] = r.Kind
+			args = append(args, assetArgs(r)...)
+		}
+		q.WriteString(" RETURNING seq, id")
+		rows, err := w.query(q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert assets: %w", err)
+		}
+		byID := map[string]int64{}
+		for rows.Next() {
+			var seq int64
+			var id string
+			if err := rows.Scan(&seq, &id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("insert assets: %w", err)
+			}
+			byID[id] = seq
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("insert assets: %w", err)
+		}
+		var aliases []any // alias, seq, weak
+		for _, i := range chunk {
+			seq, ok := byID[ins[i].ID]
+			if !ok {
+				return nil, fmt.Errorf("insert asset %s: no seq returned", ins[i].ID)
+			}
+			seqs[i] = seq
+			w.setKind(seq, kinds[ins[i].ID])
+			for _, n := range ins[i].Names {
+				aliases = append(aliases, n, seq, 0)
+			}
+			for _, n := range ins[i].Weak {
+				aliases = append(aliases, n, seq, 1)
+			}
+		}
+		for a := 0; a < len(aliases); a += 3 * 1000 {
+			part := aliases[a:min(a+3*1000, len(aliases))]
+			q := "INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)/3), ", ")
+			if _, err := w.exec(q, part...); err != nil {
+				return nil, fmt.Errorf("register names: %w", err)
+			}
+		}
+		w.changed = true
+		w.stats.AssetsCreated += len(chunk)
+	}
+	return seqs, nil
 }
 
 func mustJSON(v any) string {
@@ -410,7 +710,7 @@ func mergeColumns(old, add []Column) []Column {
 }
 
 func (w *writer) saveAsset(r *assetRow) error {
-	_, err := w.tx.ExecContext(w.ctx, `UPDATE lineage_assets SET id = ?, name = ?, name_key = ?, title = ?, kind = ?, platform = ?,
+	_, err := w.exec(`UPDATE lineage_assets SET id = ?, name = ?, name_key = ?, title = ?, kind = ?, platform = ?,
 		owner = ?, owner_email = ?, domain = ?, description = ?, tags = ?, flags = ?, cron = ?, timezone = ?, columns_json = ?,
 		sql_text = ?, url = ?, sources = ?, first_seen_ms = ?, last_seen_ms = ? WHERE seq = ?`,
 		r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
@@ -419,6 +719,7 @@ func (w *writer) saveAsset(r *assetRow) error {
 	if err != nil {
 		return fmt.Errorf("update asset %s: %w", r.ID, err)
 	}
+	w.setKind(r.Seq, r.Kind)
 	w.changed = true
 	w.stats.AssetsUpdated++
 	return nil
@@ -428,7 +729,7 @@ func (w *writer) saveAsset(r *assetRow) error {
 // names, marking a partial name two assets share as ambiguous (seq 0).
 func (w *writer) registerAliases(seq int64, in *assetInput) error {
 	for _, n := range in.Names {
-		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 0)
+		res, err := w.exec(`INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 0)
 			ON CONFLICT (alias) DO UPDATE SET asset_seq = excluded.asset_seq, weak = 0
 			WHERE lineage_aliases.asset_seq <> excluded.asset_seq OR lineage_aliases.weak <> 0`, n, seq)
 		if err != nil {
@@ -439,7 +740,7 @@ func (w *writer) registerAliases(seq int64, in *assetInput) error {
 		}
 	}
 	for _, n := range in.Weak {
-		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 1)
+		res, err := w.exec(`INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 1)
 			ON CONFLICT (alias) DO UPDATE SET asset_seq = 0
 			WHERE lineage_aliases.weak = 1 AND lineage_aliases.asset_seq <> excluded.asset_seq AND lineage_aliases.asset_seq <> 0`, n, seq)
 		if err != nil {
@@ -457,6 +758,9 @@ func (w *writer) registerAliases(seq int64, in *assetInput) error {
 // names, edges and column lineage. It returns the survivor as stored and
 // the survivor with the others' facts folded in, not yet saved.
 func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
+	if err := w.flushEdges(); err != nil {
+		return nil, nil, err
+	}
 	rows := make([]*assetRow, 0, len(seqs))
 	for _, s := range seqs {
 		r, err := loadAsset(w.ctx, w.tx, s)
@@ -490,9 +794,10 @@ func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		if err := w.repoint(d.Seq, keep.Seq); err != nil {
 			return nil, nil, err
 		}
-		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_assets WHERE seq = ?", d.Seq); err != nil {
+		if _, err := w.exec("DELETE FROM lineage_assets WHERE seq = ?", d.Seq); err != nil {
 			return nil, nil, err
 		}
+		delete(w.kinds, d.Seq)
 		w.stats.AssetsMerged++
 		w.changed = true
 	}
@@ -518,7 +823,7 @@ func scheduleOf(r *assetRow) *Schedule {
 
 // repoint moves names, edges and column lineage from asset drop to keep.
 func (w *writer) repoint(drop, keep int64) error {
-	if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_aliases SET asset_seq = ? WHERE asset_seq = ?", keep, drop); err != nil {
+	if _, err := w.exec("UPDATE lineage_aliases SET asset_seq = ? WHERE asset_seq = ?", keep, drop); err != nil {
 		return err
 	}
 	type edgeRow struct {
@@ -526,7 +831,7 @@ func (w *writer) repoint(drop, keep int64) error {
 		kind, sources   string
 		first, lastSeen int64
 	}
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms FROM lineage_edges WHERE from_seq = ? OR to_seq = ?", drop, drop)
+	rows, err := w.query("SELECT from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms FROM lineage_edges WHERE from_seq = ? OR to_seq = ?", drop, drop)
 	if err != nil {
 		return err
 	}
@@ -549,29 +854,29 @@ func (w *writer) repoint(drop, keep int64) error {
 	for _, e := range edges {
 		nf, nt := remap(e.from), remap(e.to)
 		if nf != nt {
-			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
+			if _, err := w.exec(`INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (from_seq, to_seq) DO NOTHING`, nf, nt, e.kind, e.sources, e.first, e.lastSeen); err != nil {
 				return err
 			}
 			var cur string
-			if err := w.tx.QueryRowContext(w.ctx, "SELECT sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", nf, nt).Scan(&cur); err != nil {
+			if err := w.queryRow("SELECT sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", nf, nt).Scan(&cur); err != nil {
 				return err
 			}
 			if merged := mergeSourceList(cur, e.sources); merged != cur {
-				if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET sources = ? WHERE from_seq = ? AND to_seq = ?", merged, nf, nt); err != nil {
+				if _, err := w.exec("UPDATE lineage_edges SET sources = ? WHERE from_seq = ? AND to_seq = ?", merged, nf, nt); err != nil {
 					return err
 				}
 			}
-			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source)
+			if _, err := w.exec(`INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source)
 				SELECT ?, ?, from_col, to_col, source FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ?
 				ON CONFLICT DO NOTHING`, nf, nt, e.from, e.to); err != nil {
 				return err
 			}
 		}
-		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
+		if _, err := w.exec("DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
 			return err
 		}
-		if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
+		if _, err := w.exec("DELETE FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.from, e.to); err != nil {
 			return err
 		}
 	}
@@ -612,10 +917,10 @@ func (w *writer) upsertEdge(e edgeInput) error {
 		return nil
 	}
 	var kind, sources string
-	err := w.tx.QueryRowContext(w.ctx, "SELECT kind, sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.From, e.To).Scan(&kind, &sources)
+	err := w.queryRow("SELECT kind, sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", e.From, e.To).Scan(&kind, &sources)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
+		if _, err := w.exec(`INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
 			VALUES (?, ?, ?, ?, ?, ?)`, e.From, e.To, string(e.Kind), string(e.Source), w.now, w.now); err != nil {
 			return fmt.Errorf("insert edge: %w", err)
 		}
@@ -630,13 +935,13 @@ func (w *writer) upsertEdge(e edgeInput) error {
 		}
 		newSources := mergeSourceList(sources, string(e.Source))
 		if newKind != kind || newSources != sources {
-			if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET kind = ?, sources = ?, last_seen_ms = ? WHERE from_seq = ? AND to_seq = ?",
+			if _, err := w.exec("UPDATE lineage_edges SET kind = ?, sources = ?, last_seen_ms = ? WHERE from_seq = ? AND to_seq = ?",
 				newKind, newSources, w.now, e.From, e.To); err != nil {
 				return err
 			}
 			w.changed = true
 			w.stats.EdgesUpdated++
-		} else if _, err := w.tx.ExecContext(w.ctx, "UPDATE lineage_edges SET last_seen_ms = ? WHERE from_seq = ? AND to_seq = ? AND last_seen_ms <> ?",
+		} else if _, err := w.exec("UPDATE lineage_edges SET last_seen_ms = ? WHERE from_seq = ? AND to_seq = ? AND last_seen_ms <> ?",
 			w.now, e.From, e.To, w.now); err != nil {
 			return err
 		}
@@ -649,7 +954,7 @@ func (w *writer) upsertEdge(e edgeInput) error {
 
 func (w *writer) replaceEdgeColumns(e edgeInput) error {
 	want := normalizeMappings(e.Columns)
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_col, to_col FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source))
+	rows, err := w.query("SELECT from_col, to_col FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source))
 	if err != nil {
 		return err
 	}
@@ -666,11 +971,11 @@ func (w *writer) replaceEdgeColumns(e edgeInput) error {
 	if slices.Equal(normalizeMappings(have), want) {
 		return nil
 	}
-	if _, err := w.tx.ExecContext(w.ctx, "DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source)); err != nil {
+	if _, err := w.exec("DELETE FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source)); err != nil {
 		return err
 	}
 	for _, m := range want {
-		if _, err := w.tx.ExecContext(w.ctx, "INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source) VALUES (?, ?, ?, ?, ?)",
+		if _, err := w.exec("INSERT INTO lineage_edge_columns (from_seq, to_seq, from_col, to_col, source) VALUES (?, ?, ?, ?, ?)",
 			e.From, e.To, m.From, m.To, string(e.Source)); err != nil {
 			return err
 		}
@@ -702,14 +1007,30 @@ func normalizeMappings(ms []ColumnMapping) []ColumnMapping {
 
 // kindOf reads a stored asset's kind, for default edge kinds.
 func (w *writer) kindOf(seq int64) (Kind, error) {
+	if k, ok := w.kinds[seq]; ok {
+		return k, nil
+	}
 	var k string
-	err := w.tx.QueryRowContext(w.ctx, "SELECT kind FROM lineage_assets WHERE seq = ?", seq).Scan(&k)
-	return Kind(k), err
+	if err := w.queryRow("SELECT kind FROM lineage_assets WHERE seq = ?", seq).Scan(&k); err != nil {
+		return "", err
+	}
+	w.setKind(seq, Kind(k))
+	return Kind(k), nil
+}
+
+func (w *writer) setKind(seq int64, k Kind) {
+	if w.kinds == nil {
+		w.kinds = map[int64]Kind{}
+	}
+	w.kinds[seq] = k
 }
 
 // link records from -> to with the given kind, or one chosen from the two
 // assets' kinds when kind is "".
 func (w *writer) link(from, to int64, kind EdgeKind, src Source, cols []ColumnMapping, override bool) error {
+	if err := w.flushEdges(); err != nil {
+		return err
+	}
 	if kind == "" {
 		fk, err := w.kindOf(from)
 		if err != nil {

@@ -4,24 +4,23 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dataworkers/dw/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // withConfig tells the client which configuration and store the agent
-// uses, in the instructions it reads at initialize, and returns the error
-// when the configuration does not load. The agent then still starts (its
-// deps carry the same error, see deps.Load) so that the client connects,
-// lists the tools and gets the error, with its file, line and key, from
-// every tool call (refuseTools) instead of a bare "failed to connect".
-func withConfig(a Agent) (Agent, error) {
-	cfg, err := config.Load()
-	if err != nil {
-		a.Instructions += "\n\nThe configuration did not load, so every tool answers with this error until it is fixed and the agent restarted:\n" + err.Error()
-		return a, err
+// uses, in the instructions it reads at initialize, or the error the
+// configuration did not load with. The agent then still starts (its deps
+// carry the same error, see deps.Load) so that the client connects, lists
+// the tools and gets the error, with its file, line and key, from every
+// tool call (refuseTools) instead of a bare "failed to connect".
+func withConfig(a Agent, b Boot) Agent {
+	switch {
+	case b.ConfigErr != nil:
+		a.Instructions += "\n\nThe configuration did not load, so every tool answers with this error until it is fixed and the agent restarted:\n" + b.ConfigErr.Error()
+	case b.Config != nil:
+		a.Instructions += "\n\n" + b.Config.Describe()
 	}
-	a.Instructions += "\n\n" + cfg.Describe()
-	return a, nil
+	return a
 }
 
 // refuseTools answers every tools/call with the configuration error as a

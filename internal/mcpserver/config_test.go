@@ -15,14 +15,10 @@ type storeOut struct {
 	OK bool `json:"ok" jsonschema:"the store opened"`
 }
 
-// agentWithStore is an agent like the real ones: its Register loads deps
-// the usual way and its tool needs the store.
-func agentWithStore() Agent {
+// agentWithStore is an agent like the real ones: its tool needs the
+// store, through deps loaded the usual way (as agentboot does).
+func agentWithStore(d *deps.Deps) Agent {
 	return Agent{Name: "dw-test", Instructions: "Test agent.", Register: func(s *Server) error {
-		d, err := deps.Load("dw-test")
-		if err != nil {
-			return err
-		}
 		Add(s, Tool{Name: "open_store", Description: "opens the store", ReadOnly: true, Idempotent: true},
 			func(ctx context.Context, _ struct{}) (*storeOut, string, error) {
 				if _, err := d.Store(ctx); err != nil {
@@ -37,12 +33,17 @@ func agentWithStore() Agent {
 // start does what Main does before serving, and connects a client.
 func start(t *testing.T) (*mcp.ClientSession, *mcp.InitializeResult) {
 	t.Helper()
-	a, cfgErr := withConfig(agentWithStore())
+	d, err := deps.Load("dw-test")
+	if err != nil {
+		t.Fatalf("the agent did not start: %v", err)
+	}
+	b := Boot{Config: d.Config, ConfigErr: d.ConfigErr, Clock: d.Clock}
+	a := withConfig(agentWithStore(d), b)
 	s, err := New(a, "1", nil)
 	if err != nil {
 		t.Fatalf("the agent did not start: %v", err)
 	}
-	applyConfig(s, cfgErr)
+	applyConfig(s, b.ConfigErr)
 	cs := connect(t, s)
 	return cs, cs.InitializeResult()
 }

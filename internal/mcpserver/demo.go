@@ -1,30 +1,18 @@
 package mcpserver
 
 import (
-	"os"
-
-	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 )
 
 // withDemoTime tells the client, on the embedded default, that the agents
 // act at the demo's incident time (config.DemoClock), in the instructions
 // and then in every answer, so "today" is not mistaken for the wall
-// clock's day. It returns a nil note otherwise.
-func withDemoTime(a Agent, cfgErr error) (Agent, func() string) {
-	if cfgErr != nil {
-		return a, nil
-	}
-	cfg, err := config.Load()
-	if err != nil {
-		return a, nil
-	}
-	clk, err := clock.FromEnv(os.Getenv)
-	if err != nil {
-		return a, nil
-	}
-	clk = config.DemoClockFor(cfg, clk)
-	if config.DemoTimeNote(clk) == "" {
+// clock's day. It returns a nil note otherwise. b.Clock is the agent's
+// own clock (deps.Load made it the demo's on the embedded default), so the
+// time said is the time the tools act at.
+func withDemoTime(a Agent, b Boot) (Agent, func() string) {
+	clk := b.Clock
+	if b.ConfigErr != nil || clk == nil || config.DemoTimeNote(clk) == "" {
 		return a, nil
 	}
 	a.Instructions += "\n\nDemo time: with no dw.yaml the agents act on the demo's incident day. It is now " +

@@ -36,6 +36,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
 )
 
 // Agent describes one MCP server binary.
@@ -91,9 +94,23 @@ func New(a Agent, version string, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
+// Boot is what an agent process runs on, loaded once at start: the
+// configuration (or, when it did not load, the embedded default's shape
+// with the error that stopped it) and the clock. internal/agentboot loads
+// it and hands the same values to the agent's dependencies, so nothing
+// below reads dw.yaml again.
+type Boot struct {
+	Config    *config.Config
+	ConfigErr error
+	Clock     clock.Clock
+}
+
 // Main serves the agent over stdio until stdin closes or a signal arrives,
-// and returns the process exit code.
-func Main(a Agent, version string) int {
+// and returns the process exit code. boot is called once, after the
+// command line is checked and logging is set up and before a.Register
+// runs; an error from it (not a bad config, which the agent reports from
+// every tool call) stops the process.
+func Main(a Agent, version string, boot func() (Boot, error)) int {
 	logger := NewLogger(os.Stderr)
 	slog.SetDefault(logger)
 	if len(os.Args) > 1 {
@@ -106,15 +123,20 @@ func Main(a Agent, version string) int {
 			return 2
 		}
 	}
-	a, cfgErr := withConfig(a)         // config.go: a bad config refuses tools, never the connect
-	a, note := withDemoTime(a, cfgErr) // demo.go: the embedded default says its demo time
+	b, err := boot()
+	if err != nil {
+		logger.Error("start failed", "agent", a.Name, "err", err)
+		return 1
+	}
+	a = withConfig(a, b)          // config.go: a bad config refuses tools, never the connect
+	a, note := withDemoTime(a, b) // demo.go: the embedded default says its demo time
 	s, err := New(a, Version(version), logger)
 	if err != nil {
 		logger.Error("start failed", "err", err)
 		return 1
 	}
 	s.note = note
-	applyConfig(s, cfgErr)
+	applyConfig(s, b.ConfigErr)
 	maxMsg, err := MaxMessageBytesFromEnv()
 	if err != nil {
 		// A bad setting must not cost the client its server: say so and

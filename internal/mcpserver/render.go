@@ -23,15 +23,21 @@ const textBudget = 6000
 // composeText is the text content of a successful answer: the summary, the
 // demo-time note, then the key data.
 func composeText(summary, note, data string) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(summary, "\n"))
+	parts := []string{}
+	if s := strings.TrimRight(summary, "\n"); s != "" {
+		parts = append(parts, s)
+	}
 	if note != "" {
-		b.WriteString("\n(" + note + ")")
+		parts = append(parts, "("+note+")")
 	}
+	head := strings.Join(parts, "\n")
 	if data = strings.TrimSpace(data); data != "" {
-		b.WriteString("\n\n" + data)
+		if head == "" {
+			return data
+		}
+		return head + "\n\n" + data
 	}
-	return b.String()
+	return head
 }
 
 // appendText adds the note and the data to a result's first text content

@@ -1,23 +1,24 @@
 package orchestrate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/rest"
 )
 
 // DefaultTimeout bounds one call to an orchestrator when the config sets none.
 const DefaultTimeout = 30 * time.Second
+
+// MaxResponseBytes caps one answer of an orchestrator.
+const MaxResponseBytes = 16 << 20
 
 // TransportError is a call that got no answer: the system was unreachable
 // or did not answer in time. Whether a trigger took effect is then
@@ -67,7 +68,7 @@ func (e *APIError) Error() string {
 type restClient struct {
 	system  System
 	base    *url.URL
-	http    *http.Client
+	rc      *rest.Client
 	timeout time.Duration
 	// auth adds credentials; it reads them from the environment per call so
 	// a variable set after start-up is picked up and a missing one is named.
@@ -92,8 +93,12 @@ func newRESTClient(system System, svc *config.Service, defaultURL string) (*rest
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &restClient{system: system, base: u, http: &http.Client{Timeout: timeout}, timeout: timeout,
-		auth: func(*http.Request) error { return nil }, message: func([]byte) string { return "" }}, nil
+	c := &restClient{system: system, base: u, timeout: timeout,
+		auth: func(*http.Request) error { return nil }, message: func([]byte) string { return "" }}
+	// The runners set auth after construction; the core asks for it per call.
+	c.rc = rest.New(u, rest.Options{Name: string(system), Timeout: timeout, MaxResponseBytes: MaxResponseBytes,
+		Auth: func(r *http.Request) error { return c.auth(r) }})
+	return c, nil
 }
 
 // basicAuth authenticates with a user name and password read from the
@@ -127,50 +132,25 @@ func (c *restClient) url(path string, query url.Values) string {
 }
 
 // do sends one request and returns the status and body. Transport
-// failures become *TransportError; status codes are the caller's to judge.
+// failures become *TransportError; an answer over MaxResponseBytes is a
+// *rest.TooLargeError; status codes are the caller's to judge.
 func (c *restClient) do(ctx context.Context, method, target string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: encode request for %s: %w", c.system, target, err)
-		}
-		rd = bytes.NewReader(b)
+	resp, err := c.rc.DoURL(ctx, method, target, body)
+	var te *rest.TransportError
+	if errors.As(err, &te) {
+		return 0, nil, &TransportError{System: c.system, Method: method, URL: target, Timeout: c.timeout, TimedOut: te.TimedOut, Err: te.Err}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: build request %s %s: %w", c.system, method, target, err)
+		return 0, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if err := c.auth(req); err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", c.system, err)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		te := &TransportError{System: c.system, Method: method, URL: target, Timeout: c.timeout, Err: err}
-		var ne net.Error
-		te.TimedOut = errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
-		return 0, nil, te
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return resp.StatusCode, nil, &TransportError{System: c.system, Method: method, URL: target, Timeout: c.timeout, Err: err}
-	}
-	return resp.StatusCode, data, nil
+	return resp.Status, resp.Body, nil
 }
 
 // apiError builds the error for a non-success answer.
 func (c *restClient) apiError(method, target string, status int, body []byte) *APIError {
 	msg := c.message(body)
 	if msg == "" {
-		msg = strings.TrimSpace(string(body))
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
-		}
+		msg = rest.Trim(body, 300)
 	}
 	return &APIError{System: c.system, Method: method, URL: target, Status: status, Message: msg}
 }

@@ -10,12 +10,10 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/riferrei/srclient"
 
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -64,14 +63,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// MaxResponseBytes caps one answer of the registry, through srclient too:
+// a schema with its references is well under it.
+const MaxResponseBytes = 32 << 20
+
 // Client is a Schema Registry client. It is safe for concurrent use.
 type Client struct {
-	base      string
-	user      string
-	pass      string
-	timeout   time.Duration
+	base    string
+	user    string
+	pass    string
+	timeout time.Duration
+	// transport caps every answer, so srclient (which reads answers
+	// whole) is bounded as well as rc.
 	transport http.RoundTripper
-	hc        *http.Client
+	rc        *rest.Client
 }
 
 // New returns a client for cfg after applying defaults and validating it.
@@ -83,13 +88,23 @@ func New(cfg Config) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = cfg.Timeout
+	capped := rest.CapTransport(tr, "schema registry", MaxResponseBytes)
+	base, err := rest.ParseBase(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry url %q is not an http(s) URL such as http://localhost:8081", cfg.URL)
+	}
+	var auth func(*http.Request) error
+	if cfg.Username != "" {
+		auth = rest.BasicAuth(cfg.Username, cfg.Password)
+	}
 	return &Client{
 		base:      strings.TrimRight(cfg.URL, "/"),
 		user:      cfg.Username,
 		pass:      cfg.Password,
 		timeout:   cfg.Timeout,
-		transport: tr,
-		hc:        &http.Client{Transport: tr},
+		transport: capped,
+		rc: rest.New(base, rest.Options{Name: "schema registry", Timeout: cfg.Timeout, MaxResponseBytes: MaxResponseBytes,
+			Accept: contentType + ", application/json", ContentType: contentType, Auth: auth, Transport: capped}),
 	}, nil
 }
 
@@ -126,6 +141,10 @@ func (c *Client) sr(ctx context.Context) *srclient.SchemaRegistryClient {
 // srErr turns an srclient error into this package's errors.
 func (c *Client) srErr(parent context.Context, method, path string, err error) error {
 	u := c.base + path
+	var tl *rest.TooLargeError
+	if errors.As(err, &tl) {
+		return tl
+	}
 	var se srclient.Error
 	if errors.As(err, &se) {
 		return &APIError{Method: method, URL: u, Code: se.Code, Message: se.Message}
@@ -145,57 +164,41 @@ func (c *Client) transportErr(parent context.Context, method, u string, err erro
 	return &UnreachableError{URL: c.base, Endpoint: method + " " + u, Timeout: c.timeout, Cause: cause(err), Err: err}
 }
 
-// do sends one REST request and decodes a 2xx answer into out.
+// do sends one REST request and decodes a 2xx answer into out. path may
+// carry a query ("?verbose=true").
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	u := c.base + path
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("schema registry %s %s: encoding request: %w", method, u, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(cctx, method, u, rd)
+	p, rawQuery, _ := strings.Cut(path, "?")
+	query, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return fmt.Errorf("schema registry %s %s: %w", method, u, err)
 	}
-	req.Header.Set("Accept", contentType+", application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
+	resp, err := c.rc.Do(ctx, method, p, query, body)
+	var te *rest.TransportError
+	if errors.As(err, &te) {
+		return c.transportErr(ctx, method, u, te.Err)
 	}
-	if c.user != "" {
-		req.SetBasicAuth(c.user, c.pass)
-	}
-	resp, err := c.hc.Do(req)
 	if err != nil {
-		return c.transportErr(ctx, method, u, err)
+		return err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return c.transportErr(ctx, method, u, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		ae := &APIError{Method: method, URL: u, Status: resp.StatusCode, Code: resp.StatusCode}
+	if !resp.OK() {
+		ae := &APIError{Method: method, URL: u, Status: resp.Status, Code: resp.Status}
 		var e struct {
 			Code    int    `json:"error_code"`
 			Message string `json:"message"`
 		}
-		if json.Unmarshal(data, &e) == nil && e.Code != 0 {
+		if json.Unmarshal(resp.Body, &e) == nil && e.Code != 0 {
 			ae.Code, ae.Message = e.Code, e.Message
 		} else {
-			ae.Message = strings.TrimSpace(resp.Status + " " + truncate(string(data), 200))
+			ae.Message = strings.TrimSpace(fmt.Sprintf("%d %s", resp.Status, http.StatusText(resp.Status)) + " " + truncate(string(resp.Body), 200))
 		}
 		return ae
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("schema registry %s %s: unexpected answer %q: %w", method, u, truncate(string(data), 200), err)
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return fmt.Errorf("schema registry %s %s: unexpected answer %q: %w", method, u, truncate(string(resp.Body), 200), err)
 	}
 	return nil
 }

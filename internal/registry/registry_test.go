@@ -13,6 +13,7 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
+	"github.com/dataworkers/dw/internal/rest/resttest"
 )
 
 func usage(optional ...string) string {
@@ -448,5 +449,38 @@ func TestJSONAndProtobufRoundTrip(t *testing.T) {
 	got, found, err = c.Lookup(ctx, "p-value", proto)
 	if err != nil || !found || got.Kind() != compat.Protobuf || got.Version != 1 {
 		t.Fatalf("protobuf lookup: %+v %v %v", got, found, err)
+	}
+}
+
+// A registry answering 1 GiB, as a success or as an error, costs at most
+// the cap, both on the plain REST calls and on those made through
+// srclient (which reads answers whole): the call fails instead of
+// exhausting memory.
+func TestHugeAnswerIsBounded(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
+		srv := resttest.HugeServer(t, status)
+		c, err := registry.New(registry.Config{URL: srv.URL, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("rest", func(t *testing.T) {
+			resttest.RequireBounded(t, 4*registry.MaxResponseBytes, func() error {
+				_, err := c.Config(context.Background(), "usage-value")
+				return err
+			})
+		})
+		t.Run("srclient", func(t *testing.T) {
+			call := func() error {
+				_, err := c.Subjects(context.Background())
+				return err
+			}
+			if status == http.StatusOK {
+				resttest.RequireBounded(t, 4*registry.MaxResponseBytes, call)
+				return
+			}
+			// srclient decodes an error body itself and reports a body it
+			// cannot decode as the bare status: still an error, still bounded.
+			resttest.RequireBoundedError(t, 4*registry.MaxResponseBytes, call)
+		})
 	}
 }

@@ -197,7 +197,7 @@ func (r *Runner) observeCheck(ctx context.Context, routine string, svc *incident
 		}
 		asset := r.canonical(ctx, rep.Asset)
 		f := Finding{Kind: "check", Target: rep.Table, Asset: asset, Status: "ok", Detail: rep.Summary}
-		if rep.Status == checks.Learning {
+		if rep.Status == checks.NotJudged || rep.Status == checks.Learning {
 			f.Status = "learning"
 		}
 		symptoms := incidents.CheckSymptoms(rep, asset)

@@ -174,6 +174,13 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	return tx.tx.QueryRowContext(ctx, rebind(tx.dialect, query), args...)
 }
 
+// PrepareContext prepares a statement written with `?` bind parameters for
+// reuse inside the transaction (a writer running the same statement many
+// times pays SQLite's parse once).
+func (tx *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return tx.tx.PrepareContext(ctx, rebind(tx.dialect, query))
+}
+
 // Dialect reports the engine.
 func (tx *Tx) Dialect() Dialect { return tx.dialect }
 

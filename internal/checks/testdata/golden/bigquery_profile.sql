@@ -13,5 +13,9 @@ SELECT
   MAX(`event_time`) AS m11,
   SUM(TIMESTAMP_DIFF(`_ingested_at`, `event_time`, MILLISECOND)) AS m12,
   COUNT(TIMESTAMP_DIFF(`_ingested_at`, `event_time`, MILLISECOND)) AS m13,
-  APPROX_QUANTILES(TIMESTAMP_DIFF(`_ingested_at`, `event_time`, MILLISECOND), 100)[OFFSET(95)] AS m14
+  APPROX_QUANTILES(TIMESTAMP_DIFF(`_ingested_at`, `event_time`, MILLISECOND), 100)[OFFSET(95)] AS m14,
+  COUNT(CASE WHEN `balance` = 0 THEN 1 END) AS m15,
+  AVG(`balance`) AS m16,
+  APPROX_QUANTILES(`balance`, 100)[OFFSET(50)] AS m17,
+  APPROX_QUANTILES(`balance`, 100)[OFFSET(95)] AS m18
 FROM `acme-prod.loyalty.member_balances`;

@@ -11,7 +11,11 @@ SELECT
   MAX("hour") AS m8,
   SUM(epoch_ms("loaded_at") - epoch_ms("hour")) AS m9,
   COUNT(epoch_ms("loaded_at") - epoch_ms("hour")) AS m10,
-  quantile_cont(epoch_ms("loaded_at") - epoch_ms("hour"), 0.95) AS m11
+  quantile_cont(epoch_ms("loaded_at") - epoch_ms("hour"), 0.95) AS m11,
+  COUNT(CASE WHEN "egress_bytes" = 0 THEN 1 END) AS m12,
+  AVG("egress_bytes") AS m13,
+  approx_quantile("egress_bytes", 0.5) AS m14,
+  approx_quantile("egress_bytes", 0.95) AS m15
 FROM "usage"."usage_hourly"
 WHERE "hour" >= TIMESTAMPTZ '2025-03-11 00:00:00+00' AND "hour" < TIMESTAMPTZ '2025-03-12 00:00:00+00'
 GROUP BY ROLLUP (date_trunc('hour', timezone('UTC', "hour")));
