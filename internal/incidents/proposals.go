@@ -2,6 +2,7 @@ package incidents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,6 +69,11 @@ type ProposalDraft struct {
 	Details      map[string]any `json:"details" jsonschema:"action parameters"`
 }
 
+// MaxDetailsBytes bounds a proposal's details as JSON. A schema_version
+// proposal carries the schema text to register there, so the bound is the
+// schema argument's own (1 MiB) with room for the other keys.
+const MaxDetailsBytes = 1<<20 + 64<<10
+
 // noUndo are answers that name no way back.
 var noUndo = []string{"none", "n/a", "na", "no", "-", "nothing", "not possible", "cannot be undone"}
 
@@ -84,6 +90,15 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 		}
 		return nil, invalid("unknown proposal kind %q; closest: %s (valid: %s)", p.Kind,
 			strings.Join(suggest.Closest(p.Kind, names, 2), ", "), strings.Join(names, ", "))
+	}
+	// Details are free-form, so the schema cannot bound them field by field:
+	// bound them whole, before anything is read or stored. They are notes
+	// for the approver (an approval binds its action, never its details),
+	// and every answer echoes them.
+	if text, err := json.Marshal(p.Details); err != nil {
+		return nil, invalid("details cannot be encoded as JSON: %v", err)
+	} else if len(text) > MaxDetailsBytes {
+		return nil, invalid("details are %d characters of JSON; at most %d: put large documents (a schema, a manifest) where the executing tool reads them and name them here", len(text), MaxDetailsBytes)
 	}
 	what := strings.TrimSpace(p.What)
 	if what == "" {

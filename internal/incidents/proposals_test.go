@@ -2,6 +2,7 @@ package incidents
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -54,6 +55,12 @@ func TestDraftProposalIsGroundedInTheDiagnosis(t *testing.T) {
 		bad.Targets = nil
 		if _, err := s.DraftProposal(ctx, bad); err == nil || !strings.Contains(err.Error(), "targets is empty") {
 			t.Fatalf("no targets: %v", err)
+		}
+		// Details are bounded whole: a 10 MiB note is refused before anything is stored.
+		bad = hold
+		bad.Details = map[string]any{"blob": strings.Repeat("A", 10<<20)}
+		if _, err := s.DraftProposal(ctx, bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "at most 1114112") {
+			t.Fatalf("10 MiB details: %v", err)
 		}
 	})
 }
