@@ -33,20 +33,8 @@ func (s *Service) Sweep(ctx context.Context) ([]Escalation, error) {
 // sweep applies due expiries to one proposal, or to all when id is "".
 // It reads first and only opens a write transaction when something is due,
 // so the common case costs one indexed query.
-//
-// Expiry is dated like a decision: a replayed clock (DW_CLOCK) counts only
-// in a store made for replay, so a command run with a fake clock cannot
-// expire a live request early, nor date its receipt entry in the future.
 func (s *Service) sweep(ctx context.Context, id string) ([]Escalation, error) {
-	ks, err := s.keys()
-	if err != nil {
-		return nil, err
-	}
-	now, err := s.decisionTime(ctx, ks)
-	if err != nil {
-		return nil, err
-	}
-	return s.sweepAt(ctx, id, now)
+	return s.sweepAt(ctx, id, s.clk.Now())
 }
 
 // sweepAt applies the expiries due at now: Decide sweeps at the decision's

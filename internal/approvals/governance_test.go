@@ -669,34 +669,3 @@ func TestApproverChangeReadsInTheReceipt(t *testing.T) {
 		}
 	})
 }
-
-// TestReplayedClockCannotExpireALiveRequest: a command run with DW_CLOCK far
-// ahead on a store not made for replay must not expire a pending request,
-// nor date a receipt entry in the future.
-func TestReplayedClockCannotExpireALiveRequest(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		cfg := testCfg(t)
-		real := New(db, cfg, clock.System{}, nil)
-		ahead := New(db, cfg, clock.NewOffset(time.Now().Add(200*24*time.Hour)), nil)
-		p := mustPropose(t, real, schemaV13())
-		if _, err := ahead.Sweep(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got, err := ahead.Get(ctx, p.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !got.State.Open() {
-			t.Fatalf("a clock 200 days ahead expired a live request: state %s", got.State)
-		}
-		var future int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM receipt_entries WHERE at_ms > ?`,
-			store.Millis(time.Now().Add(time.Hour))).Scan(&future); err != nil {
-			t.Fatal(err)
-		}
-		if future != 0 {
-			t.Fatalf("%d receipt entries dated in the future", future)
-		}
-	})
-}
