@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/compat"
@@ -111,45 +110,7 @@ func (h *handlers) recordVersionChanges(ctx context.Context, db *store.DB, store
 	}
 	svc := &incidents.Service{DB: db, Clock: h.d.Clock}
 	for _, v := range fresh {
-		var prev *schemahistory.SubjectVersion
-		for i := range stored {
-			if stored[i].Version < v.Version && (prev == nil || stored[i].Version > prev.Version) {
-				prev = &stored[i]
-			}
-		}
-		params := incidents.RecordChangeParams{
-			Key: "schema-registry:" + v.Subject + ":" + strconv.Itoa(v.Version), At: v.FirstSeen, Kind: "schema_version",
-			System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Source: Name,
-			Summary: fmt.Sprintf("%s version %d seen in the registry", v.Subject, v.Version),
-			Details: map[string]string{"version": strconv.Itoa(v.Version), "schema_id": strconv.Itoa(v.ID),
-				"at_is": "first seen by Data Workers; the registry keeps no registration time"},
-		}
-		if prev != nil {
-			kind := compat.Kind(v.SchemaType)
-			changes, err := compat.Diff(kind, compat.Schema{Text: prev.Schema, References: prev.References}, compat.Schema{Text: v.Schema, References: v.References})
-			if err == nil {
-				for _, c := range changes {
-					var how incidents.FieldOp
-					switch c.Kind {
-					case "removed":
-						how = incidents.FieldRemoved
-					case "added":
-						how = incidents.FieldAdded
-					case "renamed":
-						how = incidents.FieldRenamed
-					case "type_changed":
-						how = incidents.FieldTypeChanged
-					default:
-						continue
-					}
-					fc := incidents.FieldChange{Name: c.Path, How: how}
-					if how == incidents.FieldRenamed {
-						fc.Name, fc.NewName = c.OldPath, c.Path
-					}
-					params.Fields = append(params.Fields, fc)
-				}
-			}
-		}
+		params := schemahistory.VersionChange(stored, v, Name)
 		if _, err := svc.RecordChange(ctx, params); err != nil {
 			return err
 		}

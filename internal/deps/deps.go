@@ -30,8 +30,10 @@ type Deps struct {
 	Config *config.Config
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// ConfigErr is why the configuration did not load; while it is set
-	// Config is only a placeholder and nothing is opened (see Load).
+	// ConfigErr is why the configuration did not load. While it is set,
+	// Config holds the embedded default's shape so handlers never see nil,
+	// and Store and Warehouse return ConfigErr: every tool answers with the
+	// file:line:key error and nothing is opened (see Load).
 	ConfigErr error
 
 	// OpenWarehouse opens a configured warehouse. Only agents that read

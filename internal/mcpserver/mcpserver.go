@@ -147,6 +147,8 @@ func Main(a Agent, version string, boot func() (Boot, error)) int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	// The transport is the only writer of stdout in an agent: it carries
+	// protocol messages and nothing else (logs go to stderr).
 	t := &StdioTransport{In: os.Stdin, Out: os.Stdout, MaxMessageBytes: maxMsg, Logger: logger}
 	logger.Debug("serving on stdio", "agent", a.Name, "version", Version(version), "tools", len(s.tools))
 	return serve(s, t, sig, logger)

@@ -24,6 +24,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
+	// A developer command run by `make bench`, not an MCP server: the
+	// table is its output, so it goes to stdout.
 	write(os.Stdout, rows)
 }
 
