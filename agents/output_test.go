@@ -3,6 +3,7 @@ package agents_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,41 @@ func TestDefaultAnswersAreBounded(t *testing.T) {
 	for name := range minimalArgs {
 		if !called[name] {
 			t.Errorf("minimalArgs names %s, which no agent serves", name)
+		}
+	}
+}
+
+// TestLongInputListsAreRefused: a list argument over its maximum is
+// refused with an error naming the argument and the bound, before any
+// work; one at the maximum is answered within the size bound.
+func TestLongInputListsAreRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the demo packs")
+	}
+	home := t.TempDir()
+	for _, e := range agents.All() {
+		if e.Name != "dw-context-catalog" {
+			continue
+		}
+		cs := demoSession(t, e, home)
+		many := make([]string, 10_000)
+		for i := range many {
+			many[i] = fmt.Sprintf("duckdb://usage.table_%05d", i)
+		}
+		text := errText(t, cs, "get_owners", map[string]any{"assets": many})
+		if !strings.Contains(text, "assets") || !strings.Contains(text, "at most 100") {
+			t.Errorf("10,000 assets: error does not name the argument and its bound: %.300s", text)
+		}
+		same := make([]string, 100)
+		for i := range same {
+			same[i] = "duckdb://usage.usage_hourly"
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_owners", Arguments: map[string]any{"assets": same}})
+		if err != nil || res.IsError {
+			t.Fatalf("100 assets: %v %+v", err, res)
+		}
+		if n, _ := answerSize(t, res); n > maxAnswer {
+			t.Errorf("100 assets: answer is %d characters", n)
 		}
 	}
 }

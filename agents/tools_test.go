@@ -169,3 +169,64 @@ func checkNoApproval(t *testing.T, where string, tool *mcp.Tool) {
 		}
 	}
 }
+
+// maxToolsList bounds an agent's whole tools/list answer in characters: a
+// client fetches it on every connect and some put all of it in the model's
+// context. Output schemas are cut to mcpserver.OutputSchemaBudget; what
+// remains is descriptions and input schemas, which the model needs.
+const maxToolsList = 40_000
+
+// TestToolsListIsBounded measures each agent's tools/list as a client
+// receives it.
+func TestToolsListIsBounded(t *testing.T) {
+	for _, e := range agents.All() {
+		tools := listTools(t, e)
+		raw, err := json.Marshal(&mcp.ListToolsResult{Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) > maxToolsList {
+			t.Errorf("%s: tools/list is %d characters, over %d", e.Name, len(raw), maxToolsList)
+		}
+		for _, tool := range tools {
+			// Over the budget only as the bare outline: top-level names
+			// and types, nothing nested, nothing described.
+			out, _ := json.Marshal(tool.OutputSchema)
+			if len(out) > mcpserver.OutputSchemaBudget && !bareOutline(out) {
+				t.Errorf("%s/%s: output schema is %d characters, over %d", e.Name, tool.Name, len(out), mcpserver.OutputSchemaBudget)
+			}
+		}
+		t.Logf("%-20s %6d characters, %d tools", e.Name, len(raw), len(tools))
+	}
+}
+
+// bareOutline: the schema's top-level properties carry their JSON types
+// (a list's item type, a map's value type) and nothing else: no nested
+// properties, no descriptions.
+func bareOutline(raw []byte) bool {
+	var s struct {
+		Properties map[string]any `json:"properties"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	var bare func(v any) bool
+	bare = func(v any) bool {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return true
+		}
+		for k, x := range m {
+			if k == "description" || k == "properties" || !bare(x) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range s.Properties {
+		if !bare(p) {
+			return false
+		}
+	}
+	return true
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
@@ -41,7 +43,7 @@ var traceTool = mcpserver.Tool{
 	Name:  "trace_cross_platform_lineage",
 	Title: "Trace lineage across platforms",
 	Description: "Follows the paths from an asset across platforms, upstream (where its data comes from), downstream (where it goes) or both, " +
-		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses. Nodes are paged (limit, default 50, at most 500; next_cursor) with nodes_total. " +
+		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses (max_paths per direction, most cross-platform and longest first, with upstream_total and downstream_total; a path over 10 assets shows its first and last 5 and counts the rest). Nodes are paged (limit, default 50, at most 500; next_cursor) with nodes_total. " +
 		"Use it to see how data flows (where an asset's data comes from, or the route it takes); for the ranked list of everything affected downstream use blast_radius_analysis, and for a schema change's owners to ask use assess_impact (dw-schema).",
 	ReadOnly: true, Idempotent: true, OpenWorld: false,
 }
@@ -114,12 +116,23 @@ func (h *handlers) searchAssets(ctx context.Context, in lineage.SearchParams) (*
 	return res, b.String(), nil
 }
 
+// maxOwnerAssets bounds get_owners' list: each asset costs a walk upstream,
+// and the answer holds one entry per asset.
+const maxOwnerAssets = 100
+
 var getOwnersTool = mcpserver.Tool{
 	Name:        "get_owners",
 	Title:       "Who owns these assets",
-	Description: "Names the owner and domain of each asset; for an asset with no recorded owner, names the owner of the nearest owned asset upstream, who can usually answer for the data.",
+	Description: fmt.Sprintf("Names the owner and domain of each asset (at most %d per call); for an asset with no recorded owner, names the owner of the nearest owned asset upstream, who can usually answer for the data.", maxOwnerAssets),
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+	InputSchema: mcpserver.InputSchema[lineage.OwnersParams](func(s *jsonschema.Schema) {
+		a := s.Properties["assets"]
+		a.MinItems, a.MaxItems = ptr(1), ptr(maxOwnerAssets)
+		a.Description += fmt.Sprintf(": 1 to %d", maxOwnerAssets)
+	}),
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func (h *handlers) getOwners(ctx context.Context, in lineage.OwnersParams) (*lineage.OwnersResult, string, error) {
 	g, err := h.graph(ctx)

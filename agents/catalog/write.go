@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/fileinput"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -43,26 +45,40 @@ var importDBTTool = mcpserver.Tool{
 	Name:  "import_dbt_manifest",
 	Title: "Import a dbt manifest",
 	Description: "Imports a dbt manifest.json (schema versions v9 to v12) into the context graph: models, seeds, snapshots, sources, exposures (as dashboards and other consumers, with owners), " +
-		"the dependencies, columns, and owners and tags from meta. Importing the same manifest twice changes nothing; an owner, description or title in the manifest replaces the recorded one.",
+		"the dependencies, columns, and owners and tags from meta. Importing the same manifest twice changes nothing; an owner, description or title in the manifest replaces the recorded one. " +
+		"Its unique, not_null, accepted_values and relationships tests become quality expectations (source dbt) for the configured warehouses of the manifest's adapter, checked by run_quality_check (dw-quality); " +
+		"they replace what an earlier import of the project recorded and never overwrite a team's own (set_quality_expectations wins where both speak of a column). The answer says how many were recorded.",
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
 // readInput reads a document given by path (through fileinput: regular
-// files only, capped by DW_MAX_FILE_BYTES) or inline.
+// JSON files only, capped by DW_MAX_FILE_BYTES) or inline.
 func readInput(ctx context.Context, path, inline, what string) ([]byte, error) {
 	switch {
 	case path != "" && inline != "":
 		return nil, fmt.Errorf("give path or the %s content, not both", what)
 	case path != "":
-		return fileinput.ReadRegular(ctx, "path", path, fileinput.MaxBytes())
+		return fileinput.ReadJSON(ctx, "path", path, fileinput.MaxBytes())
 	case strings.TrimSpace(inline) != "":
 		return []byte(inline), nil
 	}
 	return nil, fmt.Errorf("give path (a file on this machine) or the %s content", what)
 }
 
-func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTImportResult, string, error) {
+// ImportDBTOut is the graph import and the expectations its tests became.
+type ImportDBTOut struct {
+	lineage.DBTImportResult
+	Expectations checks.DBTRecord `json:"expectations" jsonschema:"quality expectations recorded from the manifest's dbt tests (source dbt)"`
+}
+
+func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ImportDBTOut, string, error) {
 	data, err := readInput(ctx, in.Path, in.Manifest, "manifest")
+	if err != nil {
+		return nil, "", err
+	}
+	// The tests are read first, so a manifest whose tests cannot be read
+	// changes nothing.
+	tests, skipped, err := lineage.ReadDBTTests(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,14 +86,42 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTI
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(data)), lineage.DBTOptions{Domain: in.Domain, Owner: in.Owner})
+	res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), lineage.DBTOptions{Domain: in.Domain, Owner: in.Owner})
 	if err != nil {
 		return nil, "", err
 	}
 	if res.Counts == nil {
 		res.Counts = map[string]int{}
 	}
-	return res, fmt.Sprintf("dbt project %s (manifest %s, %s): %s", res.Project, res.SchemaVersion, res.Adapter, statsLine("import", res.ImportStats)), nil
+	db, err := h.d.Store(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	rec, err := checks.RecordDBTTests(ctx, db, res.Project, h.warehousesByKind(), tests, h.d.Clock.Now())
+	if err != nil {
+		return nil, "", fmt.Errorf("the graph was imported, but the dbt tests were not recorded as expectations: %w", err)
+	}
+	rec.Notes = append(rec.Notes, skipped...)
+	out := &ImportDBTOut{DBTImportResult: *res, Expectations: *rec}
+	summary := fmt.Sprintf("dbt project %s (manifest %s, %s): %s; %d expectations recorded from dbt tests on %d tables",
+		res.Project, res.SchemaVersion, res.Adapter, statsLine("import", res.ImportStats), rec.Recorded, rec.Tables)
+	if len(rec.Warehouses) > 0 {
+		summary += " for warehouse " + strings.Join(rec.Warehouses, ", ")
+	}
+	if len(rec.Notes) > 0 {
+		summary += fmt.Sprintf(" (%d notes: %s)", len(rec.Notes), strings.Join(rec.Notes, "; "))
+	}
+	return out, summary, nil
+}
+
+// warehousesByKind maps each warehouse kind (duckdb, bigquery, snowflake:
+// the platform of dbt's asset ids) to the configured warehouses of it.
+func (h *handlers) warehousesByKind() map[string][]string {
+	out := map[string][]string{}
+	for _, w := range h.d.Config.Warehouses {
+		out[w.Kind] = append(out[w.Kind], w.Name)
+	}
+	return out
 }
 
 // ImportOLIn is OpenLineage run events by path or inline.

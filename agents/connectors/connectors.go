@@ -28,10 +28,38 @@ type SkippedFlow struct {
 
 // ConnectorLineage says what was written to the context graph.
 type ConnectorLineage struct {
-	Recorded      []string      `json:"recorded" jsonschema:"connectors whose topic/table edges are now in the context graph"`
+	Recorded      []string      `json:"recorded" jsonschema:"connectors whose topic/table edges are now in the context graph (the first 50 by name)"`
+	RecordedTotal int           `json:"recorded_total" jsonschema:"connectors whose edges were recorded, in all"`
 	AssetsCreated int           `json:"assets_created" jsonschema:"assets new to the graph"`
 	EdgesCreated  int           `json:"edges_created" jsonschema:"edges new to the graph"`
-	Skipped       []SkippedFlow `json:"skipped,omitempty" jsonschema:"hops not recorded, with the reason"`
+	Skipped       []SkippedFlow `json:"skipped,omitempty" jsonschema:"hops not recorded, with the reason (the first 50)"`
+	SkippedTotal  int           `json:"skipped_total" jsonschema:"hops not recorded, in all"`
+}
+
+// maxLineageListed bounds each list of what get_connector_status recorded:
+// the recording covers every connector on the cluster, not one page, so a
+// cluster of thousands would otherwise list thousands of names in every
+// answer.
+const maxLineageListed = 50
+
+// maxReason bounds one skipped hop's reason (an error's text).
+const maxReason = 500
+
+// capLineage keeps the first maxLineageListed of each list, with totals.
+func (l *ConnectorLineage) capLineage() {
+	l.RecordedTotal, l.SkippedTotal = len(l.Recorded), len(l.Skipped)
+	slices.Sort(l.Recorded)
+	if len(l.Recorded) > maxLineageListed {
+		l.Recorded = l.Recorded[:maxLineageListed:maxLineageListed]
+	}
+	if len(l.Skipped) > maxLineageListed {
+		l.Skipped = l.Skipped[:maxLineageListed:maxLineageListed]
+	}
+	for i := range l.Skipped {
+		if r := l.Skipped[i].Reason; len(r) > maxReason {
+			l.Skipped[i].Reason = strings.ToValidUTF8(r[:maxReason], "") + "…"
+		}
+	}
 }
 
 // ConnectorStatusOut is the connectors' states and what was recorded.
@@ -84,6 +112,7 @@ func (h *handlers) connectorStatus(ctx context.Context, in ConnectorStatusIn) (*
 	if err := h.recordConnectors(ctx, out); err != nil {
 		return nil, "", err
 	}
+	out.Lineage.capLineage()
 	out.HealthCounts = map[string]int{}
 	for _, cr := range out.Connectors {
 		out.HealthCounts[cr.Health]++
@@ -104,8 +133,8 @@ func (h *handlers) connectorStatus(ctx context.Context, in ConnectorStatusIn) (*
 	if out.NextCursor != "" {
 		fmt.Fprintf(&b, "\n%d of %d connectors listed; pass next_cursor as cursor for more.", len(out.Connectors), out.Total)
 	}
-	fmt.Fprintf(&b, "\nContext graph: %d connectors' hops recorded", len(out.Lineage.Recorded))
-	if n := len(out.Lineage.Skipped); n > 0 {
+	fmt.Fprintf(&b, "\nContext graph: %d connectors' hops recorded", out.Lineage.RecordedTotal)
+	if n := out.Lineage.SkippedTotal; n > 0 {
 		fmt.Fprintf(&b, ", %d hops skipped (see lineage.skipped)", n)
 	}
 	return out, b.String(), nil

@@ -2,6 +2,8 @@ package connectors
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -151,4 +153,48 @@ func TestConnectWorkerNotReachable(t *testing.T) {
 	e = newEnv(t, "")
 	_, _, err = e.h.connectorStatus(context.Background(), ConnectorStatusIn{})
 	wantErr(t, err, "set kafka_connect.url in dw.yaml")
+}
+
+// TestConnectorLineageListsAreBounded: a cluster of 400 connectors, half
+// recordable and half not. The lineage part of the answer lists the first
+// 50 of each with totals, and the whole answer stays bounded.
+func TestConnectorLineageListsAreBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records 200 connectors")
+	}
+	ctx := context.Background()
+	w := connectWorker(t)
+	const each = 200
+	for i := range each {
+		if err := w.AddConnector(fmt.Sprintf("bq-sink-%03d", i), map[string]string{
+			"connector.class": bqSink, "topics": fmt.Sprintf("topic-%03d", i), "project": "p",
+			"defaultDataset": "d", "topic2TableMap": fmt.Sprintf("topic-%03d:table_%03d", i, i),
+		}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddConnector(fmt.Sprintf("file-sink-%03d", i), map[string]string{
+			"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "topics": fmt.Sprintf("audit-%03d", i), "file": "/tmp/a.txt",
+		}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, "kafka_connect:\n  url: "+w.URL()+"\n  timeout: 5s\nkafka:\n  name: prod\n  brokers: [\"127.0.0.1:1\"]\n")
+	out, summary, err := e.h.connectorStatus(ctx, ConnectorStatusIn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(out)
+	if n := len(raw) + len(summary); n > 80_000 {
+		t.Errorf("answer is %d characters", n)
+	}
+	l := out.Lineage
+	if l.RecordedTotal != each || len(l.Recorded) != maxLineageListed || l.SkippedTotal != each || len(l.Skipped) != maxLineageListed {
+		t.Errorf("recorded %d of %d, skipped %d of %d", len(l.Recorded), l.RecordedTotal, len(l.Skipped), l.SkippedTotal)
+	}
+	if l.Recorded[0] != "bq-sink-000" || l.EdgesCreated != 2*each {
+		t.Errorf("recorded starts %s, %d edges created", l.Recorded[0], l.EdgesCreated)
+	}
+	if !strings.Contains(summary, fmt.Sprintf("%d connectors' hops recorded", each)) {
+		t.Errorf("summary does not count all: %s", summary[strings.Index(summary, "Context graph"):])
+	}
 }

@@ -82,10 +82,7 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 		if svc, err = h.approvalService(ctx); err != nil {
 			return nil, "", err
 		}
-		job, _ := in.Event["job"].(map[string]any)
-		ns, _ := job["namespace"].(string)
-		name, _ := job["name"].(string)
-		spec, err := approvals.LineageEventAction(ol.URL, ns, name, eventSHA)
+		spec, err := approvals.LineageEventAction(ol.URL, in.Event)
 		if err != nil {
 			return nil, "", err
 		}

@@ -83,12 +83,7 @@ func newLineageGate(t *testing.T) *lineageGate {
 // approve proposes forwarding ev to the endpoint and has olivia approve it.
 func (g *lineageGate) approve(ev map[string]any) *approvals.Proposal {
 	g.t.Helper()
-	sum, err := approvals.CanonicalSHA256(ev)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	job := ev["job"].(map[string]any)
-	action, err := approvals.LineageEventAction(g.url+"/", job["namespace"].(string), job["name"].(string), sum)
+	action, err := approvals.LineageEventAction(g.url+"/", ev)
 	if err != nil {
 		g.t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ var defineMetricTool = mcpserver.Tool{
 	Name:  "define_metric",
 	Title: "Define a team metric",
 	Description: "Defines (or redefines) a metric the team says defines a right table, tied to the asset it describes: either values pushed through monitor_metrics, or one read-only SELECT (or WITH) on a configured warehouse returning value_column and, for hourly points, time_column with each bucket's start. " +
-		"The SQL is checked to be a single read-only statement before it is stored and again before every run; anything else is refused. moves_with names metrics that normally move together (rides and ride_starts), so monitor_metrics reports when they move apart.",
+		"The SQL is checked to be a single read-only statement before it is stored and again before every run; anything else is refused. moves_with names metrics that normally move together (rides and ride_starts), so monitor_metrics reports when they move apart; the partner may be defined before or after (the pair is judged once both exist).",
 	ReadOnly:    false,
 	Destructive: true, // replaces an earlier definition of the same name
 	Idempotent:  true,
@@ -45,8 +45,11 @@ func (h *handlers) defineMetric(ctx context.Context, in incidents.DefineMetricPa
 		how = fmt.Sprintf("computed by SQL on warehouse %s", def.Warehouse)
 	}
 	summary := fmt.Sprintf("Metric %s on %s defined (%s, %s grain, anomalies reported as %s).", def.Name, def.Asset, how, orDefault(def.Grain, "snapshot"), def.SymptomKind)
-	if len(def.MovesWith) > 0 {
-		summary += " Moves with " + strings.Join(def.MovesWith, ", ") + "."
+	if len(def.PairedWith) > 0 {
+		summary += " Judged as a pair with " + strings.Join(def.PairedWith, ", ") + "."
+	}
+	for _, n := range def.Notes {
+		summary += " " + capitalFirst(n) + "."
 	}
 	return def, summary, nil
 }
@@ -65,7 +68,7 @@ type ListMetricsOut struct {
 var listMetricsTool = mcpserver.Tool{
 	Name:        "list_metrics",
 	Title:       "List team metrics",
-	Description: "Lists the team metrics defined with define_metric: name, asset, whether values are pushed or computed by SQL (and on which warehouse), grain, direction and the metrics each moves with. Paged: limit (default 50, at most 500), next_cursor, total.",
+	Description: "Lists the team metrics defined with define_metric: name, asset, whether values are pushed or computed by SQL (and on which warehouse), grain, direction and the pairing: paired_with lists the metrics each is judged with (moves_with declared on either side), moves_with_undefined the partners named before they were defined. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,
@@ -97,6 +100,12 @@ func (h *handlers) listMetrics(ctx context.Context, in ListMetricsIn) (*ListMetr
 			break
 		}
 		fmt.Fprintf(&b, "\n- %s on %s (%s)", d.Name, d.Asset, d.Source)
+		if len(d.PairedWith) > 0 {
+			fmt.Fprintf(&b, ", paired with %s", strings.Join(d.PairedWith, ", "))
+		}
+		if len(d.MovesWithUndefined) > 0 {
+			fmt.Fprintf(&b, ", moves with %s once defined", strings.Join(d.MovesWithUndefined, ", "))
+		}
 	}
 	if out.NextCursor != "" {
 		b.WriteString("\nMore metrics: pass next_cursor as cursor.")
@@ -194,6 +203,13 @@ func deviation(s incidents.Symptom) float64 {
 		return (s.ExpectedLow - s.Observed) / width
 	}
 	return 0
+}
+
+func capitalFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func orDefault(s, def string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/orchestrate"
+	"github.com/dataworkers/dw/internal/remediate"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -29,6 +32,9 @@ const (
 	detailSchemaType = "schema_type"
 	detailSchemaSHA  = "schema_sha256"
 	detailSchema     = "schema"
+	// detailLineageEvent keeps a lineage_event proposal's event beside the
+	// hash its action binds.
+	detailLineageEvent = "lineage_event"
 )
 
 // The details keys remediate reads from approved proposals: the table a
@@ -37,19 +43,19 @@ const (
 // incident has several (replaces), and the warehouse to check when several
 // of the asset's platform are configured (verify_warehouse).
 const (
-	detailVerifyTable     = "verify_table"
-	detailReplaces        = "replaces"
-	detailVerifyWarehouse = "verify_warehouse"
+	detailVerifyTable     = remediate.DetailVerifyTable
+	detailReplaces        = remediate.DetailReplaces
+	detailVerifyWarehouse = remediate.DetailVerifyWarehouse
 )
 
-var proposalKinds = []string{"hold", "diff", "delete_with_undo", "replay", "schema_version", "rerun"}
+var proposalKinds = []string{"hold", "diff", "delete_with_undo", "replay", "schema_version", "rerun", "lineage_event"}
 
 // ProposalSpec is one remediation to put to its approver.
 type ProposalSpec struct {
-	Kind       string         `json:"kind" jsonschema:"hold (pause a downstream job or sync), diff (a reviewed code or config change), delete_with_undo, replay (reprocess from offsets or a savepoint), schema_version (register a schema version) or rerun"`
+	Kind       string         `json:"kind" jsonschema:"hold (pause a downstream job or sync), diff (a reviewed code or config change), delete_with_undo, replay (reprocess from offsets or a savepoint), schema_version (register a schema version), rerun, or lineage_event (post one OpenLineage run event to openlineage.url)"`
 	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it, e.g. Pause sync_metered_usage_to_stripe until egress is verified"`
 	Why        string         `json:"why,omitempty" jsonschema:"why this action, in the approver's terms; the ranked cause it addresses is added"`
-	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>"`
+	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>; for lineage_event openlineage://<job namespace>/<job name> (the default when left out)"`
 	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets"`
 	Undo       string         `json:"undo" jsonschema:"how to reverse it, concretely: unpause the DAG, revert the diff, point the dbt source back to usage.usage_hourly"`
 	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
@@ -57,6 +63,11 @@ type ProposalSpec struct {
 	Details    map[string]any `json:"details,omitempty" jsonschema:"notes for the person carrying it out (savepoint, offsets, diff); verify_table names a replacement table remediate checks instead of the symptomatic one, replaces which symptomatic table it replaces, verify_warehouse the warehouse. Details never decide what a tool may run: bind a run with run"`
 	Schema     string         `json:"schema,omitempty" jsonschema:"for schema_version: the schema text to register; its canonical SHA-256 is bound into the proposal so only this schema can be registered under it"`
 	SchemaType string         `json:"schema_type,omitempty" jsonschema:"for schema_version: AVRO (default), JSON or PROTOBUF"`
+	// LineageEvent is the one event a lineage_event approval lets
+	// emit_lineage_event post.
+	LineageEvent map[string]any `json:"lineage_event,omitempty" jsonschema:"for lineage_event: the OpenLineage RunEvent to post, exactly as emit_lineage_event (dw-connectors) will be given it. Its canonical SHA-256, job, run, datasets and the endpoint are bound and shown to the approver, so no other event can be posted under the approval"`
+	// Replaces is bound into the sealed proposal (replacement.go).
+	Replaces *remediate.ReplacementSpec `json:"replaces,omitempty" jsonschema:"replaces A with B: once approved, remediate reads the table with (B) for the checks and metrics of asset (A), and the receipt shows it; both canonical asset ids of warehouse tables, B in the catalog or the context graph"`
 }
 
 // RunAction is the one run a proposal allows.
@@ -106,7 +117,7 @@ var proposeTool = mcpserver.Tool{
 	Name:  "propose_remediation",
 	Title: "Propose remediations to their approvers",
 	Description: "Sends structured remediations for a diagnosed incident through the approvals core: hold a downstream job, a diff for the owning team, a delete with its named undo, a replay from a position, a schema version, a rerun; each with targets, scope, a concrete undo and the ranked cause it addresses. " +
-		"Approvals names the approver from the target's domain owners in dw.yaml (else the asset's owner in the catalog); the other owners involved in the incident are copied. Each approval binds the one action it allows, shown to the approver field by field: a schema_version proposal carries the schema text, and its subject, type and canonical SHA-256 at the configured registry are bound, so register_stream_schema (dw-connectors) registers exactly that schema; a rerun or replay names its run (system, target, every param), so the trigger tools start exactly that run. Details are notes and never allow anything. " +
+		"Approvals names the approver from the target's domain owners in dw.yaml (else the asset's owner in the catalog); the other owners involved in the incident are copied. Each approval binds the one action it allows, shown to the approver field by field: a schema_version proposal carries the schema text, and its subject, type and canonical SHA-256 at the configured registry are bound, so register_stream_schema (dw-connectors) registers exactly that schema; a rerun or replay names its run (system, target, every param), so the trigger tools start exactly that run; a lineage_event carries the OpenLineage event, bound by its SHA-256 with its job, run, datasets and the configured openlineage.url, so emit_lineage_event (dw-connectors) posts exactly that event, once. Details are notes and never allow anything. " +
 		"Every proposal is checked before any is sent. This agent only proposes: a person decides (dw approve <id> at the terminal, or in Slack) and the owners carry the steps out; then call remediate.",
 	ReadOnly:    false,
 	Destructive: false,
@@ -223,12 +234,28 @@ func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident,
 	} else if strings.TrimSpace(spec.Schema) != "" || strings.TrimSpace(spec.SchemaType) != "" {
 		return nil, fmt.Errorf("schema and schema_type apply only to kind schema_version (this one is %s)", orDefault(kind, "without a kind"))
 	}
+	if len(spec.LineageEvent) > 0 && kind != string(incidents.ProposalLineageEvent) {
+		return nil, fmt.Errorf("lineage_event applies only to kind lineage_event (this one is %s)", orDefault(kind, "without a kind"))
+	}
 	if err := checkVerifyDetails(details); err != nil {
+		return nil, err
+	}
+	if err := h.bindReplacement(ctx, e, inc, &spec, details); err != nil {
 		return nil, err
 	}
 	action, err := h.bindAction(kind, spec, details)
 	if err != nil {
 		return nil, err
+	}
+	if kind == string(incidents.ProposalLineageEvent) {
+		// The event's job is what the post acts on: the target by default,
+		// and a target list that leaves it out is refused, named.
+		switch {
+		case len(spec.Targets) == 0:
+			spec.Targets = []string{action.Asset}
+		case !slices.Contains(spec.Targets, action.Asset):
+			return nil, fmt.Errorf("a lineage_event proposal targets the event's job %s (targets: %s); leave targets out and it is set", action.Asset, strings.Join(spec.Targets, ", "))
+		}
 	}
 	draft, err := e.svc.DraftProposal(ctx, incidents.DraftParams{
 		IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
@@ -277,6 +304,9 @@ func (h *handlers) bindAction(kind string, spec ProposalSpec, details map[string
 		}
 		return a, nil
 	}
+	if kind == string(incidents.ProposalLineageEvent) {
+		return h.lineageAction(spec, details)
+	}
 	if kind != string(incidents.ProposalSchemaVersion) {
 		return nil, nil
 	}
@@ -288,6 +318,34 @@ func (h *handlers) bindAction(kind string, spec ProposalSpec, details map[string
 	schemaType, _ := details[detailSchemaType].(string)
 	sha, _ := details[detailSchemaSHA].(string)
 	return approvals.SchemaVersionAction(sr.URL, subject, schemaType, sha)
+}
+
+// lineageAction binds a lineage_event proposal to its event as
+// emit_lineage_event builds the action: the same event at the configured
+// endpoint gives the same action, any other event a different hash. The
+// event is kept in the details, so whoever forwards it has the approved
+// event at hand.
+func (h *handlers) lineageAction(spec ProposalSpec, details map[string]any) (*approvals.ActionSpec, error) {
+	if len(spec.LineageEvent) == 0 {
+		return nil, errors.New("a lineage_event proposal needs lineage_event: the OpenLineage RunEvent to post, so its hash can bind the approval to exactly that event")
+	}
+	ol := h.d.Config.OpenLineage
+	if ol == nil || strings.TrimSpace(ol.URL) == "" {
+		return nil, errors.New("no openlineage.url in dw.yaml: a lineage_event approval binds the endpoint the event is posted to, so configure it first")
+	}
+	raw, err := json.Marshal(spec.LineageEvent)
+	if err != nil {
+		return nil, fmt.Errorf("lineage_event cannot be encoded as JSON: %w", err)
+	}
+	if err := lineage.ValidateRunEvent(raw); err != nil {
+		return nil, fmt.Errorf("lineage_event: %w", err)
+	}
+	a, err := approvals.LineageEventAction(ol.URL, spec.LineageEvent)
+	if err != nil {
+		return nil, err
+	}
+	details[detailLineageEvent] = spec.LineageEvent
+	return a, nil
 }
 
 // bindSchema checks a schema_version proposal's schema and writes the
@@ -431,6 +489,12 @@ func (h *handlers) recordCause(ctx context.Context, e *env, inc *incidents.Incid
 			return nil
 		}
 	}
-	_, err = approvals.AppendReceipt(ctx, e.db, h.d.Clock.Now(), inc.ID, approvals.EntryCause, actor, f)
+	// Dated by the approvals clock, so the cause never reads later than
+	// the proposals after it (DW_CLOCK dates nothing on a normal store).
+	now, err := e.apv.Now(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = approvals.AppendReceipt(ctx, e.db, now, inc.ID, approvals.EntryCause, actor, f)
 	return err
 }

@@ -36,7 +36,7 @@ func (h *handlers) env(ctx context.Context) (*env, error) {
 	svc := &incidents.Service{
 		DB:    db,
 		Clock: h.d.Clock,
-		Graph: incidents.LineageGraph(g),
+		Graph: incidents.LineageGraph(g, lineage.NamesFromConfig(h.d.Config)),
 		OpenWarehouse: func(ctx context.Context, name string) (warehouse.Warehouse, error) {
 			return h.d.Warehouse(ctx, name)
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -123,7 +124,7 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 			if err != nil {
 				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
 			}
-			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(g)}
+			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(g, lineage.NamesFromConfig(h.d.Config))}
 			res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: symptoms, Actor: Name})
 			if err != nil {
 				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
@@ -161,9 +162,9 @@ func canonicalAsset(ctx context.Context, _ *store.DB, h *handlers, id string) st
 var setExpectationsTool = mcpserver.Tool{
 	Name:  "set_quality_expectations",
 	Title: "Record a table's quality expectations",
-	Description: "Records what a table must satisfy: its key, event and ingest time columns, and explicit thresholds (max null rate per column, rows per bucket, accepted values, ranges, row assertions). " +
+	Description: "Records what a table must satisfy: its key, event and ingest time columns, and explicit thresholds (max null rate per column, rows per bucket, accepted values, ranges, row assertions, relationships: a column whose values must exist in another table's column). " +
 		"run_quality_check then runs these instead of profiling the table. Names are validated against the warehouse's catalog. " +
-		"It replaces the table's earlier expectations as a whole: give every expectation the table should keep.",
+		"It replaces the table's earlier expectations as a whole: give every expectation the table should keep. Expectations from an imported dbt manifest's tests are kept apart and still checked; where both speak of the same column (or the key), these win.",
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true,
 }
 
@@ -185,7 +186,11 @@ func (h *handlers) setExpectations(ctx context.Context, in ExpectIn) (*checks.Ex
 	if res.Checks == nil {
 		res.Checks = []string{}
 	}
-	return res, fmt.Sprintf("expectations for %s stored; run_quality_check will run: %s", res.Table, strings.Join(res.Checks, ", ")), nil
+	summary := fmt.Sprintf("expectations for %s stored; run_quality_check will run: %s", res.Table, strings.Join(res.Checks, ", "))
+	if len(res.FromDBT) > 0 {
+		summary += fmt.Sprintf("; %d of them from the imported dbt tests (%s)", len(res.FromDBT), strings.Join(res.FromDBT, ", "))
+	}
+	return res, summary, nil
 }
 
 var getHistoryTool = mcpserver.Tool{

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 	"github.com/dataworkers/dw/internal/warehouses"
@@ -220,4 +223,125 @@ func TestDetectSchemaChange(t *testing.T) {
 	if err != nil || len(list.Changes) != 1 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
+}
+
+// TestWideTableAnswersAreBounded: a table rebuilt with 20,000 columns.
+// detect_schema_change, get_schema_snapshot and list_schema_changes each
+// answer in bounded size, say what they left out, and paging the snapshot
+// visits every column once.
+func TestWideTableAnswersAreBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20,000-column table")
+	}
+	const wide = 20_000
+	home := t.TempDir()
+	path := filepath.Join(home, "wh.duckdb")
+	write := func(stmts ...string) {
+		db, err := duckdb.OpenWrite(context.Background(), path, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, s := range stmts {
+			if _, err := db.Exec(s); err != nil {
+				t.Fatalf("%.200s: %v", s, err)
+			}
+		}
+	}
+	write(`CREATE SCHEMA usage`, `CREATE TABLE usage.wide (id VARCHAR)`)
+	cfg, err := config.Parse("dw.yaml", []byte("home: "+home+"\nwarehouses:\n  - {name: wh, kind: duckdb, path: "+path+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps.New(Name, cfg, clock.NewFake(time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)), nil)
+	d.OpenWarehouse = warehouses.Open
+	t.Cleanup(func() { d.Close() })
+	h := &handlers{d: d}
+	ctx := context.Background()
+	if _, _, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.wide"}); err != nil {
+		t.Fatal(err)
+	}
+	var cols strings.Builder
+	cols.WriteString("id VARCHAR")
+	for i := range wide - 1 {
+		fmt.Fprintf(&cols, ", column_with_a_long_name_%05d BIGINT", i)
+	}
+	write(`DROP TABLE usage.wide`, `CREATE TABLE usage.wide (`+cols.String()+`)`)
+
+	det, summary, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := jsonSize(t, det) + len(summary); n > maxAnswer {
+		t.Errorf("detect_schema_change answer is %d characters", n)
+	}
+	if !det.Changed || det.ColumnsTotal != wide || det.ChangesTotal != wide-1 || !det.Truncated ||
+		len(det.Snapshot.Columns) != maxDetectColumns || len(det.Snapshot.Changes) != maxSnapshotChanges {
+		t.Errorf("detect: changed %v, columns %d of %d, changes %d of %d, truncated %v", det.Changed,
+			len(det.Snapshot.Columns), det.ColumnsTotal, len(det.Snapshot.Changes), det.ChangesTotal, det.Truncated)
+	}
+
+	snap, summary, err := h.getSchemaSnapshot(ctx, SnapshotIn{Table: "usage.wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := jsonSize(t, snap) + len(summary); n > maxAnswer {
+		t.Errorf("get_schema_snapshot answer is %d characters", n)
+	}
+	if snap.Total != wide || snap.NextCursor == "" || len(snap.Snapshot.Columns) != snapshotColumnsDefault ||
+		snap.ChangesTotal != wide-1 || len(snap.Snapshot.Changes) != maxSnapshotChanges {
+		t.Fatalf("snapshot: %d columns of %d, cursor %q, changes %d of %d", len(snap.Snapshot.Columns), snap.Total,
+			snap.NextCursor, len(snap.Snapshot.Changes), snap.ChangesTotal)
+	}
+	seen := map[string]int{}
+	in := SnapshotIn{Table: "usage.wide", Params: page.Params{Limit: page.MaxLimit}}
+	for {
+		res, _, err := h.getSchemaSnapshot(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range res.Snapshot.Columns {
+			seen[c.Name]++
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		in.Cursor = res.NextCursor
+	}
+	if len(seen) != wide {
+		t.Errorf("paging visited %d of %d columns", len(seen), wide)
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Fatalf("column %s listed %d times", name, n)
+		}
+	}
+	for _, bad := range []string{"99999999999", "-1", "AAAAAAAAAAAAAAAAAAAA"} {
+		if _, _, err := h.getSchemaSnapshot(ctx, SnapshotIn{Table: "usage.wide", Params: page.Params{Cursor: bad}}); err == nil || !strings.Contains(err.Error(), "cursor") {
+			t.Errorf("forged cursor %q: %v", bad, err)
+		}
+	}
+
+	list, summary, err := h.listSchemaChanges(ctx, ListIn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := jsonSize(t, list) + len(summary); n > maxAnswer {
+		t.Errorf("list_schema_changes answer is %d characters", n)
+	}
+	if len(list.Changes) != 1 || list.Changes[0].ChangesTotal != wide-1 || len(list.Changes[0].Changes) != maxListedChanges {
+		t.Errorf("list: %d entries, %+v", len(list.Changes), list.Changes)
+	}
+}
+
+// maxAnswer is about 20k tokens, the most a default answer may hold.
+const maxAnswer = 80_000
+
+func jsonSize(t *testing.T, v any) int {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
 }

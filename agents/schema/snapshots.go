@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -24,11 +26,16 @@ type DetectIn struct {
 
 // DetectOut is the table's columns now and what changed since the last snapshot.
 type DetectOut struct {
-	Snapshot schemahistory.Snapshot `json:"snapshot" jsonschema:"the columns now"`
-	First    bool                   `json:"first" jsonschema:"no earlier snapshot existed; nothing to compare"`
-	Previous string                 `json:"previous,omitempty" jsonschema:"when the snapshot compared against was taken (RFC 3339)"`
-	Changed  bool                   `json:"changed" jsonschema:"the columns differ from the previous snapshot"`
-	ChangeID int64                  `json:"change_id,omitempty" jsonschema:"id of the change recorded in the change log, when something changed"`
+	Snapshot schemahistory.Snapshot `json:"snapshot" jsonschema:"the columns now (the first 100; get_schema_snapshot pages them all) and what changed (the first 100 changes)"`
+	// ColumnsTotal and ChangesTotal count what the snapshot lists only
+	// the start of.
+	ColumnsTotal int    `json:"columns_total" jsonschema:"columns the table has"`
+	ChangesTotal int    `json:"changes_total" jsonschema:"column changes since the previous snapshot"`
+	Truncated    bool   `json:"truncated,omitempty" jsonschema:"true when snapshot lists fewer columns or changes than the totals"`
+	First        bool   `json:"first" jsonschema:"no earlier snapshot existed; nothing to compare"`
+	Previous     string `json:"previous,omitempty" jsonschema:"when the snapshot compared against was taken (RFC 3339)"`
+	Changed      bool   `json:"changed" jsonschema:"the columns differ from the previous snapshot"`
+	ChangeID     int64  `json:"change_id,omitempty" jsonschema:"id of the change recorded in the change log, when something changed"`
 }
 
 var detectSchemaChangeTool = mcpserver.Tool{
@@ -57,7 +64,7 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 	if err != nil {
 		return nil, "", err
 	}
-	out := &DetectOut{Snapshot: *cur, First: prev == nil}
+	out := &DetectOut{Snapshot: *cur, First: prev == nil, ColumnsTotal: len(cur.Columns), ChangesTotal: len(cur.Changes)}
 	if prev != nil {
 		out.Previous = prev.TakenAt.Format("2006-01-02T15:04:05Z07:00")
 		out.Changed = len(cur.Changes) > 0
@@ -95,6 +102,7 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 		}
 		out.ChangeID = res.Change.ID
 	}
+	out.Snapshot, out.Truncated = capSnapshot(out.Snapshot, maxDetectColumns)
 	var b strings.Builder
 	switch {
 	case out.First:
@@ -107,8 +115,40 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 	return out, b.String(), nil
 }
 
+// maxDetectColumns is how many columns detect_schema_change lists; the
+// answer is about what changed, and get_schema_snapshot pages the rest.
+const maxDetectColumns = 100
+
+// maxSnapshotChanges bounds the column changes one snapshot lists: a table
+// rebuilt with 20,000 new columns is one change worth a line, not 20,000.
+const maxSnapshotChanges = 100
+
+// maxListedChanges bounds the column changes each entry of
+// list_schema_changes lists (a page holds up to 500 entries).
+const maxListedChanges = 10
+
+// capSnapshot keeps the first columns and the first maxSnapshotChanges
+// changes of a snapshot, and says whether it dropped any.
+func capSnapshot(s schemahistory.Snapshot, columns int) (schemahistory.Snapshot, bool) {
+	cut := false
+	if len(s.Columns) > columns {
+		s.Columns, cut = s.Columns[:columns:columns], true
+	}
+	if len(s.Changes) > maxSnapshotChanges {
+		s.Changes, cut = s.Changes[:maxSnapshotChanges:maxSnapshotChanges], true
+	}
+	return s, cut
+}
+
+// maxDescribedChanges bounds the changes a one-line description names.
+const maxDescribedChanges = 20
+
 func describeColumnChanges(cs []schemahistory.ColumnChange) string {
-	parts := make([]string, len(cs))
+	more := 0
+	if len(cs) > maxDescribedChanges {
+		cs, more = cs[:maxDescribedChanges], len(cs)-maxDescribedChanges
+	}
+	parts := make([]string, len(cs), len(cs)+1)
 	for i, c := range cs {
 		switch c.How {
 		case "likely_renamed":
@@ -118,6 +158,9 @@ func describeColumnChanges(cs []schemahistory.ColumnChange) string {
 		default:
 			parts[i] = c.How + " " + c.Column
 		}
+	}
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -131,9 +174,16 @@ type ListIn struct {
 
 // ListOut lists snapshots that changed something.
 type ListOut struct {
-	Warehouse string                 `json:"warehouse" jsonschema:"warehouse"`
-	Changes   []schemahistory.Change `json:"changes" jsonschema:"this page of snapshots that differ from the one before, newest first"`
+	Warehouse string         `json:"warehouse" jsonschema:"warehouse"`
+	Changes   []ListedChange `json:"changes" jsonschema:"this page of snapshots that differ from the one before, newest first"`
 	page.Info
+}
+
+// ListedChange is one snapshot that changed something, with at most
+// maxListedChanges of its column changes.
+type ListedChange struct {
+	schemahistory.Change
+	ChangesTotal int `json:"changes_total" jsonschema:"column changes in this snapshot; changes lists the first 10 (get_schema_snapshot has the latest in full)"`
 }
 
 var listSchemaChangesTool = mcpserver.Tool{
@@ -165,7 +215,14 @@ func (h *handlers) listSchemaChanges(ctx context.Context, in ListIn) (*ListOut, 
 	if err != nil {
 		return nil, "", err
 	}
-	out := &ListOut{Warehouse: wc.Name, Changes: changes, Info: pg.Info(len(changes), total)}
+	out := &ListOut{Warehouse: wc.Name, Changes: make([]ListedChange, len(changes)), Info: pg.Info(len(changes), total)}
+	for i, c := range changes {
+		lc := ListedChange{Change: c, ChangesTotal: len(c.Changes)}
+		if len(c.Changes) > maxListedChanges {
+			lc.Changes = c.Changes[:maxListedChanges:maxListedChanges]
+		}
+		out.Changes[i] = lc
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d schema changes detected in %s", total, wc.Name)
 	for i, s := range out.Changes {
@@ -199,18 +256,29 @@ func (h *handlers) knownTable(ctx context.Context, db *store.DB, wh, table strin
 type SnapshotIn struct {
 	Table     string `json:"table" jsonschema:"schema.table as the catalog spells it"`
 	Warehouse string `json:"warehouse,omitempty" jsonschema:"warehouse name; default: the first configured"`
+	page.Params
 }
 
-// SnapshotOut is the latest stored snapshot.
+// SnapshotOut is the latest stored snapshot, its columns paged.
 type SnapshotOut struct {
-	Snapshot schemahistory.Snapshot `json:"snapshot" jsonschema:"the latest stored snapshot of the table"`
+	Snapshot     schemahistory.Snapshot `json:"snapshot" jsonschema:"the latest stored snapshot of the table: this page of its columns, in position order, and the first 100 of its changes"`
+	ChangesTotal int                    `json:"changes_total" jsonschema:"column changes this snapshot recorded against the one before"`
+	// Info pages the columns.
+	page.Info
 }
+
+// snapshotColumnsDefault is get_schema_snapshot's page of columns: most
+// tables fit in one.
+const snapshotColumnsDefault = 200
 
 var getSchemaSnapshotTool = mcpserver.Tool{
 	Name:        "get_schema_snapshot",
 	Title:       "Get a table's latest schema snapshot",
-	Description: "Returns the latest stored column snapshot of a warehouse table (taken by detect_schema_change), with the changes it recorded against the snapshot before it.",
+	Description: "Returns the latest stored column snapshot of a warehouse table (taken by detect_schema_change), with the changes it recorded against the snapshot before it (the first 100, with changes_total). Columns are paged: limit (default 200, at most 500), next_cursor, total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,
+	InputSchema: mcpserver.InputSchema[SnapshotIn](func(s *jsonschema.Schema) {
+		s.Properties["limit"].Description = fmt.Sprintf("columns per page: 1 to %d (default %d)", page.MaxLimit, snapshotColumnsDefault)
+	}),
 }
 
 func (h *handlers) getSchemaSnapshot(ctx context.Context, in SnapshotIn) (*SnapshotOut, string, error) {
@@ -222,6 +290,12 @@ func (h *handlers) getSchemaSnapshot(ctx context.Context, in SnapshotIn) (*Snaps
 	if err != nil {
 		return nil, "", err
 	}
+	// The paging arguments are checked before anything is read, so a bad
+	// cursor is named as such whatever the table.
+	pg, err := in.ResolveWith(snapshotColumnsDefault, page.MaxLimit, "get_schema_snapshot", wc.Name, in.Table)
+	if err != nil {
+		return nil, "", err
+	}
 	s, err := schemahistory.Latest(ctx, db, wc.Name, in.Table)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", h.knownTable(ctx, db, wc.Name, in.Table)
@@ -229,5 +303,12 @@ func (h *handlers) getSchemaSnapshot(ctx context.Context, in SnapshotIn) (*Snaps
 	if err != nil {
 		return nil, "", err
 	}
-	return &SnapshotOut{Snapshot: *s}, fmt.Sprintf("%s as of %s: %d columns", s.Table, s.TakenAt.Format("2006-01-02 15:04"), len(s.Columns)), nil
+	out := &SnapshotOut{Snapshot: *s, ChangesTotal: len(s.Changes)}
+	out.Snapshot.Columns, out.Info = page.Slice(pg, s.Columns)
+	out.Snapshot, _ = capSnapshot(out.Snapshot, len(out.Snapshot.Columns))
+	summary := fmt.Sprintf("%s as of %s: %d columns", s.Table, s.TakenAt.Format("2006-01-02 15:04"), len(s.Columns))
+	if out.NextCursor != "" {
+		summary += fmt.Sprintf(" (%d to %d listed; pass next_cursor as cursor for more)", pg.Offset+1, pg.Offset+len(out.Snapshot.Columns))
+	}
+	return out, summary, nil
 }

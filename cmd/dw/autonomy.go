@@ -53,7 +53,7 @@ func autonomySet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := e.terminalDecider()
+	by, err := e.recordedPerson()
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func autonomyReset(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := e.terminalDecider()
+	by, err := e.recordedPerson()
 	if err != nil {
 		return err
 	}

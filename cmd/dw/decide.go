@@ -41,24 +41,11 @@ func decide(ctx context.Context, e *env, args []string, v approvals.Verdict) err
 	if err != nil {
 		return err
 	}
-	login, err := e.login()
+	by, err := e.recordedPerson()
 	if err != nil {
 		return err
 	}
-	// Who decides is the OS account; the person it stands for is looked up
-	// in the approvers recorded with the proposal. The loaded config's
-	// mapping only picks among them when one login stands for several.
-	by := approvals.Decider{Channel: approvals.ChannelTerminal, OSUser: login,
-		Evidence: map[string]string{"os_user": login, "uid": strconv.Itoa(os.Getuid())}}
-	// A login that stands for several people (the embedded default's demo
-	// maps this terminal's login to every owner) names nobody here: the
-	// approvers recorded with the proposal say who it decides as.
-	if person, ok := e.cfg.PersonForOSUser(login); ok && loginPeople(e.cfg, login) == 1 {
-		by.PersonID = person.ID
-	}
-	if host, err := os.Hostname(); err == nil {
-		by.Evidence["host"] = host
-	}
+	login := by.OSUser
 	p, err := svc.Decide(ctx, pos[0], by, v, *reason)
 	if err != nil {
 		return err
@@ -75,6 +62,30 @@ func decide(ctx context.Context, e *env, args []string, v approvals.Verdict) err
 		verb, p.ID, p.What, approvals.PersonLabel(e.cfg, who), login, p.ReceiptID)
 	refreshSlack(ctx, e, svc)
 	return nil
+}
+
+// recordedPerson is the person at this terminal for the acts the store's
+// records govern (a decision, an autonomy change, lifting the stop): the
+// OS account running dw, looked up by uid; the person it stands for is
+// found in the approvers recorded in the store. The loaded config's
+// mapping only picks among them when one login stands for several.
+func (e *env) recordedPerson() (approvals.Decider, error) {
+	login, err := e.login()
+	if err != nil {
+		return approvals.Decider{}, err
+	}
+	by := approvals.Decider{Channel: approvals.ChannelTerminal, OSUser: login,
+		Evidence: map[string]string{"os_user": login, "uid": strconv.Itoa(os.Getuid())}}
+	// A login that stands for several people (the embedded default's demo
+	// maps this terminal's login to every owner) names nobody here: the
+	// records say who it acts as.
+	if person, ok := e.cfg.PersonForOSUser(login); ok && loginPeople(e.cfg, login) == 1 {
+		by.PersonID = person.ID
+	}
+	if host, err := os.Hostname(); err == nil {
+		by.Evidence["host"] = host
+	}
+	return by, nil
 }
 
 // loginPeople counts the people a login is mapped to.

@@ -162,12 +162,15 @@ func TestStopResumeStatus(t *testing.T) {
 			t.Errorf("dispatch under stop: %v", err)
 		}
 		_, errs, code = h.dw("root", "resume")
-		expect(t, "resume by an unmapped login", errs, code, 1, "lifting the stop needs a configured person")
-		out, _, code = h.dw("alice", "resume", "--reason", "rolled back")
-		expect(t, "resume", out, code, 0, "Stop lifted by alice")
-		out, _, code = h.dw("alice", "status", "--json")
+		expect(t, "resume by an unmapped login", errs, code, 1, `OS user "root" is not a recorded identity of any approver of any domain`)
+		// alice is a person in the config but approves no domain.
+		_, errs, code = h.dw("alice", "resume", "--reason", "rolled back")
+		expect(t, "resume by a person who approves nothing", errs, code, 1, `OS user "alice" is not a recorded identity of any approver of any domain`)
+		out, _, code = h.dw("bob", "resume", "--reason", "rolled back")
+		expect(t, "resume", out, code, 0, "Stop lifted by bob")
+		out, _, code = h.dw("bob", "status", "--json")
 		var st status
-		if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Stop.Active || st.Person != "alice" {
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Stop.Active || st.Person != "bob" {
 			t.Errorf("status --json: %+v, %v", st, err)
 		}
 		out, _, code = h.dw("root", "receipt", "show", "org")

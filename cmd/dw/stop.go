@@ -56,16 +56,20 @@ func resumeCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	by, err := e.terminalDecider()
+	by, err := e.recordedPerson()
 	if err != nil {
-		return fmt.Errorf("%w (lifting the stop needs a configured person)", err)
+		return fmt.Errorf("%w (lifting the stop needs a person recorded as an approver)", err)
 	}
 	was, err := svc.Resume(ctx, by, *reason)
 	if err != nil {
 		return err
 	}
+	who := by.PersonID
+	if who == "" {
+		who = "OS user " + by.OSUser
+	}
 	fmt.Fprintf(e.stdout, "Stop lifted by %s (it was in force since %s by %s: %q). Agents may dispatch again within their domains' levels.\n",
-		by.PersonID, stamp(was.Since), was.By, was.Reason)
+		who, stamp(was.Since), was.By, was.Reason)
 	return nil
 }
 

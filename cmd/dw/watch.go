@@ -101,8 +101,9 @@ func watch(ctx context.Context, e *env, args []string) error {
 }
 
 // warehouseOpener opens each configured warehouse once for the watcher's
-// life; DuckDB opens its file read-only per query, so the demo loader and
-// the agents still get at it.
+// life; DuckDB holds its file read-only only while queries come (closing
+// it duckdb.Linger after the last), so the demo loader and the agents
+// still get at it.
 func warehouseOpener(cfg *config.Config, clk clock.Clock) func(ctx context.Context, name string) (warehouse.Warehouse, error) {
 	var mu sync.Mutex
 	open := map[string]warehouse.Warehouse{}

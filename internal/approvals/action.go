@@ -85,13 +85,48 @@ func SchemaVersionAction(registryURL, subject, schemaType, schemaSHA256 string) 
 		map[string]any{"schema_sha256": strings.ToLower(strings.TrimSpace(schemaSHA256)), "schema_type": strings.TrimSpace(schemaType)})
 }
 
-// LineageEventAction is the action of posting one OpenLineage event to
-// the configured endpoint, bound to the event's canonical SHA-256.
-func LineageEventAction(endpointURL, namespace, job, eventSHA256 string) (*ActionSpec, error) {
-	target := strings.TrimSpace(namespace) + "/" + strings.TrimSpace(job)
-	return NewActionSpec(SystemOpenLineage, target, "openlineage://"+target, ActionLocation{Instance: NormalizeURL(endpointURL)},
-		map[string]any{"event_sha256": strings.ToLower(strings.TrimSpace(eventSHA256))})
+// LineageEventAction is the action of posting one OpenLineage run event to
+// the configured endpoint: the event's job, at that endpoint, bound to the
+// event's canonical SHA-256. Its params also carry what the approver needs
+// to judge the post (where it goes, the event type and time, the run, the
+// datasets it names), all derived from the event, so the proposal and the
+// forwarding tool build the same action from the same event.
+func LineageEventAction(endpointURL string, event map[string]any) (*ActionSpec, error) {
+	sum, err := CanonicalSHA256(event)
+	if err != nil {
+		return nil, invalid("the lineage event %v", err)
+	}
+	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return strings.TrimSpace(v) }
+	job, _ := event["job"].(map[string]any)
+	run, _ := event["run"].(map[string]any)
+	ns, name := str(job, "namespace"), str(job, "name")
+	if ns == "" || name == "" {
+		return nil, invalid("the lineage event names no job: job.namespace and job.name are required")
+	}
+	target := ns + "/" + name
+	params := map[string]any{
+		"event_sha256": sum, "event_type": str(event, "eventType"), "event_time": str(event, "eventTime"),
+		"run_id": str(run, "runId"), "posts_to": NormalizeURL(endpointURL) + "/api/v1/lineage",
+	}
+	for _, side := range []string{"inputs", "outputs"} {
+		list, _ := event[side].([]any)
+		names := []any{}
+		for _, d := range list {
+			ds, _ := d.(map[string]any)
+			if len(names) < lineageDatasetsShown {
+				names = append(names, str(ds, "namespace")+"/"+str(ds, "name"))
+			}
+		}
+		params[side] = names
+		params[side+"_count"] = len(list)
+	}
+	return NewActionSpec(SystemOpenLineage, target, "openlineage://"+target, ActionLocation{Instance: NormalizeURL(endpointURL)}, params)
 }
+
+// lineageDatasetsShown bounds the inputs and outputs a lineage_event
+// action lists (the counts are whole and the hash binds every one), so
+// the request stays readable and within MaxActionParams.
+const lineageDatasetsShown = 8
 
 // NormalizeURL is the spelling of a configured URL an action binds:
 // trimmed, without a trailing slash.

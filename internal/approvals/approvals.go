@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
@@ -158,6 +159,8 @@ type Service struct {
 	cfg    *config.Config
 	clk    clock.Clock
 	owners OwnerLookup
+	// replay is set once the store is known to be made for replay (now).
+	replay atomic.Bool
 }
 
 // New builds a Service. owners may be nil when no context graph is at hand;
@@ -177,9 +180,6 @@ func (s *Service) keys() (*keyset, error) { return keysForQuerier(s.db) }
 
 // Config is the configuration the service applies.
 func (s *Service) Config() *config.Config { return s.cfg }
-
-// Now is the service clock's time.
-func (s *Service) Now() time.Time { return s.clk.Now() }
 
 // NotApproverError refuses a decision by someone who is not a named approver.
 type NotApproverError struct {

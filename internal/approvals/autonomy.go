@@ -96,11 +96,11 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 	if _, ok := LevelNames[level]; !ok {
 		return LevelInfo{}, invalid("unknown level %q; valid: L0 (manual), L1 (observe), L2 (propose), L3 (act reversibly), L4 (autonomous)", level)
 	}
-	person, err := s.ownerAtTerminal(ctx, d, by, reason)
+	now, err := s.now(ctx)
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	now, err := s.personTime(ctx)
+	person, err := s.ownerAtTerminal(ctx, d, by, reason, now)
 	if err != nil {
 		return LevelInfo{}, err
 	}
@@ -109,11 +109,11 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 		if err != nil {
 			return err
 		}
-		val, _ := json.Marshal(levelOverride{Level: level, By: person.ID, Reason: reason, At: now})
+		val, _ := json.Marshal(levelOverride{Level: level, By: person, Reason: reason, At: now})
 		if err := store.PutSetting(ctx, tx, autonomyKey(d.Name), string(val), now); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, map[string]any{
 			"domain": d.Name, "from": before.Level, "to": level, "reason": reason, "channel": by.Channel, "evidence": evidenceOf(by),
 		})
 		return err
@@ -131,11 +131,11 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	person, err := s.ownerAtTerminal(ctx, d, by, reason)
+	now, err := s.now(ctx)
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	now, err := s.personTime(ctx)
+	person, err := s.ownerAtTerminal(ctx, d, by, reason, now)
 	if err != nil {
 		return LevelInfo{}, err
 	}
@@ -150,7 +150,7 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 		if err := store.DeleteSetting(ctx, tx, autonomyKey(d.Name)); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, map[string]any{
 			"domain": d.Name, "from": before.Level, "to": d.Autonomy, "reason": reason, "reset": true,
 			"channel": by.Channel, "evidence": evidenceOf(by),
 		})
@@ -162,22 +162,26 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 	return s.Level(ctx, d.Name)
 }
 
-func (s *Service) ownerAtTerminal(ctx context.Context, d *config.Domain, by Decider, reason string) (*config.Person, error) {
+// ownerAtTerminal is the owner of d acting at the terminal: a person
+// recorded as an approver of d whose recorded OS account is the caller's
+// (governors.go), and an owner of d.
+func (s *Service) ownerAtTerminal(ctx context.Context, d *config.Domain, by Decider, reason string, now time.Time) (string, error) {
 	if by.Channel != ChannelTerminal {
-		return nil, invalid("autonomy levels change only in the config or by a person at the terminal (dw autonomy set), not via %s", by.Channel)
-	}
-	person, err := verify(s.cfg, by)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkRecordedIdentity(ctx, person.ID, by); err != nil {
-		return nil, err
-	}
-	if !slices.Contains(d.Owners, person.ID) {
-		return nil, invalid("%s does not own domain %s; its owners are %s", person.ID, d.Name, orNone(d.Owners))
+		return "", invalid("autonomy levels change only in the config or by a person at the terminal (dw autonomy set), not via %s", by.Channel)
 	}
 	if strings.TrimSpace(reason) == "" {
-		return nil, invalid("a reason is required: the change is recorded for auditors")
+		return "", invalid("a reason is required: the change is recorded for auditors")
+	}
+	person, err := s.governor(ctx, d, by, "changing a domain's autonomy", func(id string) bool { return slices.Contains(d.Owners, id) }, now)
+	if err != nil {
+		return "", err
+	}
+	if person == "" {
+		who := by.PersonID
+		if who == "" {
+			who = "OS user " + by.OSUser
+		}
+		return "", invalid("%s does not own domain %s; its owners are %s", who, d.Name, orNone(d.Owners))
 	}
 	return person, nil
 }
@@ -229,11 +233,23 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 	if strings.TrimSpace(osUser) == "" {
 		return StopState{}, invalid("the OS user is unknown; the stop must record who pulled it")
 	}
+	// Who pulled it is said by the record, not by the caller's config: a
+	// login recorded as exactly one approver's is named as them.
 	by := "os:" + osUser
-	if p, ok := s.cfg.PersonForOSUser(osUser); ok {
-		by = p.ID
+	recorded, err := recordedApprovers(ctx, s.db, "")
+	if err != nil {
+		return StopState{}, err
 	}
-	now, err := s.personTime(ctx)
+	var named []string
+	for _, a := range recorded {
+		if a.identityMatches(Decider{Channel: ChannelTerminal, OSUser: osUser}) {
+			named = append(named, a.ID)
+		}
+	}
+	if len(named) == 1 {
+		by = named[0]
+	}
+	now, err := s.now(ctx)
 	if err != nil {
 		return StopState{}, err
 	}
@@ -265,14 +281,13 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 	if by.Channel != ChannelTerminal {
 		return StopState{}, invalid("the stop is lifted only by a person at the terminal (dw resume)")
 	}
-	person, err := verify(s.cfg, by)
+	now, err := s.now(ctx)
 	if err != nil {
 		return StopState{}, err
 	}
-	if err := s.checkRecordedIdentity(ctx, person.ID, by); err != nil {
-		return StopState{}, err
-	}
-	now, err := s.personTime(ctx)
+	// Lifting the stop lets agents act again in every domain: it takes a
+	// person recorded as an approver of one.
+	person, err := s.governor(ctx, nil, by, "lifting the org-wide stop", nil, now)
 	if err != nil {
 		return StopState{}, err
 	}
@@ -289,62 +304,11 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 		if err := store.DeleteSetting(ctx, tx, stopKey); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryResume, person.ID, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryResume, person, map[string]any{
 			"reason": strings.TrimSpace(reason), "stopped_by": cur.By, "stopped_at": cur.Since, "stop_reason": cur.Reason,
 			"evidence": evidenceOf(by),
 		})
 		return err
 	})
 	return was, err
-}
-
-// checkRecordedIdentity holds a person's identity to the approver records
-// made with proposals (records.go) when there are any for them: the config
-// of whoever runs dw cannot map their login to someone the team's own
-// records name with other logins. A person never recorded falls back to
-// the config, which is all there is.
-func (s *Service) checkRecordedIdentity(ctx context.Context, personID string, by Decider) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT value FROM kv WHERE key LIKE 'approvers.%'`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var recorded []ApproverRecord
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return err
-		}
-		var snap []ApproverRecord
-		if json.Unmarshal([]byte(v), &snap) != nil {
-			continue
-		}
-		for _, a := range snap {
-			if a.ID != personID {
-				continue
-			}
-			if a.identityMatches(by) {
-				return rows.Err()
-			}
-			recorded = append(recorded, a)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(recorded) > 0 {
-		return invalid("OS user %q is not one of %s's recorded identities (%s); the config you loaded maps it to them, but the approvers recorded with the team's proposals do not",
-			by.OSUser, personID, describeSnapshot(recorded))
-	}
-	return nil
-}
-
-// personTime dates what a person does (a level set, a stop, a resume)
-// like a decision: with the real time unless the store was made for replay.
-func (s *Service) personTime(ctx context.Context) (time.Time, error) {
-	ks, err := s.keys()
-	if err != nil {
-		return time.Time{}, err
-	}
-	return s.decisionTime(ctx, ks)
 }

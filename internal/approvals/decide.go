@@ -22,8 +22,8 @@ import (
 // The decider must be the named approver: the current one in the
 // escalation order or, for the standard class, one asked in an earlier
 // round; a live-class proposal accepts its asset owner only. The decision
-// is dated with the real time (a replayed clock only on a store made for
-// replay), so an expired request is never decidable and no decision
+// is dated by the approvals clock (see now: the real time, a replayed
+// clock only on a store made for replay), so an expired request is never decidable and no decision
 // predates its proposal. When two people decide at once exactly one wins;
 // the other gets a *DecidedError naming the winner.
 func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, verdict Verdict, reason string) (*Proposal, error) {
@@ -40,7 +40,7 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 	if err != nil {
 		return nil, err
 	}
-	now, replayed, err := s.decisionClock(ctx, ks)
+	now, replayed, err := s.clockNow(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -143,17 +143,36 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 	return &p, nil
 }
 
-// decisionTime is the time a person's act is recorded at: the service
-// clock, except that a replayed clock (DW_CLOCK) yields to the real time
-// unless the store was made for replay.
-func (s *Service) decisionTime(ctx context.Context, ks *keyset) (time.Time, error) {
-	t, _, err := s.decisionClock(ctx, ks)
+// now is the one approvals clock: every time this package writes (a
+// proposal's creation and deadline, a decision, an escalation or expiry, a
+// step, an execution claim, a notice, a receipt entry) is read from it, so
+// the records of one store never disagree about when things happened. It
+// is the service clock unless that clock stands in for another time
+// (DW_CLOCK, the demo's slowed clock) on a store not made for replay: then
+// it is the real wall clock, so a clock set ahead can neither expire a
+// live request nor date a record in the future, and one set behind cannot
+// make an expired request decidable. A clock that is not a replay (the
+// system clock; a test's fake) is the real time by definition.
+func (s *Service) now(ctx context.Context) (time.Time, error) {
+	t, _, err := s.clockNow(ctx)
 	return t, err
 }
 
-// decisionClock is decisionTime, and whether it is a replayed time.
-func (s *Service) decisionClock(ctx context.Context, ks *keyset) (time.Time, bool, error) {
-	if r, ok := s.clk.(clock.Replayed); ok && r.Replayed() {
+// Now is the approvals clock's time (see now): what an agent dates a
+// receipt entry with, so it agrees with the proposals and decisions.
+func (s *Service) Now(ctx context.Context) (time.Time, error) { return s.now(ctx) }
+
+// clockNow is now, and whether the time is a replayed one.
+func (s *Service) clockNow(ctx context.Context) (time.Time, bool, error) {
+	r, ok := s.clk.(clock.Replayed)
+	if !ok || !r.Replayed() {
+		return s.clk.Now(), false, nil
+	}
+	if !s.replay.Load() {
+		ks, err := s.keys()
+		if err != nil {
+			return time.Time{}, false, err
+		}
 		replay, err := isReplayStore(ctx, s.db, ks)
 		if err != nil {
 			return time.Time{}, false, err
@@ -161,9 +180,11 @@ func (s *Service) decisionClock(ctx context.Context, ks *keyset) (time.Time, boo
 		if !replay {
 			return time.Now().UTC(), false, nil
 		}
-		return s.clk.Now(), true, nil
+		// A store stays made for replay, so the answer is kept; a "no"
+		// is asked again, since the demo marks its store after opening.
+		s.replay.Store(true)
 	}
-	return s.clk.Now(), false, nil
+	return s.clk.Now(), true, nil
 }
 
 // mayDecide lists who may decide an open proposal now.

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -141,14 +142,20 @@ func TestOrgStopRefusesDispatchButNotReads(t *testing.T) {
 		if _, err := s.Resume(ctx, slackBy(t, s, "U0ALICE"), "ok"); err == nil || !strings.Contains(err.Error(), "at the terminal") {
 			t.Errorf("resume via Slack: %v", err)
 		}
-		was, err := s.Resume(ctx, term(t, s, "alice"), "rolled back")
+		// Alice is a configured person, but no proposal has recorded her
+		// as an approver: the store's record, not the config, says who
+		// may lift the stop.
+		if _, err := s.Resume(ctx, term(t, s, "alice"), "rolled back"); err == nil || !strings.Contains(err.Error(), `OS user "alice" is not a recorded identity of any approver of any domain`) {
+			t.Errorf("resume by a person never recorded as an approver: %v", err)
+		}
+		was, err := s.Resume(ctx, term(t, s, "bob"), "rolled back")
 		if err != nil || was.Reason != "bad deploy" {
 			t.Fatalf("resume: %+v, %v", was, err)
 		}
 		if _, err := s.MayDispatch(ctx, act); err != nil {
 			t.Errorf("after resume: %v", err)
 		}
-		if _, err := s.Resume(ctx, term(t, s, "alice"), ""); err == nil || !strings.Contains(err.Error(), "no org-wide stop") {
+		if _, err := s.Resume(ctx, term(t, s, "bob"), ""); err == nil || !strings.Contains(err.Error(), "no org-wide stop") {
 			t.Errorf("resume twice: %v", err)
 		}
 		if kinds := entryKinds(t, s, OrgReceiptID); strings.Join(kinds, ",") != "approvers,stop,resume" {
@@ -192,9 +199,19 @@ func TestAutonomyChangesOnlyByOwnerAtTerminal(t *testing.T) {
 		if err != nil || li.Level != "L2" || li.Source != "config" {
 			t.Fatalf("reset: %+v, %v", li, err)
 		}
+		// No proposal had recorded streaming's approvers: the first
+		// change records them (standard and live), then the two changes.
 		doc, err := Receipt(ctx, db, OrgReceiptID)
-		if err != nil || len(doc.Entries) != 2 || !doc.Chain.OK || !strings.Contains(string(doc.Entries[0].Payload), `"to":"L3"`) {
+		if err != nil || !doc.Chain.OK || len(doc.Entries) != 4 {
 			t.Fatalf("org receipt: %+v, %v", doc, err)
+		}
+		var kinds []string
+		for _, e := range doc.Entries {
+			kinds = append(kinds, e.Kind)
+		}
+		var set struct{ To string }
+		if strings.Join(kinds, ",") != "approvers,approvers,autonomy,autonomy" || json.Unmarshal(doc.Entries[2].Payload, &set) != nil || set.To != "L3" {
+			t.Fatalf("org receipt %v, first change %s", kinds, doc.Entries[2].Payload)
 		}
 	})
 }

@@ -127,8 +127,12 @@ func (s *Service) SealRequestState(ctx context.Context, p Proposal, personID str
 	if _, err := rand.Read(n[:]); err != nil {
 		return "", err
 	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return "", err
+	}
 	body, err := json.Marshal(RequestState{ProposalID: p.ID, PersonID: personID, Round: p.Round,
-		Nonce: base64.RawURLEncoding.EncodeToString(n[:]), IssuedAt: s.clk.Now()})
+		Nonce: base64.RawURLEncoding.EncodeToString(n[:]), IssuedAt: now})
 	if err != nil {
 		return "", err
 	}
@@ -165,7 +169,11 @@ func (s *Service) OpenRequestState(ctx context.Context, state string) (RequestSt
 	if err := json.Unmarshal(body, &rs); err != nil {
 		return rs, invalid("the request state is malformed; ask the person again")
 	}
-	if age := s.clk.Now().Sub(rs.IssuedAt); age > stateTTL || age < -time.Minute {
+	now, err := s.now(ctx)
+	if err != nil {
+		return rs, err
+	}
+	if age := now.Sub(rs.IssuedAt); age > stateTTL || age < -time.Minute {
 		return rs, invalid("the confirmation for %s was asked %s ago; answers older than %s are not accepted, ask again", rs.ProposalID, age.Round(time.Second), stateTTL)
 	}
 	return rs, nil

@@ -78,7 +78,11 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 	if row != nil && row.state == execDone && row.ActionHash == hash {
 		return row, nil
 	}
-	if row != nil && row.state == execClaimed && row.ActionHash == hash && !row.claimedAt.Before(s.clk.Now().Add(-lease)) {
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if row != nil && row.state == execClaimed && row.ActionHash == hash && !row.claimedAt.Before(now.Add(-lease)) {
 		// Another call is carrying it out (and may already have changed
 		// the proposal's state): wait for its result rather than judge.
 		return nil, &BusyError{ProposalID: a.ProposalID, Actor: row.Actor, Since: row.claimedAt, Lease: lease}
@@ -88,7 +92,6 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 		return nil, err
 	}
 	token := newToken()
-	now := s.clk.Now()
 	var out *Execution
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		out = nil
@@ -156,8 +159,12 @@ func (s *Service) FinishExecution(ctx context.Context, e *Execution, result any)
 	if err != nil {
 		return false, fmt.Errorf("record the execution of %s: %w", e.ProposalID, err)
 	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return false, err
+	}
 	res, err := s.db.ExecContext(ctx, `UPDATE approval_executions SET state = ?, result = ?, done_ms = ?, token = ''
-		WHERE proposal_id = ? AND state = ? AND token = ?`, execDone, string(raw), store.Millis(s.clk.Now()), e.ProposalID, execClaimed, e.token)
+		WHERE proposal_id = ? AND state = ? AND token = ?`, execDone, string(raw), store.Millis(now), e.ProposalID, execClaimed, e.token)
 	if err != nil {
 		return false, fmt.Errorf("record the execution of %s: %w", e.ProposalID, err)
 	}

@@ -34,7 +34,11 @@ func (s *Service) Sweep(ctx context.Context) ([]Escalation, error) {
 // It reads first and only opens a write transaction when something is due,
 // so the common case costs one indexed query.
 func (s *Service) sweep(ctx context.Context, id string) ([]Escalation, error) {
-	return s.sweepAt(ctx, id, s.clk.Now())
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.sweepAt(ctx, id, now)
 }
 
 // sweepAt applies the expiries due at now: Decide sweeps at the decision's

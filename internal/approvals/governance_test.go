@@ -306,7 +306,7 @@ func auditFixture(t *testing.T, db *store.DB) (*Service, *Proposal, Anchor) {
 	s, clk := fixture(t, db)
 	p := approvedIncident(t, s, clk)
 	for _, r := range []struct{ receipt, sum string }{{"INC-2", "a"}, {"INC-2", "b"}, {"INC-3", "c"}} {
-		if _, err := AppendReceipt(context.Background(), db, s.Now(), r.receipt, EntryCause, "dw-incidents", map[string]any{"summary": r.sum}); err != nil {
+		if _, err := AppendReceipt(context.Background(), db, s.clk.Now(), r.receipt, EntryCause, "dw-incidents", map[string]any{"summary": r.sum}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -464,24 +464,31 @@ func TestVerifyReportsRecordsWrittenBeforeKeys(t *testing.T) {
 	})
 }
 
-// Case 7: DW_CLOCK (a replayed clock) does not date decisions, except on a
-// store made for replay; an expired request is never decidable and no
-// decision predates its proposal.
+// Case 7: DW_CLOCK (a replayed clock) does not date decisions, or
+// anything else the approvals write, except on a store made for replay;
+// an expired request is never decidable and no decision predates its
+// proposal.
 func TestDecisionsUseTheRealTime(t *testing.T) {
 	cases := []struct {
 		name string
 		// offset is where the replayed clock stands relative to now.
-		offset   time.Duration
-		replay   string // "": normal store; "marked"; "forged"
-		proposed string // "replayed" or "real": whose clock made the proposal
+		offset time.Duration
+		replay string // "": normal store; "marked"; "forged"
+		// proposed is whose clock made the proposal: "replayed", "real",
+		// or "then" (the real time at offset, as if proposed back then).
+		proposed string
 		want     string // refusal, or "" for a decision
 		wantAt   time.Duration
 	}{
-		{"replayed clock approving an expired request", -10 * time.Hour, "", "replayed", "", 0},
-		{"proposal dated ahead by a replayed clock, decided now", time.Hour, "", "replayed", "never dated before its proposal", 0},
+		{"replayed clock approving an expired request", -10 * time.Hour, "", "then", "", 0},
+		{"proposal dated ahead, decided now", time.Hour, "", "then", "never dated before its proposal", 0},
 		{"replay store: a decision is dated at its proposal, not before", -time.Hour, "marked", "real", "decided", 0},
-		{"forged replay flag", -10 * time.Hour, "forged", "replayed", "", 0},
+		{"forged replay flag", -10 * time.Hour, "forged", "then", "", 0},
 		{"store made for replay", -2 * time.Hour, "marked", "replayed", "decided", -2 * time.Hour},
+		// One approvals clock: on a normal store the replayed clock dates
+		// neither the proposal nor the decision, so they agree.
+		{"replayed clock years behind on a normal store", -3 * 365 * 24 * time.Hour, "", "replayed", "decided", 0},
+		{"replayed clock years ahead on a normal store", 3 * 365 * 24 * time.Hour, "", "replayed", "decided", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -501,8 +508,11 @@ func TestDecisionsUseTheRealTime(t *testing.T) {
 					}
 				}
 				proposer := replayed
-				if c.proposed == "real" {
+				switch c.proposed {
+				case "real":
 					proposer = real
+				case "then":
+					proposer = New(db, cfg, clock.NewFake(time.Now().Add(c.offset)), nil)
 				}
 				// A live change: only its owner, no escalation to a fresh request.
 				p := mustPropose(t, proposer, schemaV13())
@@ -517,7 +527,10 @@ func TestDecisionsUseTheRealTime(t *testing.T) {
 						t.Fatalf("decision on a replay store: %v", err)
 					}
 					if d := got.Decision.At.Sub(time.Now().Add(c.wantAt)); d > time.Minute || d < -time.Minute {
-						t.Errorf("decision dated %s, want the replayed time", got.Decision.At)
+						t.Errorf("decision dated %s, want %s from now", got.Decision.At, c.wantAt)
+					}
+					if d := got.CreatedAt.Sub(time.Now().Add(c.wantAt)); c.proposed == "replayed" && (d > time.Minute || d < -time.Minute) {
+						t.Errorf("proposal dated %s, want %s from now, like its decision", got.CreatedAt, c.wantAt)
 					}
 				case c.want != "":
 					if err == nil || !strings.Contains(err.Error(), c.want) || dec != 0 {

@@ -37,7 +37,10 @@ const claimStale = 10 * time.Minute
 // is claimed with a conditional update, so two listeners never post the
 // same request. Call NoticePosted or ReleaseNotice for each.
 func (s *Service) ClaimNotices(ctx context.Context, limit int) ([]Notice, error) {
-	now := s.clk.Now()
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return s.claim(ctx, limit,
 		`SELECT id FROM approval_requests WHERE outcome = 'open' AND posted_ms = 0 AND (claimed_ms = 0 OR claimed_ms < ?) ORDER BY id LIMIT ?`,
 		[]any{store.Millis(now.Add(-claimStale))},
@@ -48,7 +51,10 @@ func (s *Service) ClaimNotices(ctx context.Context, limit int) ([]Notice, error)
 // ClaimRefreshes takes up to limit closed requests whose posted messages
 // still show buttons; call ReleaseRefresh for one whose update failed.
 func (s *Service) ClaimRefreshes(ctx context.Context, limit int) ([]Notice, error) {
-	now := s.clk.Now()
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return s.claim(ctx, limit,
 		`SELECT id FROM approval_requests WHERE outcome <> 'open' AND posted_ms > 0 AND refreshed_ms = 0 ORDER BY id LIMIT ?`, nil,
 		`UPDATE approval_requests SET refreshed_ms = ? WHERE id = ? AND refreshed_ms = 0`,
@@ -120,7 +126,10 @@ func (s *Service) notice(ctx context.Context, requestID int64) (Notice, error) {
 // NoticePosted records where a request was posted, in the store and in
 // the proposal's receipt.
 func (s *Service) NoticePosted(ctx context.Context, n Notice, via string, refs []MessageRef) error {
-	now := s.clk.Now()
+	now, err := s.now(ctx)
+	if err != nil {
+		return err
+	}
 	msgs, _ := json.Marshal(refs)
 	return s.db.InTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE approval_requests SET posted_ms = ?, messages = ? WHERE id = ?`,

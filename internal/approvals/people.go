@@ -2,18 +2,18 @@ package approvals
 
 import (
 	"fmt"
-	"path"
-	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
 // Decider is the person behind a decision and the channel that vouches
 // for them. The channel's own identity (a Slack user id, an OS login) is
-// checked against the person's entry in the config, so a caller cannot
-// decide in someone else's name by naming them.
+// checked against the approvers recorded in the store (with the proposal,
+// or for the domain: records.go, governors.go), so a caller cannot act in
+// someone else's name by naming them or by loading a config that does.
 type Decider struct {
 	// PersonID is a person id from the config's people.
 	PersonID string `json:"person"`
@@ -67,29 +67,6 @@ func SlackDecider(cfg *config.Config, slackUserID string, evidence map[string]st
 	return Decider{PersonID: p.ID, Channel: ChannelSlack, SlackUserID: slackUserID, Evidence: ev}, nil
 }
 
-// verify checks that the decider is a configured person and that the
-// channel's identity belongs to them. It is the one gate between "someone
-// says so" and a recorded decision.
-func verify(cfg *config.Config, by Decider) (*config.Person, error) {
-	p, ok := cfg.Person(by.PersonID)
-	if !ok {
-		return nil, invalid("%q is not a person in the config; decisions come only from people (agents cannot approve or reject)", by.PersonID)
-	}
-	switch by.Channel {
-	case ChannelSlack:
-		if p.SlackID == "" || p.SlackID != by.SlackUserID {
-			return nil, invalid("Slack user %q is not %s's Slack account (people[%s].slack_id)", by.SlackUserID, p.ID, p.ID)
-		}
-	case ChannelTerminal, ChannelElicitation:
-		if by.OSUser == "" || !slices.Contains(p.OSUsers, by.OSUser) {
-			return nil, invalid("OS user %q is not mapped to %s (people[%s].os_users)", by.OSUser, p.ID, p.ID)
-		}
-	default:
-		return nil, invalid("channel %q is not a person channel; valid: slack, elicitation, terminal", by.Channel)
-	}
-	return p, nil
-}
-
 // evidenceOf merges the channel identity into the evidence map.
 func evidenceOf(by Decider) map[string]string {
 	ev := map[string]string{}
@@ -106,13 +83,17 @@ func evidenceOf(by Decider) map[string]string {
 }
 
 // DomainForAsset returns the first domain with an asset glob matching the
-// asset id. Globs follow path.Match, where * stops at a slash; "**" (as in
-// "sigma://**") matches any run of characters, slashes included, because
-// asset ids carry paths of any depth.
+// asset id. Table globs and ids are compared part by part on their full
+// names (lineage.Names.MatchGlob), so duckdb://sales.*, sales.* and
+// duckdb://warehouse.sales.* all match every spelling of
+// duckdb://warehouse.sales.orders; other globs follow path.Match, where *
+// stops at a slash and "**" (as in "sigma://**") matches any run of
+// characters, because asset ids carry paths of any depth.
 func DomainForAsset(cfg *config.Config, assetID string) (*config.Domain, bool) {
+	names := lineage.NamesFromConfig(cfg)
 	for i := range cfg.Domains {
 		for _, pat := range cfg.Domains[i].Assets {
-			if globMatch(pat, assetID) {
+			if names.MatchGlob(pat, assetID) {
 				return &cfg.Domains[i], true
 			}
 		}
@@ -120,16 +101,8 @@ func DomainForAsset(cfg *config.Config, assetID string) (*config.Domain, bool) {
 	return nil, false
 }
 
-func globMatch(pat, id string) bool {
-	if pat == id {
-		return true
-	}
-	if pre, suf, ok := strings.Cut(pat, "**"); ok {
-		return len(id) >= len(pre)+len(suf) && strings.HasPrefix(id, pre) && strings.HasSuffix(id, suf)
-	}
-	ok, err := path.Match(pat, id)
-	return err == nil && ok
-}
+// globMatch is MatchGlob knowing no warehouse.
+func globMatch(pat, id string) bool { return (*lineage.Names)(nil).MatchGlob(pat, id) }
 
 // Domain finds a configured domain by name.
 func Domain(cfg *config.Config, name string) (*config.Domain, error) {

@@ -49,7 +49,7 @@ func (s *Service) Propose(ctx context.Context, np NewProposal) (*Proposal, error
 	if err != nil {
 		return nil, err
 	}
-	now := s.clk.Now()
+	now := p.CreatedAt
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		id, err := insertProposal(ctx, tx, p, now)
 		if err != nil {
@@ -149,7 +149,10 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	if expiry <= 0 {
 		expiry = 4 * time.Hour
 	}
-	now := s.clk.Now()
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	p := &Proposal{
 		IncidentID: strings.TrimSpace(np.IncidentID), Domain: d.Name, Kind: np.Kind, Class: class,
 		What: strings.TrimSpace(np.What), Why: strings.TrimSpace(np.Why), Targets: targets,

@@ -90,10 +90,24 @@ type ReceiptDoc struct {
 // the global chain, so editing, removing or re-sealing any entry without
 // the key shows. q may be the DB (the append gets its own transaction) or
 // a Tx (the append commits with the caller's other writes).
+//
+// at should come from Service.Now, the approvals clock. A caller dating
+// with its own clock cannot put an entry in the future: on a store not
+// made for replay, a time after the real wall clock is recorded as the
+// real time (a DW_CLOCK set ahead dates nothing there).
 func AppendReceipt(ctx context.Context, q store.Querier, at time.Time, receiptID, kind, actor string, payload any) (Entry, error) {
 	ks, err := keysForQuerier(q)
 	if err != nil {
 		return Entry{}, err
+	}
+	if real := time.Now().UTC(); at.After(real) {
+		replay, err := isReplayStore(ctx, q, ks)
+		if err != nil {
+			return Entry{}, err
+		}
+		if !replay {
+			at = real
+		}
 	}
 	return appendReceipt(ctx, q, ks, at, receiptID, kind, actor, payload)
 }

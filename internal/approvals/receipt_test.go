@@ -18,7 +18,7 @@ import (
 func approvedIncident(t *testing.T, s *Service, clk interface{ Advance(time.Duration) }) *Proposal {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := AppendReceipt(ctx, s.db, s.Now(), "INC-1", EntryCause, "dw-incidents",
+	if _, err := AppendReceipt(ctx, s.db, s.clk.Now(), "INC-1", EntryCause, "dw-incidents",
 		map[string]any{"summary": "schema v12 dropped response_bytes", "rank": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,10 @@ func TestVerifyFindsEditedAndRemovedEntries(t *testing.T) {
 		}
 
 		// Remove the last entry of another intact receipt.
-		if _, err := AppendReceipt(ctx, db, s.Now(), "INC-2", EntryCause, "dw-incidents", map[string]any{"summary": "a"}); err != nil {
+		if _, err := AppendReceipt(ctx, db, s.clk.Now(), "INC-2", EntryCause, "dw-incidents", map[string]any{"summary": "a"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := AppendReceipt(ctx, db, s.Now(), "INC-2", EntryCause, "dw-incidents", map[string]any{"summary": "b"}); err != nil {
+		if _, err := AppendReceipt(ctx, db, s.clk.Now(), "INC-2", EntryCause, "dw-incidents", map[string]any{"summary": "b"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, `DELETE FROM receipt_entries WHERE receipt_id = 'INC-2' AND seq = 2`); err != nil {

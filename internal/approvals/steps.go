@@ -50,7 +50,11 @@ func (s *Service) RecordStep(ctx context.Context, proposalID string, st Step) (E
 	if len(st.Details) > 0 {
 		payload["details"] = st.Details
 	}
-	return s.appendEntry(ctx, s.db, s.clk.Now(), p.ReceiptID, EntryStep, st.Actor, payload)
+	now, err := s.now(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.appendEntry(ctx, s.db, now, p.ReceiptID, EntryStep, st.Actor, payload)
 }
 
 func nonNilChecks(c []Check) []Check {
@@ -80,8 +84,11 @@ func (s *Service) transition(ctx context.Context, proposalID, actor, note string
 	if _, err := s.sweep(ctx, id); err != nil {
 		return nil, err
 	}
-	now := s.clk.Now()
-	err := s.db.InTx(ctx, func(tx *store.Tx) error {
+	now, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		p, err := loadProposal(ctx, tx, id)
 		if err != nil {
 			return err

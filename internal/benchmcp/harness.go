@@ -29,6 +29,11 @@ import (
 // tree's, e.g. a checkout of an earlier commit, for before/after figures.
 const BinDirEnv = "DW_BENCH_BIN_DIR"
 
+// BuildFlags are the flags start-agent.sh builds every binary with (so
+// make bench measures what a client runs): paths trimmed and the symbol
+// table and DWARF left out. BinDir and the cold-start floor use them too.
+var BuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
 var build struct {
 	once sync.Once
 	dir  string
@@ -53,7 +58,8 @@ func BinDir(tb testing.TB) string {
 			build.err = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
+		args := append([]string{"build"}, BuildFlags...)
+		cmd := exec.Command("go", append(args, "-o", dir+string(os.PathSeparator), "./cmd/...")...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
@@ -188,7 +194,11 @@ func med(d []time.Duration) time.Duration {
 
 // Ratios are the product's min over the floor's min and the product's
 // median over the floor's median.
+// A row without a floor (memory) has no ratio: both are 0.
 func (r Row) Ratios() (minRatio, medRatio float64) {
+	if len(r.Floor) == 0 || len(r.Product) == 0 {
+		return 0, 0
+	}
 	return float64(slices.Min(r.Product)) / float64(slices.Min(r.Floor)),
 		float64(med(r.Product)) / float64(med(r.Floor))
 }
@@ -200,13 +210,18 @@ func (r Row) Report(b *testing.B) {
 	lo, mid := r.Ratios()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(med(r.Product)), "ms/call")
-	b.ReportMetric(ms(med(r.Floor)), "floor-ms")
-	b.ReportMetric(lo, "x-floor-min")
-	b.ReportMetric(mid, "x-floor-median")
 	b.ReportMetric(r.RSSMiB, "MiB-rss")
 	if err := r.record(); err != nil {
 		b.Logf("summary table: %v", err)
 	}
+	if len(r.Floor) == 0 {
+		b.Logf("\n| what | through MCP (median, min) | RSS |\n|---|---|---|\n| %s | %.1f ms, %.1f ms | %.0f MiB |%s",
+			r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), r.RSSMiB, noteLine(r.Note))
+		return
+	}
+	b.ReportMetric(ms(med(r.Floor)), "floor-ms")
+	b.ReportMetric(lo, "x-floor-min")
+	b.ReportMetric(mid, "x-floor-median")
 	b.Logf("\n| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | RSS |\n|---|---|---|---|---|\n| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %.0f MiB |%s",
 		r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), ms(med(r.Floor)), ms(slices.Min(r.Floor)), lo, mid, r.RSSMiB, noteLine(r.Note))
 }
@@ -240,15 +255,18 @@ type Line struct {
 
 func (r Row) record() error {
 	path := os.Getenv(TableEnv)
-	if path == "" || len(r.Product) == 0 || len(r.Floor) == 0 {
+	if path == "" || len(r.Product) == 0 {
 		return nil
 	}
 	lo, mid := r.Ratios()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	line, err := json.Marshal(Line{Key: r.Key, What: r.What,
+	l := Line{Key: r.Key, What: r.What,
 		ProductMedian: ms(med(r.Product)), ProductMin: ms(slices.Min(r.Product)),
-		FloorMedian: ms(med(r.Floor)), FloorMin: ms(slices.Min(r.Floor)),
-		RatioMin: lo, RatioMedian: mid, RSSMiB: r.RSSMiB, Note: r.Note, Met: r.Met})
+		RatioMin: lo, RatioMedian: mid, RSSMiB: r.RSSMiB, Note: r.Note, Met: r.Met}
+	if len(r.Floor) > 0 {
+		l.FloorMedian, l.FloorMin = ms(med(r.Floor)), ms(slices.Min(r.Floor))
+	}
+	line, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,11 @@ func floorSQL(tab *warehouse.Table, withKey bool, values []Spec) string {
 	}
 	for _, v := range values {
 		q := `"` + v.Column + `"`
+		if c, _ := tab.Column(warehouse.DuckDB{}, v.Column); classify("duckdb", c.Type) == kindText {
+			// A category column: distinct values and the top value's count.
+			b.WriteString(`, approx_count_distinct(` + q + `), mode(` + q + `), list_max(map_values(histogram(` + q + `)))`)
+			continue
+		}
 		b.WriteString(`, COUNT(CASE WHEN ` + q + ` = 0 THEN 1 END), AVG(` + q + `), approx_quantile(` + q + `, 0.5), approx_quantile(` + q + `, 0.95)`)
 	}
 	if withKey {
@@ -121,7 +126,8 @@ func floorSQL(tab *warehouse.Table, withKey bool, values []Spec) string {
 // merging the rest saves.
 //
 // The with_values variant adds the value profile of every numeric column
-// but the key (mean, median, p95, zero share), as Profile plans it.
+// but the key (mean, median, p95, zero share) and of every category text
+// column (distinct count, top value and its count), as Profile plans it.
 func BenchmarkHourlyProfile(b *testing.B) {
 	for _, v := range []struct {
 		name            string

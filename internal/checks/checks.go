@@ -48,22 +48,39 @@ const (
 	KindRange Kind = "range"
 	// KindPredicate counts rows where a boolean expression is not true.
 	KindPredicate Kind = "predicate"
-	// KindDistribution profiles a numeric column's values: mean, median,
-	// p95 and the share of zeros, each judged against its own history, so
-	// a median that halves is found without a team metric.
+	// KindDistribution profiles a column's values, each judged against
+	// its own history, so a median that halves or a currency mix that
+	// flips is found without a team metric: a numeric column's mean,
+	// median, p95 and share of zeros; a low-cardinality text column's
+	// distinct count and the share of its most common value.
 	KindDistribution Kind = "distribution"
+	// KindRelationship counts rows whose column holds a value missing
+	// from a column of another table (a broken foreign key, dbt's
+	// relationships test), by an anti-join of its own.
+	KindRelationship Kind = "relationships"
 )
 
-var kinds = []Kind{KindRowCount, KindNullRate, KindUniqueness, KindFreshness, KindLoadLag, KindAcceptedValues, KindRange, KindPredicate, KindDistribution}
+var kinds = []Kind{KindRowCount, KindNullRate, KindUniqueness, KindFreshness, KindLoadLag, KindAcceptedValues, KindRange, KindPredicate, KindDistribution, KindRelationship}
+
+// Where an expectation came from.
+const (
+	// SourceTeam: set with set_quality_expectations.
+	SourceTeam = "team"
+	// SourceDBT: a test in an imported dbt manifest.
+	SourceDBT = "dbt"
+)
 
 // Spec is one requested check. Which fields apply depends on Kind; the
 // thresholds are explicit expectations (breaking one fails the check),
 // while every metric is also judged against its own history.
 type Spec struct {
-	Kind Kind `json:"kind" jsonschema:"row_count, null_rate, uniqueness, freshness, load_lag, accepted_values, range, predicate or distribution (a numeric column's mean, median, p95 and zero share, judged against history)"`
+	Kind Kind `json:"kind" jsonschema:"row_count, null_rate, uniqueness, freshness, load_lag, accepted_values, range, predicate, relationships (column's values must exist in field of table to) or distribution (a numeric column's mean, median, p95 and zero share, or a text column's distinct count and top-value share, judged against history)"`
 	// Column is the column checked by null_rate, freshness,
 	// accepted_values and range.
-	Column string `json:"column,omitempty" jsonschema:"column checked (null_rate, freshness, accepted_values, range, distribution)"`
+	Column string `json:"column,omitempty" jsonschema:"column checked (null_rate, freshness, accepted_values, range, distribution, relationships)"`
+	// To and Field name the referenced table and column (relationships).
+	To    string `json:"to,omitempty" jsonschema:"relationships: the referenced table, schema.table or table"`
+	Field string `json:"field,omitempty" jsonschema:"relationships: the referenced column of to"`
 	// Columns is the key of a uniqueness check.
 	Columns []string `json:"columns,omitempty" jsonschema:"key columns that together must be unique (uniqueness)"`
 	// EventTime and IngestTime are the two columns of a load_lag check.
@@ -91,6 +108,16 @@ type Spec struct {
 	// Inferred marks a check chosen by profiling rather than declared:
 	// its key is a guess, so repeats are judged against history only.
 	Inferred bool `json:"inferred,omitempty" jsonschema:"chosen by profiling, not declared"`
+
+	// distinctOnly drops a text distribution's top-value share: history
+	// says the column is not low-cardinality (see gateTextProfiles).
+	distinctOnly bool
+	// source is where a declared check's expectation came from (team or
+	// dbt); empty for profiled or requested checks.
+	source string
+	// parent is the resolved referenced table of a relationships check
+	// (resolveParents): Plan reads no catalog but the one it is given.
+	parent *warehouse.Table
 }
 
 // Stay-empty expectations.
@@ -124,6 +151,8 @@ func (s Spec) Label() string {
 		return fmt.Sprintf("load_lag(%s - %s)", s.IngestTime, s.EventTime)
 	case KindPredicate:
 		return fmt.Sprintf("predicate(%s)", s.Name)
+	case KindRelationship:
+		return fmt.Sprintf("relationships(%s -> %s.%s)", s.Column, s.To, s.Field)
 	}
 	return fmt.Sprintf("%s(%s)", s.Kind, s.Column)
 }

@@ -133,8 +133,12 @@ type MetricResult struct {
 	// the reader can see when it started and where it is heading.
 	Buckets []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass; a long window lists the first buckets that are not a pass and the latest (see buckets_total)"`
 	// BucketsTotal is set when the answer lists only some buckets.
-	BucketsTotal int  `json:"buckets_total,omitempty" jsonschema:"buckets in the window when only some are listed"`
-	Inferred     bool `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
+	BucketsTotal int `json:"buckets_total,omitempty" jsonschema:"buckets in the window when only some are listed"`
+	// TopValue is the most common value a top_value_share is about.
+	TopValue string `json:"top_value,omitempty" jsonschema:"top_value_share: the most common value in the value judged"`
+	Inferred bool   `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
+	// Source says who declared the expectation checked.
+	Source string `json:"source,omitempty" jsonschema:"who declared the expectation checked: team (set_quality_expectations) or dbt (a test in an imported dbt manifest); empty for profiled or requested checks"`
 }
 
 // Report is the outcome of one quality check of one table.
@@ -150,7 +154,7 @@ type Report struct {
 	Problems []Problem `json:"problems" jsonschema:"kinds of problem found: volume, nulls, uniqueness, freshness, values"`
 	Summary  string    `json:"summary" jsonschema:"what was found, for a person"`
 	// Inferred lists what profiling guessed (key, time columns).
-	Inferred     []string       `json:"inferred,omitempty" jsonschema:"what was inferred about the table"`
+	Inferred     []string       `json:"inferred,omitempty" jsonschema:"what was inferred about the table, and any declared (dbt) expectation that could not be checked and why"`
 	Results      []MetricResult `json:"results" jsonschema:"one entry per metric checked"`
 	Statements   int            `json:"statements" jsonschema:"SQL statements the scan needed"`
 	BytesScanned int64          `json:"bytes_scanned,omitempty" jsonschema:"bytes the warehouse reported scanning"`
@@ -188,12 +192,20 @@ func baselineOptions(metric string, trainBefore time.Time) baseline.Options {
 		// Rows are counts, so a quiet hour's Poisson noise sets the floor;
 		// 3% keeps a 20% shift visible at a 3.5-spread threshold.
 		o.RelativeFloor, o.Counts = 0.03, true
-	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange:
+	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange, MetricOrphanRate:
 		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 0.002
 	case MetricFailingRows:
 		o.Direction, o.ZeroRule, o.AbsoluteFloor = baseline.Up, true, 1
 	case MetricZeroRate:
 		o.AbsoluteFloor = 0.002
+	case MetricTopValueShare:
+		// A mix that drifts by a point is not news; one that flips is.
+		o.AbsoluteFloor = 0.01
+	case MetricDistinctValues:
+		// Approximate counts of a few values: one more or fewer status
+		// in an hour is ordinary, a column that suddenly holds dozens
+		// (or one) is not.
+		o.RelativeFloor, o.AbsoluteFloor = 0.1, 1
 	case MetricStaleness, MetricLagAvg, MetricLagP95:
 		o.Direction, o.RelativeFloor, o.AbsoluteFloor = baseline.Up, 0.1, 30
 	}
@@ -238,7 +250,7 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		// a volume to judge or keep as history.
 		// The values of a bucket still filling are its first rows only
 		// (often a different mix), so they are not judged either.
-		if !((o.Metric == MetricRowCount || isValueMetric(o.Metric) || o.Metric == MetricZeroRate) && jd.partial) &&
+		if !((o.Metric == MetricRowCount || isProfileMetric(o.Metric)) && jd.partial) &&
 			!(o.Metric == MetricRowCount && plan.rewritten) {
 			opts := baselineOptions(o.Metric, jd.slot.trainBefore)
 			var j baseline.Judgement
@@ -296,10 +308,11 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 }
 
 // demoteLoneValueBuckets passes a value-profile bucket (mean, median, p95,
-// zero share) whose neighbours are not anomalous too. The profile judges
-// four numbers per numeric column per bucket, so one odd hour among
-// hundreds of judgements is chance; a changed distribution (a unit change,
-// a new mix) shows in consecutive buckets.
+// zero share, distinct count, top-value share) whose neighbours are not
+// anomalous too. The profile judges several numbers per column per
+// bucket, so one odd hour among hundreds of judgements is chance; a
+// changed distribution (a unit change, a new mix) shows in consecutive
+// buckets.
 func demoteLoneValueBuckets(all []judged) {
 	type key struct {
 		check  int
@@ -307,7 +320,7 @@ func demoteLoneValueBuckets(all []judged) {
 	}
 	runs := map[key][]int{}
 	for i, jd := range all {
-		if !jd.obs.Total && (isValueMetric(jd.obs.Metric) || jd.obs.Metric == MetricZeroRate) {
+		if !jd.obs.Total && isProfileMetric(jd.obs.Metric) {
 			k := key{jd.obs.Check, jd.obs.Metric}
 			runs[k] = append(runs[k], i)
 		}
@@ -394,6 +407,11 @@ func explicitCheck(pc PlannedCheck, o Observation, partial bool, grain Grain) (r
 		}
 		if o.Total && o.Count > 0 {
 			broken = fmt.Sprintf("%s of %s values (%s) outside", thousands(o.Count), thousands(o.Of), percent(o.Value))
+		}
+	case MetricOrphanRate:
+		rule = fmt.Sprintf("every %s found in %s.%s", s.Column, s.To, s.Field)
+		if o.Total && o.Count > 0 {
+			broken = fmt.Sprintf("%s of %s values (%s) not found", thousands(o.Count), thousands(o.Of), percent(o.Value))
 		}
 	case MetricFailingRows:
 		allowed := int64(0)
@@ -583,6 +601,12 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 			}
 			r.Buckets = append(r.Buckets, br)
 		}
+	}
+	if r.Expectation != "" {
+		r.Source = pc.Spec.source
+	}
+	if k.metric == MetricTopValueShare {
+		r.TopValue = focus.obs.Example
 	}
 	r.Message = message(plan, pc, focus, buckets)
 	// A rate judged per bucket is read first for the whole window ("18% of

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/store"
@@ -32,6 +34,19 @@ type Expectations struct {
 	AcceptedValues []AcceptedValues `json:"accepted_values,omitempty" jsonschema:"columns whose non-null values must come from a list"`
 	Ranges         []ValueRange     `json:"ranges,omitempty" jsonschema:"numeric columns whose non-null values must lie in a range"`
 	Predicates     []PredicateRule  `json:"predicates,omitempty" jsonschema:"boolean SQL expressions every row must satisfy"`
+	Relationships  []Relationship   `json:"relationships,omitempty" jsonschema:"columns whose non-null values must exist in a column of another table (a foreign key, like dbt's relationships test)"`
+
+	// fromDBT marks the items that came from an imported dbt manifest's
+	// tests rather than from the team (see mergeDBT); never stored.
+	fromDBT map[string]bool
+}
+
+// Relationship says every non-null value of Column must exist in Field of
+// the table To.
+type Relationship struct {
+	Column string `json:"column" jsonschema:"the referencing column of this table"`
+	To     string `json:"to" jsonschema:"the referenced table: schema.table or table"`
+	Field  string `json:"field" jsonschema:"the referenced column of that table"`
 }
 
 // AcceptedValues lists the values a column may hold.
@@ -64,19 +79,33 @@ func Specs(t *warehouse.Table, d warehouse.Dialect, e *Expectations) ([]Spec, In
 	}
 	inf := Infer(t, d)
 	var notes []string
-	specs := []Spec{{Kind: KindRowCount, Min: e.MinRows, Max: e.MaxRows, StayEmpty: e.StayEmpty}}
+	// source says where a declared item came from: dbt's tests or the team.
+	source := func(item string) string {
+		if e.fromDBT[item] {
+			return SourceDBT
+		}
+		return SourceTeam
+	}
+	specs := []Spec{{Kind: KindRowCount, Min: e.MinRows, Max: e.MaxRows, StayEmpty: e.StayEmpty, source: SourceTeam}}
 	for _, c := range t.Columns {
 		s := Spec{Kind: KindNullRate, Column: c.Name}
 		for name, rate := range e.MaxNullRate {
 			if d.SameIdent(name, c.Name) {
 				s.MaxRate = &rate
+				s.source = source("null:" + name)
 			}
 		}
 		specs = append(specs, s)
 	}
+	for name := range e.MaxNullRate {
+		if e.fromDBT["null:"+name] && !slices.ContainsFunc(t.Columns, func(c warehouse.Column) bool { return d.SameIdent(name, c.Name) }) {
+			notes = append(notes, fmt.Sprintf("dbt test not_null on %s not checked: %s has no column %s", name, t.Ref, name))
+		}
+	}
+	sort.Strings(notes)
 	switch {
 	case len(e.Key) > 0:
-		specs = append(specs, Spec{Kind: KindUniqueness, Columns: e.Key})
+		specs = append(specs, Spec{Kind: KindUniqueness, Columns: e.Key, source: source("key")})
 	case len(inf.Key) > 0:
 		specs = append(specs, Spec{Kind: KindUniqueness, Columns: inf.Key, Inferred: true})
 		notes = append(notes, inf.keyNote)
@@ -94,14 +123,17 @@ func Specs(t *warehouse.Table, d warehouse.Dialect, e *Expectations) ([]Spec, In
 	}
 	specs = append(specs, valueSpecs(t, d, key)...)
 	for _, a := range e.AcceptedValues {
-		specs = append(specs, Spec{Kind: KindAcceptedValues, Column: a.Column, Values: a.Values})
+		specs = append(specs, Spec{Kind: KindAcceptedValues, Column: a.Column, Values: a.Values, source: source("values:" + a.Column)})
+	}
+	for _, r := range e.Relationships {
+		specs = append(specs, Spec{Kind: KindRelationship, Column: r.Column, To: r.To, Field: r.Field, source: source("rel:" + r.Column + ">" + r.To + "." + r.Field)})
 	}
 	for _, r := range e.Ranges {
-		specs = append(specs, Spec{Kind: KindRange, Column: r.Column, Min: r.Min, Max: r.Max})
+		specs = append(specs, Spec{Kind: KindRange, Column: r.Column, Min: r.Min, Max: r.Max, source: SourceTeam})
 	}
 	for _, p := range e.Predicates {
 		maxFailing := p.MaxFailingRows
-		specs = append(specs, Spec{Kind: KindPredicate, Name: p.Name, SQL: p.SQL, MaxFailing: &maxFailing})
+		specs = append(specs, Spec{Kind: KindPredicate, Name: p.Name, SQL: p.SQL, MaxFailing: &maxFailing, source: SourceTeam})
 	}
 	used := Inference{Key: e.Key, EventTime: event, IngestTime: ingest, Notes: notes}
 	if len(e.Key) == 0 {
@@ -163,6 +195,15 @@ func (e Expectations) Normalize(t *warehouse.Table, d warehouse.Dialect) (Expect
 			return e, err
 		}
 	}
+	out.Relationships = append([]Relationship(nil), e.Relationships...)
+	for i := range out.Relationships {
+		if out.Relationships[i].Column, err = col(e.Relationships[i].Column, "relationships"); err != nil {
+			return e, err
+		}
+		if strings.TrimSpace(e.Relationships[i].To) == "" || strings.TrimSpace(e.Relationships[i].Field) == "" {
+			return e, fmt.Errorf("relationships on %s: give to (the referenced table) and field (its column)", out.Relationships[i].Column)
+		}
+	}
 	if err := checkStayEmpty(e.StayEmpty, e.MinRows); err != nil {
 		return e, err
 	}
@@ -185,6 +226,9 @@ func (e Expectations) Normalize(t *warehouse.Table, d warehouse.Dialect) (Expect
 		return e, errors.New("max_load_lag needs both event_time and ingest_time")
 	}
 	specs, _ := Specs(t, d, &out)
+	// The referenced tables are resolved against the warehouse by the
+	// caller (resolveParents); here only this table's own checks.
+	specs = slices.DeleteFunc(specs, func(s Spec) bool { return s.Kind == KindRelationship })
 	if _, err := Plan(t, d, specs, Window{}); err != nil {
 		return e, err
 	}
@@ -206,8 +250,24 @@ func SaveExpectations(ctx context.Context, q store.Querier, warehouseName string
 	return nil
 }
 
-// LoadExpectations reads a table's expectations; nil when none are set.
+// LoadExpectations reads a table's expectations, the team's merged with
+// those an imported dbt manifest's tests declare (mergeDBT: the team's win
+// where both speak); nil when there are none. The time is when the team
+// last set them.
 func LoadExpectations(ctx context.Context, q store.Querier, warehouseName string, table warehouse.TableRef) (*Expectations, time.Time, error) {
+	team, at, err := loadTeam(ctx, q, warehouseName, table)
+	if err != nil {
+		return nil, at, err
+	}
+	dbt, err := loadDBT(ctx, q, warehouseName, table)
+	if err != nil || dbt == nil {
+		return team, at, err
+	}
+	return mergeDBT(team, dbt), at, nil
+}
+
+// loadTeam reads what set_quality_expectations stored for a table.
+func loadTeam(ctx context.Context, q store.Querier, warehouseName string, table warehouse.TableRef) (*Expectations, time.Time, error) {
 	var doc string
 	var ms int64
 	err := q.QueryRowContext(ctx, `SELECT spec, updated_ms FROM quality_expectations WHERE warehouse = ? AND table_ref = ?`,

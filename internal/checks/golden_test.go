@@ -114,6 +114,46 @@ func goldenCases() []goldenCase {
 			Spec{Kind: KindRowCount},
 		), hours("loaded_at")},
 		{"duckdb_profile_by_hour", warehouse.DuckDB{}, duckdbTable, profiled, hours("hour")},
+		// Relationships: the table's one scan plus one bounded anti-join
+		// against the referenced table, names quoted in catalog spelling.
+		{"bigquery_relationships", warehouse.BigQuery{}, bigQueryTable, fixed(
+			Spec{Kind: KindRelationship, Column: "member_id", To: "members", Field: "id", parent: bigQueryMembers},
+		), Window{}},
+		{"snowflake_relationships_by_hour", warehouse.Snowflake{}, snowflakeTable, fixed(
+			Spec{Kind: KindRelationship, Column: "account_id", To: "accounts", Field: "account_id", parent: snowflakeAccounts},
+		), hours("hour")},
+		{"duckdb_relationships_by_hour", warehouse.DuckDB{}, duckdbTable, fixed(
+			Spec{Kind: KindNullRate, Column: "account_id"},
+			Spec{Kind: KindRelationship, Column: "account_id", To: "usage.usage_hourly", Field: "account_id", parent: duckdbTable},
+		), hours("hour")},
+	}
+}
+
+var (
+	bigQueryMembers = &warehouse.Table{
+		Ref:     warehouse.TableRef{Database: "acme-prod", Schema: "loyalty", Name: "members"},
+		Columns: []warehouse.Column{{Name: "id", Type: "INT64", Position: 1}},
+	}
+	snowflakeAccounts = &warehouse.Table{
+		Ref:     warehouse.TableRef{Database: "ANALYTICS", Schema: "CRM", Name: "ACCOUNTS"},
+		Columns: []warehouse.Column{{Name: "ACCOUNT_ID", Type: "TEXT", Position: 1}},
+	}
+)
+
+// A relationships check compares columns of one kind, and names only
+// columns the referenced table has.
+func TestRelationshipsRefuseMismatchedColumns(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Kind: KindRelationship, Column: "tier", To: "members", Field: "id", parent: bigQueryMembers}, "must be of one kind"},
+		{Spec{Kind: KindRelationship, Column: "member_id", To: "members", Field: "idd", parent: bigQueryMembers}, `no column "idd"`},
+		{Spec{Kind: KindRelationship, Column: "member_id", To: "members", Field: "id"}, "was not resolved"},
+	} {
+		if _, err := Plan(bigQueryTable, warehouse.BigQuery{}, []Spec{c.spec}, Window{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err %v, want %q", c.spec, err, c.want)
+		}
 	}
 }
 
@@ -144,8 +184,10 @@ func TestGoldenSQL(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("SQL for %s changed; if intended, run with -update.\ngot:\n%s\nwant:\n%s", c.name, got, want)
 			}
-			if err := warehouse.ReadOnlyStatement(plan.Statements[0].SQL); err != nil {
-				t.Errorf("plan is not a read-only statement: %v", err)
+			for _, st := range plan.Statements {
+				if err := warehouse.ReadOnlyStatement(st.SQL); err != nil {
+					t.Errorf("plan is not a read-only statement: %v", err)
+				}
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 
 func isRate(metric string) bool {
 	switch metric {
-	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange, MetricZeroRate:
+	case MetricNullRate, MetricDuplicateRate, MetricRejectedRate, MetricOutOfRange, MetricZeroRate, MetricTopValueShare, MetricOrphanRate:
 		return true
 	}
 	return false
@@ -76,6 +76,16 @@ func subject(pc PlannedCheck, o Observation) string {
 		return fmt.Sprintf("%s median is %s", s.Column, measure(o.Value))
 	case MetricValueP95:
 		return fmt.Sprintf("%s p95 is %s", s.Column, measure(o.Value))
+	case MetricOrphanRate:
+		text := fmt.Sprintf("%s: %s of %s values (%s) not found in %s.%s", s.Column, thousands(o.Count), thousands(o.Of), percent(o.Value), s.To, s.Field)
+		if o.Count > 0 && o.Example != "" {
+			text += ", e.g. " + quoteValue(o.Example)
+		}
+		return text
+	case MetricDistinctValues:
+		return fmt.Sprintf("%s holds %s distinct values", s.Column, thousands(o.Count))
+	case MetricTopValueShare:
+		return fmt.Sprintf("%s: top value %s is %s of rows (%s of %s)", s.Column, quoteValue(o.Example), percent(o.Value), thousands(o.Count), thousands(o.Of))
 	}
 	return fmt.Sprintf("%s = %v", o.Metric, o.Value)
 }
@@ -87,6 +97,27 @@ func measure(v float64) string {
 		return number(math.Round(v))
 	}
 	return strconv.FormatFloat(roundSig(v), 'f', -1, 64)
+}
+
+// quoteValue prints a column value inside a message: quoted, without
+// control characters, and cut at 40 characters (it is data, not prose).
+func quoteValue(v string) string {
+	r := []rune(strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return ' '
+		}
+		return c
+	}, v))
+	if len(r) > 40 {
+		return "'" + string(r[:40]) + "…'"
+	}
+	return "'" + string(r) + "'"
+}
+
+// isProfileMetric reports the metrics of the value profile: judged per
+// whole bucket only, and a lone odd bucket of them is chance.
+func isProfileMetric(metric string) bool {
+	return isValueMetric(metric) || metric == MetricZeroRate || metric == MetricDistinctValues || metric == MetricTopValueShare
 }
 
 func isValueMetric(metric string) bool {
@@ -154,6 +185,14 @@ func moveText(metric string, j *baseline.Judgement, at time.Time) string {
 	bounds := fmt.Sprintf("expected %s–%s, %s", inUnits(metric, j.Low), inUnits(metric, j.High), basisText(j))
 	pct := baseline.PercentChange(j.Value, j.Median)
 	switch {
+	case metric == MetricTopValueShare:
+		// A mix is read as shares: "97% of rows, usually 40–45%".
+		at := ""
+		if j.Slot != "" {
+			at = " at " + j.Slot
+		}
+		return fmt.Sprintf(", usually %s–%s%s (median %s; %s)", percent(math.Max(0, j.Low)), percent(math.Min(1, j.High)), at,
+			percent(j.Median), basisText(j))
 	case isRate(metric), math.IsNaN(pct):
 		// A rate's move is read as rates: "against the usual 5.0%", not
 		// "260% above".

@@ -40,6 +40,9 @@ type ScanPlan struct {
 type aggregate struct {
 	sql     string
 	combine combine
+	// join is, for combineJoin, the FROM and WHERE of the aggregate's own
+	// statement (an anti-join against another table).
+	join string
 }
 
 type combine int
@@ -48,6 +51,10 @@ const (
 	combineSum  combine = iota // counts and sums add up
 	combineMax                 // the newest of the newest
 	combineNone                // distinct counts and percentiles do not combine
+	// combineJoin is computed once for the window by a statement of its
+	// own: a relationships check reads a second table, which the one
+	// aggregate scan of this table cannot.
+	combineJoin
 )
 
 // PlannedCheck is one validated check and where its inputs are computed.
@@ -64,6 +71,9 @@ type Statement struct {
 	SQL string
 	// aggs lists the plan aggregates this statement returns, in order.
 	aggs []int
+	// whole says the statement returns one row for the window, never
+	// buckets (an anti-join).
+	whole bool
 }
 
 // Aggregates is how many distinct aggregate expressions the plan computes
@@ -104,15 +114,24 @@ func Plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window) (
 			return i
 		}
 		index[expr] = len(p.aggs)
-		p.aggs = append(p.aggs, aggregate{expr, c})
+		p.aggs = append(p.aggs, aggregate{sql: expr, combine: c})
 		if c == combineNone && p.bucketed() {
 			p.rollup = true
 		}
 		return len(p.aggs) - 1
 	}
+	addJoin := func(expr, join string) int {
+		key := join + "\x00" + expr
+		if i, ok := index[key]; ok {
+			return i
+		}
+		index[key] = len(p.aggs)
+		p.aggs = append(p.aggs, aggregate{sql: expr, combine: combineJoin, join: join})
+		return len(p.aggs) - 1
+	}
 	seen := map[string]bool{}
 	for _, s := range specs {
-		pc, err := planCheck(table, sp, s, add)
+		pc, err := planCheck(table, sp, s, add, addJoin, p.Window)
 		if err != nil {
 			return nil, fmt.Errorf("%s check: %w", s.Kind, err)
 		}
@@ -191,7 +210,7 @@ func timeColumns(t *warehouse.Table, d warehouse.Dialect) []string {
 
 // planCheck validates one spec, rewrites its names to catalog spelling and
 // registers the aggregates it needs.
-func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combine) int) (PlannedCheck, error) {
+func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combine) int, addJoin func(expr, join string) int, w Window) (PlannedCheck, error) {
 	column := func(name, role string) (warehouse.Column, colKind, error) {
 		if strings.TrimSpace(name) == "" {
 			return warehouse.Column{}, 0, fmt.Errorf("%s is required", role)
@@ -203,6 +222,7 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		return c, classify(sp.Name(), c.Type), nil
 	}
 	pc := PlannedCheck{inputs: map[string]int{}}
+	source := s.source // kept through the rewrites to catalog spelling below
 	rows := add("COUNT(*)", combineSum)
 	pc.inputs["rows"] = rows
 	switch s.Kind {
@@ -373,8 +393,22 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		if err != nil {
 			return pc, err
 		}
+		if k == kindText {
+			s = Spec{Kind: s.Kind, Column: c.Name, Inferred: s.Inferred, distinctOnly: s.distinctOnly}
+			q := sp.QuoteIdent(c.Name)
+			pc.inputs["nonnull"] = add("COUNT("+q+")", combineSum)
+			// Approximate distinct counts and top values keep the scan's
+			// memory bounded on every engine should a column's
+			// cardinality explode, and they share the one scan.
+			pc.inputs["distinct"] = add(sp.approxDistinct(q), combineNone)
+			if !s.distinctOnly {
+				pc.inputs["top"] = add(sp.topValue(q), combineNone)
+				pc.inputs["topcount"] = add(sp.topCount(q), combineNone)
+			}
+			break
+		}
 		if k != kindNumber {
-			return pc, fmt.Errorf("distribution applies to numeric columns; %s is %s", c.Name, c.Type)
+			return pc, fmt.Errorf("distribution applies to numeric and text columns; %s is %s", c.Name, c.Type)
 		}
 		s = Spec{Kind: s.Kind, Column: c.Name, Inferred: s.Inferred}
 		q := sp.QuoteIdent(c.Name)
@@ -385,6 +419,27 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		pc.inputs["mean"] = add("AVG("+q+")", combineNone)
 		pc.inputs["median"] = add(sp.approxQuantile(q, 0.5), combineNone)
 		pc.inputs["p95"] = add(sp.approxQuantile(q, 0.95), combineNone)
+	case KindRelationship:
+		c, k, err := column(s.Column, "column")
+		if err != nil {
+			return pc, err
+		}
+		if s.parent == nil {
+			return pc, fmt.Errorf("relationships on %s: the referenced table %q was not resolved in the warehouse", c.Name, s.To)
+		}
+		f, err := s.parent.Column(sp, s.Field)
+		if err != nil {
+			return pc, fmt.Errorf("relationships on %s: field of %s: %w", c.Name, s.parent.Ref, err)
+		}
+		fk := classify(sp.Name(), f.Type)
+		if k == kindOther || fk != k {
+			return pc, fmt.Errorf("relationships on %s (%s): %s.%s is %s; the two columns must be of one kind (numbers, text, dates)", c.Name, c.Type, s.parent.Ref, f.Name, f.Type)
+		}
+		s = Spec{Kind: s.Kind, Column: c.Name, To: s.parent.Ref.String(), Field: f.Name, Inferred: s.Inferred, source: s.source, parent: s.parent}
+		pc.inputs["nonnull"] = add("COUNT("+sp.QuoteIdent(c.Name)+")", combineSum)
+		join := sp.antiJoin(t, c.Name, s.parent, f.Name, w)
+		pc.inputs["orphans"] = addJoin("COUNT(*)", join)
+		pc.inputs["orphan_example"] = addJoin("MIN(c."+sp.QuoteIdent(c.Name)+")", join)
 	default:
 		names := make([]string, len(kinds))
 		for i, k := range kinds {
@@ -392,6 +447,7 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		}
 		return pc, fmt.Errorf("unknown check kind %q; kinds: %s", s.Kind, strings.Join(names, ", "))
 	}
+	s.source = source
 	pc.Spec, pc.Label = s, s.Label()
 	return pc, nil
 }
@@ -460,6 +516,9 @@ func (p *ScanPlan) statements(sp *spelling) ([]Statement, error) {
 	var cur strings.Builder
 	var curAggs []int
 	for i := range p.aggs {
+		if p.aggs[i].combine == combineJoin {
+			continue // in a statement of its own, below
+		}
 		pc := piece(i, len(curAggs) == 0)
 		if fixed+len(pc) > limit {
 			return nil, fmt.Errorf("one aggregate of %s is %d bytes, over %s's statement limit of %d bytes", p.Table.Ref, len(pc), sp.Name(), limit)
@@ -474,5 +533,30 @@ func (p *ScanPlan) statements(sp *spelling) ([]Statement, error) {
 		curAggs = append(curAggs, i)
 	}
 	out = append(out, Statement{SQL: head + cur.String() + foot, aggs: curAggs})
+	// Each anti-join is one statement returning one row for the window.
+	joins := map[string]int{}
+	for i, a := range p.aggs {
+		if a.combine != combineJoin {
+			continue
+		}
+		n, ok := joins[a.join]
+		if !ok {
+			n = len(out)
+			joins[a.join] = n
+			out = append(out, Statement{SQL: "SELECT", whole: true})
+		}
+		sep := ","
+		if len(out[n].aggs) == 0 {
+			sep = ""
+		}
+		out[n].SQL += sep + "\n  " + a.sql + " AS m" + strconv.Itoa(i)
+		out[n].aggs = append(out[n].aggs, i)
+	}
+	for _, n := range joins {
+		out[n].SQL += out[n].sqlTail(p.aggs)
+	}
 	return out, nil
 }
+
+// sqlTail is the FROM and WHERE of an anti-join statement.
+func (s Statement) sqlTail(aggs []aggregate) string { return aggs[s.aggs[0]].join }

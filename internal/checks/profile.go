@@ -1,10 +1,14 @@
 package checks
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/dataworkers/dw/internal/baseline"
+	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -38,18 +42,94 @@ func Profile(t *warehouse.Table, d warehouse.Dialect) ([]Spec, Inference) {
 	return specs, inf
 }
 
-// valueSpecs profile the values of every numeric column that is not the
-// key: a median that halves is a problem no volume or null check sees.
-// They join the same scan as every other check.
+// valueSpecs profile the values of every numeric column, and of every
+// text column that looks like a category, that is not the key: a median
+// that halves or a currency mix that flips is a problem no volume or null
+// check sees. They join the same scan as every other check.
 func valueSpecs(t *warehouse.Table, d warehouse.Dialect, key []string) []Spec {
 	var out []Spec
 	for _, c := range t.Columns {
-		if classify(d.Name(), c.Type) != kindNumber || slices.ContainsFunc(key, func(k string) bool { return d.SameIdent(k, c.Name) }) {
+		if slices.ContainsFunc(key, func(k string) bool { return d.SameIdent(k, c.Name) }) {
+			continue
+		}
+		switch classify(d.Name(), c.Type) {
+		case kindNumber:
+		case kindText:
+			if !categoryName(c.Name) {
+				continue
+			}
+		default:
 			continue
 		}
 		out = append(out, Spec{Kind: KindDistribution, Column: c.Name, Inferred: true})
 	}
 	return out
+}
+
+// notCategoryHints mark text columns that name or describe one thing per
+// row (ids, names, free text), whose values are nearly all distinct: a
+// top-value share of them is noise. This is the cheap first rule; the
+// column's own history is the second (gateTextProfiles).
+var notCategoryHints = []string{"id", "uuid", "guid", "key", "hash", "token", "email", "name", "url", "uri", "path",
+	"description", "desc", "comment", "note", "message", "text", "title", "address", "json", "payload", "body", "sql", "query", "agent"}
+
+// categoryName reports whether a text column's name allows it to be a
+// category (currency, status, country, plan): no word of it is a hint of
+// one-value-per-row text.
+func categoryName(column string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(column), func(r rune) bool { return r == '_' || r == '-' || r == ' ' || r == '.' }) {
+		if slices.Contains(notCategoryHints, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// lowCardinalityLimit is the most distinct values a text column may have
+// held, in any check of the last two weeks, for its top-value share to be
+// profiled. A category (currency, status, country) has a few to a few
+// hundred; above a thousand the top value's share is near zero and says
+// nothing, and DuckDB's exact top count would hold every value in memory.
+const lowCardinalityLimit = 1000
+
+// gateTextProfiles decides "low cardinality" from each text column's own
+// history: a column that held more than lowCardinalityLimit distinct
+// values keeps only its distinct count (so it is re-admitted if that
+// falls). A column without history keeps both: the name rule admitted it,
+// and its first scan is what tells.
+func gateTextProfiles(ctx context.Context, db *store.DB, asset string, specs []Spec, now time.Time) ([]Spec, error) {
+	if !slices.ContainsFunc(specs, func(s Spec) bool { return s.Kind == KindDistribution }) {
+		return specs, nil
+	}
+	series, err := baseline.ListSeries(ctx, db, asset)
+	if err != nil {
+		return nil, err
+	}
+	wide := map[string]bool{}
+	for _, s := range series {
+		if s.Metric != MetricDistinctValues {
+			continue
+		}
+		points, err := baseline.Load(ctx, db, s, now.Add(-14*24*time.Hour), now.Add(time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range points {
+			if p.Value > lowCardinalityLimit {
+				wide[strings.ToLower(s.Dimension)] = true
+			}
+		}
+	}
+	if len(wide) == 0 {
+		return specs, nil
+	}
+	out := slices.Clone(specs)
+	for i, s := range out {
+		if s.Kind == KindDistribution && wide[strings.ToLower(s.Column)] {
+			out[i].distinctOnly = true
+		}
+	}
+	return out, nil
 }
 
 // timeSpecs are the freshness and load-lag checks time columns allow.

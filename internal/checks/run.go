@@ -27,6 +27,12 @@ const (
 	MetricValueMedian = "value_median"
 	MetricValueP95    = "value_p95"
 	MetricZeroRate    = "zero_rate"
+	// The value profile of a low-cardinality text column.
+	MetricDistinctValues = "distinct_values"
+	MetricTopValueShare  = "top_value_share"
+	// MetricOrphanRate is the share of a column's values missing from the
+	// column it references.
+	MetricOrphanRate = "orphan_rate"
 )
 
 // minProfiledValues is the fewest values a bucket needs before its mean,
@@ -49,6 +55,9 @@ type Observation struct {
 	Count, Of int64
 	// Newest is the newest time seen, for freshness.
 	Newest time.Time
+	// Example is a value the metric is about: the most common value of a
+	// top-value share, one missing value of an orphan rate.
+	Example string
 }
 
 // Scan is what Run read: observations plus the bookkeeping Evaluate needs.
@@ -113,7 +122,7 @@ func Run(ctx context.Context, wh warehouse.Warehouse, plan *ScanPlan, opts RunOp
 		scan.BytesScanned += res.BytesScanned
 		for _, row := range res.Rows {
 			dst, vals := total, row
-			if plan.bucketed() {
+			if plan.bucketed() && !st.whole {
 				if len(row) != len(st.aggs)+1 {
 					return nil, fmt.Errorf("check scan of %s returned %d columns, want %d", plan.Table.Ref, len(row), len(st.aggs)+1)
 				}
@@ -344,6 +353,9 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 		if err != nil || nonnull < minProfiledValues {
 			return nil, err
 		}
+		if _, text := pc.inputs["distinct"]; text {
+			return observeText(pc, base, vals, nonnull)
+		}
 		zeros, err := intOf("zeros")
 		if err != nil {
 			return nil, err
@@ -363,6 +375,26 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 			out = append(out, o)
 		}
 		return out, nil
+	case KindRelationship:
+		// The anti-join runs once for the window: buckets have no value.
+		if !isTotal {
+			return nil, nil
+		}
+		nonnull, err := intOf("nonnull")
+		if err != nil {
+			return nil, err
+		}
+		orphans, err := intOf("orphans")
+		if err != nil {
+			return nil, err
+		}
+		out := rate(MetricOrphanRate, s.Column, min(orphans, nonnull), nonnull)
+		if len(out) == 1 && orphans > 0 {
+			if v := vals[pc.inputs["orphan_example"]]; v != nil {
+				out[0].Example = textCell(v)
+			}
+		}
+		return out, nil
 	case KindPredicate:
 		bad, err := intOf("bad")
 		if err != nil {
@@ -373,6 +405,49 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 		return []Observation{o}, nil
 	}
 	return nil, fmt.Errorf("unknown check kind %q", s.Kind)
+}
+
+// observeText reads a text column's distinct count and top-value share.
+// The engines' sketches are approximate, so a top count above the rows is
+// capped; a top value that is null (BigQuery counts nulls as a value) has
+// no share to judge, as the null rate covers it.
+func observeText(pc PlannedCheck, base Observation, vals []any, nonnull int64) ([]Observation, error) {
+	var out []Observation
+	col := pc.Spec.Column
+	if v := vals[pc.inputs["distinct"]]; v != nil {
+		f, ok := toFloat(v)
+		if !ok {
+			return nil, fmt.Errorf("%s: distinct count %v (%T) is not a number", pc.Label, v, v)
+		}
+		o := base
+		o.Metric, o.Dimension, o.Value, o.Count, o.Of = MetricDistinctValues, col, f, int64(f), nonnull
+		out = append(out, o)
+	}
+	ti, ok := pc.inputs["top"]
+	if !ok || vals[ti] == nil || vals[pc.inputs["topcount"]] == nil {
+		return out, nil
+	}
+	n, ok := toFloat(vals[pc.inputs["topcount"]])
+	if !ok {
+		return nil, fmt.Errorf("%s: top value count %v (%T) is not a number", pc.Label, vals[pc.inputs["topcount"]], vals[pc.inputs["topcount"]])
+	}
+	count := min(int64(n), nonnull)
+	o := base
+	o.Metric, o.Dimension, o.Count, o.Of = MetricTopValueShare, col, count, nonnull
+	o.Value = float64(count) / float64(nonnull)
+	o.Example = textCell(vals[ti])
+	return append(out, o), nil
+}
+
+// textCell prints a text value as the drivers return it.
+func textCell(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	}
+	return fmt.Sprint(v)
 }
 
 // toFloat reads a number as the engines' drivers return it: Go numbers,

@@ -81,6 +81,14 @@ func RunCheck(ctx context.Context, env Env, req CheckRequest) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if specs, err = gateTextProfiles(ctx, env.DB, AssetID(d, table.Ref), specs, now); err != nil {
+		return nil, err
+	}
+	specs, notes, err := resolveParents(ctx, wh, table, specs)
+	if err != nil {
+		return nil, err
+	}
+	inf.Notes = append(inf.Notes, notes...)
 	plan, err := Plan(table, d, specs, w)
 	if err != nil {
 		return nil, err
@@ -95,6 +103,38 @@ func RunCheck(ctx context.Context, env Env, req CheckRequest) (*Report, error) {
 	}
 	rep.Warehouse, rep.Inferred = wh.Name(), inf.Notes
 	return rep, nil
+}
+
+// resolveParents finds the referenced table of every relationships check
+// in the warehouse's catalog, so Plan can validate and quote it. A dbt
+// test that no longer fits the warehouse (a table or column renamed since
+// the manifest was built) is left out with a note rather than failing the
+// table's other checks; a team's or a request's is an error.
+func resolveParents(ctx context.Context, wh warehouse.Warehouse, table *warehouse.Table, specs []Spec) ([]Spec, []string, error) {
+	d := wh.Dialect()
+	var out []Spec
+	var notes []string
+	for _, s := range specs {
+		if s.Kind == KindRelationship {
+			parent, err := warehouse.Resolve(ctx, wh, s.To)
+			if err != nil {
+				if s.source != SourceDBT {
+					return nil, nil, fmt.Errorf("relationships check on %s: %w", s.Column, err)
+				}
+				notes = append(notes, fmt.Sprintf("dbt relationships test %s -> %s.%s not checked: %v", s.Column, s.To, s.Field, err))
+				continue
+			}
+			s.parent = parent
+		}
+		if s.source == SourceDBT {
+			if _, err := Plan(table, d, []Spec{s}, Window{}); err != nil {
+				notes = append(notes, fmt.Sprintf("dbt test not checked (%s): %v", s.Label(), err))
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out, notes, nil
 }
 
 type fixedClock struct{ t time.Time }
@@ -189,8 +229,10 @@ type ExpectationsResult struct {
 	Table        string       `json:"table" jsonschema:"table in catalog spelling"`
 	Expectations Expectations `json:"expectations" jsonschema:"the stored expectations, in catalog spelling"`
 	// Checks lists the checks run_quality_check will now run.
-	Checks    []string  `json:"checks" jsonschema:"checks run_quality_check will run for this table"`
-	Inferred  []string  `json:"inferred,omitempty" jsonschema:"what is still inferred because it was not declared"`
+	Checks   []string `json:"checks" jsonschema:"checks run_quality_check will run for this table"`
+	Inferred []string `json:"inferred,omitempty" jsonschema:"what is still inferred because it was not declared"`
+	// FromDBT lists the checks whose expectation comes from dbt's tests.
+	FromDBT   []string  `json:"from_dbt,omitempty" jsonschema:"checks whose expectation comes from an imported dbt manifest's tests (kept; these expectations win where both speak of a column)"`
 	UpdatedAt time.Time `json:"updated_at" jsonschema:"when the expectations were stored"`
 }
 
@@ -209,15 +251,42 @@ func SetExpectations(ctx context.Context, env Env, req ExpectationsRequest) (*Ex
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range norm.Relationships {
+		parent, err := warehouse.Resolve(ctx, wh, r.To)
+		if err != nil {
+			return nil, fmt.Errorf("relationships on %s: %w", r.Column, err)
+		}
+		f, err := parent.Column(d, r.Field)
+		if err != nil {
+			return nil, fmt.Errorf("relationships on %s: field of %s: %w", r.Column, parent.Ref, err)
+		}
+		norm.Relationships[i].To, norm.Relationships[i].Field = parent.Ref.String(), f.Name
+		s := Spec{Kind: KindRelationship, Column: r.Column, To: r.To, Field: r.Field, parent: parent}
+		if _, err := Plan(table, d, []Spec{s}, Window{}); err != nil {
+			return nil, err
+		}
+	}
 	now := env.now()
 	if err := SaveExpectations(ctx, env.DB, wh.Name(), table.Ref, norm, now); err != nil {
 		return nil, err
 	}
-	specs, inf := Specs(table, d, &norm)
-	return &ExpectationsResult{
+	// The checks listed are those run_quality_check will run: these
+	// merged with any an imported dbt manifest's tests declare.
+	merged, _, err := LoadExpectations(ctx, env.DB, wh.Name(), table.Ref)
+	if err != nil {
+		return nil, err
+	}
+	specs, inf := Specs(table, d, merged)
+	res := &ExpectationsResult{
 		Warehouse: wh.Name(), Table: table.Ref.String(), Expectations: norm,
 		Checks: labels(specs), Inferred: inf.Notes, UpdatedAt: now,
-	}, nil
+	}
+	for _, s := range specs {
+		if s.source == SourceDBT {
+			res.FromDBT = append(res.FromDBT, s.Label())
+		}
+	}
+	return res, nil
 }
 
 // HistoryRequest is get_quality_history's input.

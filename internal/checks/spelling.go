@@ -213,6 +213,59 @@ func (s *spelling) approxQuantile(expr string, q float64) string {
 	return fmt.Sprintf("approx_quantile(%s, %s)", expr, strconv.FormatFloat(q, 'f', -1, 64))
 }
 
+// approxDistinct counts distinct values with each engine's sketch
+// (HyperLogLog): memory stays bounded whatever the column holds.
+func (s *spelling) approxDistinct(q string) string {
+	if s.Name() == "duckdb" {
+		return "approx_count_distinct(" + q + ")"
+	}
+	return "APPROX_COUNT_DISTINCT(" + q + ")"
+}
+
+// topValue and topCount are a column's most common value and how many
+// rows hold it. BigQuery and Snowflake keep a bounded space-saving sketch
+// (APPROX_TOP_COUNT, APPROX_TOP_K); DuckDB has none that returns counts,
+// so it counts exactly (mode and histogram), which stays small because
+// only low-cardinality columns are asked for it (gateTextProfiles).
+func (s *spelling) topValue(q string) string {
+	switch s.Name() {
+	case "bigquery":
+		return "APPROX_TOP_COUNT(" + q + ", 1)[SAFE_OFFSET(0)].value"
+	case "snowflake":
+		return "APPROX_TOP_K(" + q + ", 1, 1000)[0][0]::VARCHAR"
+	}
+	return "mode(" + q + ")"
+}
+
+func (s *spelling) topCount(q string) string {
+	switch s.Name() {
+	case "bigquery":
+		return "APPROX_TOP_COUNT(" + q + ", 1)[SAFE_OFFSET(0)].count"
+	case "snowflake":
+		return "APPROX_TOP_K(" + q + ", 1, 1000)[0][1]::NUMBER"
+	}
+	return "list_max(map_values(histogram(" + q + ")))"
+}
+
+// antiJoin is the FROM and WHERE of a relationships check: the rows of t
+// whose column holds a value that field of parent does not, within the
+// window when there is one. Every name is resolved against the catalog
+// and quoted by the dialect; the aliases keep a table that references
+// itself (manager_id -> employee_id) apart.
+func (s *spelling) antiJoin(t *warehouse.Table, col string, parent *warehouse.Table, field string, w Window) string {
+	c := "c." + s.QuoteIdent(col)
+	where := c + " IS NOT NULL"
+	if w.Column != "" {
+		if tc, err := t.Column(s, w.Column); err == nil {
+			k := classify(s.Name(), tc.Type)
+			q := "c." + s.QuoteIdent(tc.Name)
+			where += " AND " + q + " >= " + s.timeLiteral(w.Start, k) + " AND " + q + " < " + s.timeLiteral(w.End, k)
+		}
+	}
+	return "\nFROM " + s.Table(t.Ref) + " AS c\nWHERE " + where +
+		"\n  AND NOT EXISTS (SELECT 1 FROM " + s.Table(parent.Ref) + " AS p WHERE p." + s.QuoteIdent(field) + " = " + c + ")"
+}
+
 // allNotNull is a condition true when every column has a value.
 func (s *spelling) allNotNull(cols []string) string {
 	parts := make([]string, len(cols))

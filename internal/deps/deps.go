@@ -4,7 +4,9 @@
 // Nothing heavy opens at start-up: an MCP client spawns all five agents at
 // once and lists their tools before calling any, so start-up must cost
 // milliseconds. The store opens on the first call that needs it and stays
-// open; a DuckDB warehouse is opened read-only per query by its driver.
+// open; a warehouse's driver runs in a child process (warehouseproc) that
+// the first warehouse call starts and that exits after DW_WAREHOUSE_IDLE
+// without a call; DuckDB holds its file only while queries come.
 package deps
 
 import (

@@ -425,6 +425,12 @@ func scPropose(t *testing.T, cfg *config.Config, at time.Time) scProposals {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Story C replays a past day (the agents run under DW_CLOCK), so its
+	// store is one made for replay: there the replayed time dates the
+	// approvals too, and the proposals made here at that time are live.
+	if err := approvals.MarkReplayStore(ctx, db, cfg.Home, at); err != nil {
+		t.Fatal(err)
+	}
 	svc := approvals.New(db, cfg, clock.NewFake(at), nil)
 	// The approval binds the registration: this registry, subject and schema.
 	bound, err := approvals.SchemaVersionAction(cfg.SchemaRegistry.URL, "orders-value", "AVRO", c.SHA256)

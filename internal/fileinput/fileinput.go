@@ -6,14 +6,19 @@
 package fileinput
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultMaxBytes is the size cap when DW_MAX_FILE_BYTES is unset: the
@@ -35,11 +40,17 @@ func MaxBytes() int64 {
 	return DefaultMaxBytes
 }
 
-// ReadRegular reads the regular file at path, named by the tool argument
+// ReadRegular reads the regular text file at path, named by the tool argument
 // arg in errors. It refuses anything that is not a regular file after
 // symlinks are followed, checking the opened descriptor (not the path, which
 // could be swapped between a check and the open), refuses files over max
-// bytes, and gives up after DefaultTimeout or when ctx ends.
+// bytes, and gives up after DefaultTimeout or when ctx ends. Every file a
+// tool reads is a text document (JSON or YAML), so a binary file is refused
+// too, with its size and the kind its content looks like.
+//
+// No error quotes the file: a path can name any file this agent may read
+// (a private key, a credentials file), and the error goes to the model and
+// the client's transcript.
 func ReadRegular(ctx context.Context, arg, path string, max int64) ([]byte, error) {
 	if path == "" {
 		return nil, fmt.Errorf("argument '%s': empty; give the path of a regular file on this machine", arg)
@@ -83,6 +94,9 @@ func ReadRegular(ctx context.Context, arg, path string, max int64) ([]byte, erro
 			return nil, fmt.Errorf("argument '%s': %s grew past %d bytes while being read; at most %d are read (DW_MAX_FILE_BYTES)", arg, path, max, max)
 		}
 		if errors.Is(err, io.EOF) {
+			if err := checkText(arg, path, buf); err != nil {
+				return nil, err
+			}
 			return buf, nil
 		}
 		if err != nil {
@@ -105,4 +119,86 @@ func kind(m fs.FileMode) string {
 		return "a block device"
 	}
 	return "not a regular file"
+}
+
+// ReadJSON is ReadRegular for a JSON document: one value, or several one
+// after another (newline-delimited). A file that is not JSON is refused
+// with where it stops being JSON (a byte offset and line), never with its
+// characters, which the JSON parser's own errors would quote.
+func ReadJSON(ctx context.Context, arg, path string, max int64) ([]byte, error) {
+	data, err := ReadRegular(ctx, arg, path, max)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJSON(arg, path, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// checkText refuses content that is not text: invalid UTF-8, or a control
+// character no JSON or YAML document holds (NUL and the other C0 controls
+// but tab, newline, carriage return and form feed).
+func checkText(arg, path string, data []byte) error {
+	bad := !utf8.Valid(data)
+	for _, b := range data {
+		if bad {
+			break
+		}
+		bad = b < 0x20 && b != '\t' && b != '\n' && b != '\r' && b != '\f' || b == 0x7f
+	}
+	if !bad {
+		return nil
+	}
+	return fmt.Errorf("argument '%s': %s is not a JSON or YAML document: it is %d bytes of binary data (its content looks like %s); give the path of a text file",
+		arg, path, len(data), sniff(data))
+}
+
+// sniff names the kind of binary content (application/zip, image/png, …)
+// from its leading bytes, without quoting any of them.
+func sniff(data []byte) string {
+	kind, _, _ := strings.Cut(http.DetectContentType(data), ";")
+	if kind == "text/plain" || kind == "" {
+		return "application/octet-stream"
+	}
+	return kind
+}
+
+// checkJSON checks data is one JSON value or a sequence of them.
+func checkJSON(arg, path string, data []byte) error {
+	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM some editors write
+	if json.Valid(body) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		var skip struct{}
+		err := dec.Decode(&skip)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off := int(dec.InputOffset())
+			if se.Offset > 0 {
+				off = int(se.Offset)
+			}
+			if off > len(body) {
+				off = len(body)
+			}
+			line := 1 + bytes.Count(body[:off], []byte("\n"))
+			return fmt.Errorf("argument '%s': %s is not valid JSON: the syntax breaks at byte %d of %d (line %d); give the path of a complete JSON document",
+				arg, path, off, len(body), line)
+		}
+		if err != nil && !isTypeError(err) {
+			return fmt.Errorf("argument '%s': %s is not valid JSON (%d bytes); give the path of a complete JSON document", arg, path, len(body))
+		}
+	}
+}
+
+// isTypeError: a value that is not an object decodes into struct{} with a
+// type error, which still means it was valid JSON.
+func isTypeError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te)
 }

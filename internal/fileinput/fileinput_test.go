@@ -4,6 +4,7 @@ package fileinput
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,4 +89,73 @@ func TestMaxBytesFromEnv(t *testing.T) {
 			t.Errorf("%q: %d, want %d", v, got, want)
 		}
 	}
+}
+
+// TestErrorsNeverQuoteTheFile: a path can name a private key or a
+// credentials file, and the error goes to the model. A file that is not a
+// JSON document is refused with its size and kind, never its bytes.
+func TestErrorsNeverQuoteTheFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	cases := []struct {
+		name, content, want string
+		read                func(context.Context, string, string, int64) ([]byte, error)
+	}{
+		{"binary with a secret-like start", "\x00\x01" + secret + "\xff\xfe", "binary data", ReadRegular},
+		{"binary as JSON", "\x7fELF" + secret, "binary data", ReadJSON},
+		{"gzip", "\x1f\x8b\x08\x00" + secret, "application/x-gzip", ReadJSON},
+		{"invalid UTF-8", "{\"k\":\"" + secret + "\xc3\x28\"}", "binary data", ReadJSON},
+		{"credentials file", "[default]\naws_access_key_id=" + secret + "\n", "not valid JSON", ReadJSON},
+		{"private key", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + secret + "\n", "not valid JSON", ReadJSON},
+		{"truncated JSON", `{"metadata": {"token": "` + secret, "not valid JSON", ReadJSON},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("f%d.json", i))
+			if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.read(context.Background(), "path", path, 1<<20)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := strings.TrimPrefix(err.Error(), "argument 'path': "+path)
+			if !strings.Contains(msg, c.want) || !strings.Contains(msg, fmt.Sprint(len(c.content))) {
+				t.Errorf("error %q does not say %q and the size %d", msg, c.want, len(c.content))
+			}
+			// No run of the file's bytes, however short, and no quoted
+			// character or escape.
+			for j := 0; j+3 <= len(c.content); j++ {
+				if w := c.content[j : j+3]; strings.Contains(msg, w) && strings.Trim(w, " \n") == w && !commonWord(w) {
+					t.Errorf("error quotes the file (%q): %s", w, msg)
+					break
+				}
+			}
+			for _, q := range []string{`'`, `"`, `\x`, `\u`, "\x00"} {
+				if strings.Contains(msg, q) {
+					t.Errorf("error quotes something (%q): %s", q, msg)
+				}
+			}
+		})
+	}
+	// A JSON document and newline-delimited values are read.
+	for i, ok := range []string{`{"a":[1,2]}`, "\xef\xbb\xbf{\"a\":1}", "{\"a\":1}\n{\"b\":2}\n", `[{"a":1}]`, `"text"`} {
+		path := filepath.Join(dir, fmt.Sprintf("ok%d.json", i))
+		if err := os.WriteFile(path, []byte(ok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadJSON(context.Background(), "path", path, 1<<20); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+}
+
+// commonWord: three letters the error's own words may share with a file.
+func commonWord(w string) bool {
+	for _, s := range []string{"JSON", "binary", "data", "application", "valid", "bytes", "the", "path", "file", "text", "document", "give", "complete", "syntax", "breaks", "line", "gzip", "octet", "stream", "content", "looks", "like", "YAML", "not", "is"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }

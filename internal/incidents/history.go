@@ -70,10 +70,11 @@ type HistoryResult struct {
 // or downstream in the graph) with their causes, how long they took to
 // detect and resolve, and which causes recur.
 func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult, error) {
-	asset, err := cleanAsset("asset", p.Asset)
+	spellings, err := s.assetSpellings(ctx, "asset", p.Asset)
 	if err != nil {
 		return nil, err
 	}
+	asset := spellings[0]
 	hops := p.Hops
 	switch {
 	case hops < 0 || hops > 20:
@@ -89,7 +90,10 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 		relation string
 		distance int
 	}
-	near := map[string]rel{asset: {RelationSame, 0}}
+	near := map[string]rel{}
+	for _, a := range spellings {
+		near[a] = rel{RelationSame, 0}
+	}
 	if s.Graph != nil {
 		up, err := s.Graph.Upstream(ctx, []string{asset}, hops)
 		if err != nil {

@@ -92,6 +92,9 @@ func (s *Service) ReportSymptoms(ctx context.Context, p ReportParams) (*ReportRe
 		if err != nil {
 			return nil, err
 		}
+		if v.Asset, err = s.assetID(ctx, "symptom asset", v.Asset); err != nil {
+			return nil, err
+		}
 		syms[i] = v
 	}
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].At.Before(syms[j].At) })
@@ -707,13 +710,14 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 	var where []string
 	var args []any
 	if f.Asset != "" {
-		a, err := cleanAsset("asset", f.Asset)
+		names, err := s.assetSpellings(ctx, "asset", f.Asset)
 		if err != nil {
 			return nil, page.Info{}, err
 		}
-		q += " JOIN incident_assets a ON a.incident_id = i.id"
-		where = append(where, "a.asset = ?")
-		args = append(args, a)
+		where = append(where, "EXISTS (SELECT 1 FROM incident_assets a WHERE a.incident_id = i.id AND a.asset IN ("+questionMarks(len(names))+"))")
+		for _, n := range names {
+			args = append(args, n)
+		}
 	}
 	if f.Status != "" {
 		st, err := parseStatus(f.Status)

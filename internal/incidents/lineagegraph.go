@@ -13,9 +13,26 @@ import (
 // so symptoms and changes recorded under any of them meet. An asset the
 // graph does not know reaches nothing and has no recorded readers: lineage
 // is often incomplete, and a diagnosis should still rank what it can.
-func LineageGraph(g *lineage.Graph) Graph { return lineageGraph{g} }
+//
+// Given the configured warehouses' names, it is also an AssetNamer, so
+// incidents record and find assets under one id whatever the spelling.
+func LineageGraph(g *lineage.Graph, names ...*lineage.Names) Graph {
+	if len(names) > 0 && names[0] != nil {
+		return namedLineageGraph{lineageGraph{g}, names[0]}
+	}
+	return lineageGraph{g}
+}
 
 type lineageGraph struct{ g *lineage.Graph }
+
+type namedLineageGraph struct {
+	lineageGraph
+	names *lineage.Names
+}
+
+func (l namedLineageGraph) Spellings(ctx context.Context, ref string) (string, []string, error) {
+	return l.g.Spellings(ctx, l.names, ref)
+}
 
 func (l lineageGraph) Upstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {
 	return convertHops(l.g.Upstream(ctx, start, maxDepth))

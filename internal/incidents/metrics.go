@@ -42,9 +42,17 @@ type MetricDefinition struct {
 	MovesWith   []string    `json:"moves_with" jsonschema:"metrics that normally move with this one"`
 	// PairedWith is filled by listings: the pairing may be declared on
 	// either metric, and either way the two are judged together.
-	PairedWith []string  `json:"paired_with,omitempty" jsonschema:"metrics judged together with this one (moves_with declared on either of the two)"`
-	CreatedAt  time.Time `json:"created_at" jsonschema:"when first defined"`
-	UpdatedAt  time.Time `json:"updated_at" jsonschema:"when last defined"`
+	PairedWith []string `json:"paired_with,omitempty" jsonschema:"metrics judged together with this one (moves_with declared on either of the two)"`
+	// MovesWithUndefined is filled by listings and definitions: partners
+	// named in moves_with that are not defined (yet). The pairing waits
+	// for them rather than refusing, so the order two metrics are defined
+	// in does not matter.
+	MovesWithUndefined []string `json:"moves_with_undefined,omitempty" jsonschema:"metrics named in moves_with that are not defined yet; the pair is judged once they are (define order does not matter)"`
+	// Notes say what a definition left waiting (and the closest defined
+	// name, in case of a typo).
+	Notes     []string  `json:"notes,omitempty" jsonschema:"what the definition left waiting, e.g. a moves_with partner not defined yet"`
+	CreatedAt time.Time `json:"created_at" jsonschema:"when first defined"`
+	UpdatedAt time.Time `json:"updated_at" jsonschema:"when last defined"`
 }
 
 func (d MetricDefinition) series() baseline.Series {
@@ -152,20 +160,24 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 		d.SymptomKind = k
 	}
 	now := s.now()
-	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
-		d.MovesWith = []string{}
-		for _, m := range p.MovesWith {
-			m = strings.TrimSpace(m)
-			if m == name {
-				return invalid("moves_with names the metric itself (%s)", m)
-			}
-			if _, err := loadMetric(ctx, tx, m); err != nil {
-				return fmt.Errorf("moves_with: %w", err)
-			}
-			if !slices.Contains(d.MovesWith, m) {
-				d.MovesWith = append(d.MovesWith, m)
-			}
+	d.MovesWith = []string{}
+	for _, m := range p.MovesWith {
+		m = strings.TrimSpace(m)
+		if m == name {
+			return nil, invalid("moves_with names the metric itself (%s)", m)
 		}
+		if !metricNameRE.MatchString(m) {
+			return nil, invalid("moves_with %q is not a metric name: use lower-case letters, digits, _ . or -, starting with a letter", m)
+		}
+		if !slices.Contains(d.MovesWith, m) {
+			d.MovesWith = append(d.MovesWith, m)
+		}
+	}
+	// A partner not defined yet is kept, not refused: the pair is judged
+	// from the moment both exist (divergences looks both up at each run),
+	// so "B moves with A" may be said before A is defined and the
+	// judgement is the same either way. The answer names what waits.
+	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO incident_metrics (name, description, asset, unit, source, warehouse, sql_text,
 			value_column, time_column, grain, direction, symptom_kind, column_name, moves_with, created_ms, updated_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -184,7 +196,47 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 	if err != nil {
 		return nil, err
 	}
-	return loadMetric(ctx, s.DB, name)
+	def, err := loadMetric(ctx, s.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	defs := []MetricDefinition{*def}
+	if err := s.fillPairs(ctx, defs); err != nil {
+		return nil, err
+	}
+	*def = defs[0]
+	if len(def.MovesWithUndefined) > 0 {
+		names, err := s.metricNames(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range def.MovesWithUndefined {
+			note := fmt.Sprintf("moves_with %s: not defined yet; %s and %s are judged as a pair once %s is defined (define order does not matter)", m, def.Name, m, m)
+			if c := suggest.Closest(m, names, 3); len(c) > 0 {
+				note += "; if it is a typo, the closest defined metrics are " + strings.Join(c, ", ")
+			}
+			def.Notes = append(def.Notes, note)
+		}
+	}
+	return def, nil
+}
+
+// metricNames lists every defined metric's name.
+func (s *Service) metricNames(ctx context.Context) ([]string, error) {
+	rows, err := s.DB.QueryContext(ctx, "SELECT name FROM incident_metrics ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("read metric names: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // GetMetric returns a metric definition.
@@ -239,9 +291,18 @@ func (s *Service) ListMetricsPage(ctx context.Context, limit, offset int) ([]Met
 	return defs, total, nil
 }
 
-// fillPairs sets PairedWith: each metric's own moves_with and every
-// defined metric whose moves_with names it.
+// fillPairs sets PairedWith: each metric's own defined moves_with and
+// every defined metric whose moves_with names it; and MovesWithUndefined:
+// the partners it names that are not defined yet.
 func (s *Service) fillPairs(ctx context.Context, defs []MetricDefinition) error {
+	names, err := s.metricNames(ctx)
+	if err != nil {
+		return err
+	}
+	defined := map[string]bool{}
+	for _, n := range names {
+		defined[n] = true
+	}
 	rows, err := s.DB.QueryContext(ctx, "SELECT name, moves_with FROM incident_metrics WHERE moves_with <> '[]'")
 	if err != nil {
 		return fmt.Errorf("read metric pairs: %w", err)
@@ -266,7 +327,15 @@ func (s *Service) fillPairs(ctx context.Context, defs []MetricDefinition) error 
 	}
 	for i := range defs {
 		d := &defs[i]
-		paired := append([]string{}, d.MovesWith...)
+		paired := []string{}
+		d.MovesWithUndefined = nil
+		for _, m := range d.MovesWith {
+			if defined[m] {
+				paired = append(paired, m)
+			} else {
+				d.MovesWithUndefined = append(d.MovesWithUndefined, m)
+			}
+		}
 		for _, m := range namedBy[d.Name] {
 			if !slices.Contains(paired, m) {
 				paired = append(paired, m)

@@ -29,10 +29,13 @@ const (
 	ProposalSchemaVersion ProposalKind = "schema_version"
 	// ProposalRerun re-runs a job or model for a range.
 	ProposalRerun ProposalKind = "rerun"
+	// ProposalLineageEvent posts one OpenLineage run event to the
+	// configured endpoint (a job the lineage server lacks, or corrects).
+	ProposalLineageEvent ProposalKind = "lineage_event"
 )
 
 // ProposalKinds lists every proposal kind.
-var ProposalKinds = []ProposalKind{ProposalHold, ProposalDiff, ProposalDeleteWithUndo, ProposalReplay, ProposalSchemaVersion, ProposalRerun}
+var ProposalKinds = []ProposalKind{ProposalHold, ProposalDiff, ProposalDeleteWithUndo, ProposalReplay, ProposalSchemaVersion, ProposalRerun, ProposalLineageEvent}
 
 // ApprovalKind is the kind internal/approvals records the action as.
 func (k ProposalKind) ApprovalKind() string {
@@ -45,7 +48,7 @@ func (k ProposalKind) ApprovalKind() string {
 // DraftParams is a remediation the agent wants to propose for an incident.
 type DraftParams struct {
 	IncidentID string         `json:"incident_id" jsonschema:"incident the remediation is for"`
-	Kind       string         `json:"kind" jsonschema:"hold, diff, delete_with_undo, replay, schema_version or rerun"`
+	Kind       string         `json:"kind" jsonschema:"hold, diff, delete_with_undo, replay, schema_version, rerun or lineage_event"`
 	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it"`
 	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on"`
 	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches; default the incident's assets"`
@@ -113,7 +116,7 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	}
 	targets := []string{}
 	for _, t := range p.Targets {
-		t, err := cleanAsset("targets", t)
+		t, err := s.assetID(ctx, "targets", t)
 		if err != nil {
 			return nil, err
 		}

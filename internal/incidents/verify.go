@@ -103,20 +103,8 @@ type VerifyParams struct {
 // stays fixing and the reason says what is missing. It is never verified
 // on partial evidence.
 func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, error) {
-	if len(p.Results) == 0 {
-		return nil, invalid("results is empty: re-run the incident's assertions (see its assertions) and every check in scope, and pass every result")
-	}
-	seen := map[string]bool{}
-	for i, r := range p.Results {
-		name := strings.TrimSpace(r.Name)
-		if name == "" {
-			return nil, invalid("results[%d]: name is empty", i)
-		}
-		if seen[name] {
-			return nil, invalid("results[%d]: %s given twice; give one result per check", i, name)
-		}
-		seen[name] = true
-		p.Results[i].Name = name
+	if err := cleanResults(p.Results); err != nil {
+		return nil, err
 	}
 	now := s.now()
 	var out *Verification
@@ -128,22 +116,113 @@ func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, er
 		if inc.Status != StatusFixing {
 			return invalid("incident %s is %s; verification applies to a fix in progress (status fixing): move it to fixing once the approved steps run", inc.ID, inc.Status)
 		}
-		v := judge(assertionsOf(inc), inc.Assets, p.Results, now)
-		from := inc.Status
-		inc.Verification = v
-		switch v.Outcome {
-		case OutcomeVerified:
-			inc.Status, inc.VerifiedAt = StatusVerified, now
-		case OutcomeEscalated:
-			inc.Status = StatusEscalated
-		}
-		out = v
-		return save(ctx, tx, inc, from, orText(p.Actor, "dw-incidents"), v.Reason, now)
+		out, err = verifyTx(ctx, tx, inc, p.Results, orText(p.Actor, "dw-incidents"), now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// cleanResults trims result names and refuses an empty set, an empty
+// name or a name given twice.
+func cleanResults(results []CheckResult) error {
+	if len(results) == 0 {
+		return invalid("results is empty: re-run the incident's assertions (see its assertions) and every check in scope, and pass every result")
+	}
+	seen := map[string]bool{}
+	for i, r := range results {
+		name := strings.TrimSpace(r.Name)
+		if name == "" {
+			return invalid("results[%d]: name is empty", i)
+		}
+		if seen[name] {
+			return invalid("results[%d]: %s given twice; give one result per check", i, name)
+		}
+		seen[name] = true
+		results[i].Name = name
+	}
+	return nil
+}
+
+// verifyTx judges the results and saves the outcome of an incident that
+// is fixing.
+func verifyTx(ctx context.Context, tx *store.Tx, inc *Incident, results []CheckResult, actor string, now time.Time) (*Verification, error) {
+	v := judge(assertionsOf(inc), inc.Assets, results, now)
+	from := inc.Status
+	inc.Verification = v
+	switch v.Outcome {
+	case OutcomeVerified:
+		inc.Status, inc.VerifiedAt = StatusVerified, now
+	case OutcomeEscalated:
+		inc.Status = StatusEscalated
+	}
+	return v, save(ctx, tx, inc, from, actor, v.Reason, now)
+}
+
+// FixParams records the verification of an approved fix in one step.
+type FixParams struct {
+	IncidentID string
+	Results    []CheckResult
+	Actor      string
+	// ApprovedNote is the timeline note when a proposed incident moves to
+	// approved (who approved what); FixingNote when it moves to fixing.
+	ApprovedNote string
+	FixingNote   string
+	// Record runs in the same transaction after the incident is saved,
+	// so whatever it writes (the receipt entry of the verification) is
+	// stored with the incident's new status or not at all.
+	Record func(tx *store.Tx, inc *Incident, v *Verification) error
+}
+
+// RecordFix moves an incident whose fix people approved through approved
+// and fixing, judges the re-run results and saves the outcome, all in one
+// transaction with whatever p.Record writes: a failure anywhere leaves the
+// incident, its timeline and the receipt as they were, so the incident's
+// status and the receipt never disagree.
+func (s *Service) RecordFix(ctx context.Context, p FixParams) (*Incident, *Verification, error) {
+	if err := cleanResults(p.Results); err != nil {
+		return nil, nil, err
+	}
+	actor := orText(p.Actor, "dw-incidents")
+	now := s.now()
+	var inc *Incident
+	var out *Verification
+	err := s.DB.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if inc, err = loadIncident(ctx, tx, p.IncidentID); err != nil {
+			return err
+		}
+		steps := []struct {
+			to   Status
+			note string
+		}{{StatusApproved, p.ApprovedNote}, {StatusFixing, p.FixingNote}}
+		for _, st := range steps {
+			if inc.Status == StatusFixing || st.to == StatusApproved && inc.Status != StatusProposed {
+				continue
+			}
+			if err := move(inc, st.to); err != nil {
+				return err
+			}
+			from := inc.Status
+			inc.Status = st.to
+			if err := save(ctx, tx, inc, from, actor, strings.TrimSpace(st.note), now); err != nil {
+				return err
+			}
+		}
+		if out, err = verifyTx(ctx, tx, inc, p.Results, actor, now); err != nil {
+			return err
+		}
+		if p.Record != nil {
+			return p.Record(tx, inc, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return inc, out, nil
 }
 
 // judge is the verification rule, apart from storage. The results are

@@ -223,3 +223,78 @@ func TestVerifyNotVerifiableYetKeepsTheIncidentFixing(t *testing.T) {
 		}
 	})
 }
+
+// proposedIncident drives story A's incident to proposed and returns its id.
+func proposedIncident(t *testing.T, s *Service) string {
+	t.Helper()
+	ctx := context.Background()
+	mustRecord(t, s, schemaV12())
+	id := mustReport(t, s,
+		Symptom{Kind: SymptomNulls, Asset: "snowflake://usage.usage_hourly", Column: "egress_bytes", Metric: "null_rate", Observed: 0.18, At: tue(14, 0)},
+	).Incidents[0].ID
+	if _, err := s.Diagnose(ctx, DiagnoseParams{IncidentID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkProposed(ctx, id, []string{"p1"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// RecordFix moves a proposed incident through approved and fixing and
+// records the verdict in one transaction with what the caller writes: when
+// the caller's write fails, nothing of it stays (status, timeline,
+// verification); when it succeeds, the timeline reads approved, fixing,
+// verified with each note, and the caller saw the verified incident.
+func TestRecordFixIsAllOrNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, db, tue(18, 0), storyAGraph())
+		id := proposedIncident(t, s)
+		before, err := s.GetIncident(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as, _ := s.Assertions(ctx, id)
+		results := func() []CheckResult { return []CheckResult{{Name: as[0].Name, Passed: true, Observed: "0 null rows"}} }
+		boom := fmt.Errorf("receipt store unavailable")
+		_, _, err = s.RecordFix(ctx, FixParams{IncidentID: id, Results: results(), ApprovedNote: "p1 approved by bea", FixingNote: "replayed",
+			Record: func(tx *store.Tx, inc *Incident, v *Verification) error {
+				if inc.Status != StatusVerified || !v.Verified {
+					t.Errorf("the caller saw %s / %v, want the verified incident", inc.Status, v.Verified)
+				}
+				return boom
+			}})
+		if err == nil || !strings.Contains(err.Error(), boom.Error()) {
+			t.Fatalf("err %v, want the caller's", err)
+		}
+		after, err := s.GetIncident(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Status != StatusProposed || after.Verification != nil || len(after.Timeline) != len(before.Timeline) {
+			t.Fatalf("a failed record left status %s, verification %v, %d timeline events (was %d)", after.Status, after.Verification, len(after.Timeline), len(before.Timeline))
+		}
+
+		recorded := false
+		inc, v, err := s.RecordFix(ctx, FixParams{IncidentID: id, Results: results(), Actor: "dw-incidents", ApprovedNote: "p1 approved by bea",
+			FixingNote: "replayed", Record: func(tx *store.Tx, inc *Incident, v *Verification) error { recorded = true; return nil }})
+		if err != nil || !recorded || !v.Verified || inc.Status != StatusVerified {
+			t.Fatalf("RecordFix: %v recorded=%v %+v", err, recorded, v)
+		}
+		got, _ := s.GetIncident(ctx, id)
+		tl := got.Timeline[len(before.Timeline):]
+		var steps []string
+		for _, e := range tl {
+			steps = append(steps, fmt.Sprintf("%s>%s:%s", e.From, e.To, e.Note))
+		}
+		want := []string{"proposed>approved:p1 approved by bea", "approved>fixing:replayed", "fixing>verified:" + v.Reason}
+		if !slices.Equal(steps, want) {
+			t.Errorf("timeline %q, want %q", steps, want)
+		}
+		// Verified is final for verification: a second record is refused.
+		if _, _, err := s.RecordFix(ctx, FixParams{IncidentID: id, Results: results()}); err == nil {
+			t.Error("recording a fix of a verified incident was accepted")
+		}
+	})
+}

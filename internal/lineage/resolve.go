@@ -58,6 +58,14 @@ func resolveAsset(ctx context.Context, q store.Querier, ref string) (resolved, e
 			return r, err
 		}
 	}
+	if strings.Contains(ref, "://") {
+		// A full name the graph never saw, for a table a note named
+		// without its database: the one asset holding that partial name,
+		// as ingestion would link them.
+		if r, ok, err := byPartial(ctx, q, tries[len(tries)-1]); err != nil || ok {
+			return r, err
+		}
+	}
 	if !strings.Contains(ref, "://") {
 		if r, ok, err := byName(ctx, q, ref); err != nil || ok {
 			return r, err
@@ -86,6 +94,35 @@ func byAlias(ctx context.Context, q store.Querier, alias string) (resolved, bool
 		return r, false, fmt.Errorf("look up asset %s: %w", alias, err)
 	}
 	return r, true, nil
+}
+
+// byPartial finds the asset whose schema.table partial name a full table
+// id shares, unless that asset carries another full name with it (then it
+// is another database's table).
+func byPartial(ctx context.Context, q store.Querier, id string) (resolved, bool, error) {
+	w := weakOf(id)
+	if w == "" || w == id {
+		return resolved{}, false, nil
+	}
+	r, ok, err := byAlias(ctx, q, w)
+	if err != nil || !ok {
+		return r, false, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND weak = 0", r.seq)
+	if err != nil {
+		return r, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return r, false, err
+		}
+		if a != id && weakOf(a) == w {
+			return resolved{}, false, nil
+		}
+	}
+	return r, true, rows.Err()
 }
 
 // ambiguousPartial explains a schema.table name that several databases'

@@ -53,26 +53,31 @@ type TraceEdge struct {
 
 // TracePath is one chain of assets, upstream first.
 type TracePath struct {
-	Assets    []string `json:"assets" jsonschema:"asset ids in the order data flows"`
-	Platforms []string `json:"platforms" jsonschema:"the platforms crossed, in order, without repeats in a row"`
+	Assets          []string `json:"assets" jsonschema:"asset ids in the order data flows; on a path of more than 10 assets, the first 5 and the last 5"`
+	Length          int      `json:"length" jsonschema:"assets on the whole path"`
+	Elided          int      `json:"elided,omitempty" jsonschema:"assets left out between the first and last 5 listed"`
+	Platforms       []string `json:"platforms" jsonschema:"the platforms crossed, in order, without repeats in a row (the first 5 and last 5 when more)"`
+	PlatformsElided int      `json:"platforms_elided,omitempty" jsonschema:"platforms left out between the first and last 5 listed"`
 }
 
 // TraceResult is the lineage around an asset, across platforms.
 type TraceResult struct {
-	Asset        string      `json:"asset" jsonschema:"the traced asset's id"`
-	Direction    string      `json:"direction" jsonschema:"up, down or both"`
-	Nodes        []TraceNode `json:"nodes" jsonschema:"this page of the assets reached, upstream first"`
-	NodesTotal   int         `json:"nodes_total" jsonschema:"assets reached in all, across pages"`
-	NextCursor   string      `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of nodes; absent on the last page"`
-	Edges        []TraceEdge `json:"edges" jsonschema:"edges among the assets on this page (at most twice limit)"`
-	EdgesTotal   int         `json:"edges_total" jsonschema:"edges among all the assets reached"`
-	Upstream     []TracePath `json:"upstream,omitempty" jsonschema:"paths from the furthest sources to the asset"`
-	Downstream   []TracePath `json:"downstream,omitempty" jsonschema:"paths from the asset to the furthest consumers"`
-	Platforms    []string    `json:"platforms" jsonschema:"every platform on the trace"`
-	Partial      bool        `json:"partial" jsonschema:"true when a budget stopped the walk"`
-	Budget       string      `json:"budget,omitempty" jsonschema:"the budget that stopped it: depth, size or time"`
-	GraphVersion int64       `json:"graph_version" jsonschema:"graph version the answer was computed on"`
-	Summary      string      `json:"summary" jsonschema:"short text for a person"`
+	Asset           string      `json:"asset" jsonschema:"the traced asset's id"`
+	Direction       string      `json:"direction" jsonschema:"up, down or both"`
+	Nodes           []TraceNode `json:"nodes" jsonschema:"this page of the assets reached, upstream first"`
+	NodesTotal      int         `json:"nodes_total" jsonschema:"assets reached in all, across pages"`
+	NextCursor      string      `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of nodes; absent on the last page"`
+	Edges           []TraceEdge `json:"edges" jsonschema:"edges among the assets on this page (at most twice limit)"`
+	EdgesTotal      int         `json:"edges_total" jsonschema:"edges among all the assets reached"`
+	Upstream        []TracePath `json:"upstream,omitempty" jsonschema:"paths from the furthest sources to the asset, most cross-platform and longest first (at most max_paths)"`
+	UpstreamTotal   int         `json:"upstream_total" jsonschema:"upstream paths in all; more than listed when max_paths cut the list"`
+	Downstream      []TracePath `json:"downstream,omitempty" jsonschema:"paths from the asset to the furthest consumers, most cross-platform and longest first (at most max_paths)"`
+	DownstreamTotal int         `json:"downstream_total" jsonschema:"downstream paths in all; more than listed when max_paths cut the list"`
+	Platforms       []string    `json:"platforms" jsonschema:"every platform on the trace"`
+	Partial         bool        `json:"partial" jsonschema:"true when a budget stopped the walk"`
+	Budget          string      `json:"budget,omitempty" jsonschema:"the budget that stopped it: depth, size or time"`
+	GraphVersion    int64       `json:"graph_version" jsonschema:"graph version the answer was computed on"`
+	Summary         string      `json:"summary" jsonschema:"short text for a person"`
 }
 
 // Trace follows an asset's lineage up, down or both ways across platforms
@@ -206,21 +211,37 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 		}
 	}
 	if up != nil {
-		res.Upstream = tracePaths(up, true, maxPaths, idOf, platformOf)
+		res.Upstream, res.UpstreamTotal = tracePaths(up, true, maxPaths, idOf, platformOf)
 	}
 	if down != nil {
-		res.Downstream = tracePaths(down, false, maxPaths, idOf, platformOf)
+		res.Downstream, res.DownstreamTotal = tracePaths(down, false, maxPaths, idOf, platformOf)
 	}
 	res.Summary = traceSummary(res, up0, down0)
 	return res, nil
 }
 
+// maxPathAssets bounds the assets listed on one path: a chain can be
+// thousands of hops long (max_depth allows 10000), and its two ends say
+// where data starts and lands. A longer path keeps its first and last
+// halves and says how many were left out between them.
+const maxPathAssets = 10
+
 // tracePaths lists paths from the start to the ends of a walk (nodes with
-// nothing further to follow), longest and most cross-platform first.
-func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) string) []TracePath {
+// nothing further to follow), most cross-platform and longest first, at
+// most maxPaths of them, and returns how many there are in all. Paths are
+// ranked on counts kept per node in one pass (a node's platform changes
+// follow from its parent's, which BFS order puts first), so only the
+// listed paths are ever spelled out: the walk's ends may number millions.
+func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) string) ([]TracePath, int) {
 	hasChild := make([]bool, len(w.order))
+	changes := make([]int32, len(w.order)) // platform changes from the start to each node
 	for p := w.starts; p < len(w.order); p++ {
-		hasChild[w.parent[p]] = true
+		par := w.parent[p]
+		hasChild[par] = true
+		changes[p] = changes[par]
+		if platformOf(w.order[p]) != platformOf(w.order[par]) {
+			changes[p]++
+		}
 	}
 	var ends []int32
 	for p := w.starts; p < len(w.order); p++ {
@@ -228,46 +249,74 @@ func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) str
 			ends = append(ends, int32(p))
 		}
 	}
-	var out []TracePath
-	for _, p := range ends {
+	sort.SliceStable(ends, func(i, j int) bool {
+		a, b := ends[i], ends[j]
+		if changes[a] != changes[b] {
+			return changes[a] > changes[b]
+		}
+		if da, db := w.distance(a), w.distance(b); da != db {
+			return da > db
+		}
+		return idOf(w.order[a]) < idOf(w.order[b])
+	})
+	total := len(ends)
+	out := make([]TracePath, 0, min(total, maxPaths))
+	for _, p := range ends[:min(total, maxPaths)] {
 		nodes := w.path(p)
 		if up {
 			for i, j := 0, len(nodes)-1; i < j; i, j = i+1, j-1 {
 				nodes[i], nodes[j] = nodes[j], nodes[i]
 			}
 		}
-		tp := TracePath{}
+		tp := TracePath{Length: len(nodes)}
+		var platforms []string
+		for _, n := range nodes {
+			if pl := platformOf(n); len(platforms) == 0 || platforms[len(platforms)-1] != pl {
+				platforms = append(platforms, pl)
+			}
+		}
+		tp.Platforms, tp.PlatformsElided = ends2(platforms, maxPathAssets)
+		if len(nodes) > maxPathAssets {
+			nodes = append(nodes[:maxPathAssets/2:maxPathAssets/2], nodes[len(nodes)-maxPathAssets/2:]...)
+			tp.Elided = tp.Length - maxPathAssets
+		}
 		for _, n := range nodes {
 			tp.Assets = append(tp.Assets, idOf(n))
-			if pl := platformOf(n); len(tp.Platforms) == 0 || tp.Platforms[len(tp.Platforms)-1] != pl {
-				tp.Platforms = append(tp.Platforms, pl)
-			}
 		}
 		out = append(out, tp)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if len(out[i].Platforms) != len(out[j].Platforms) {
-			return len(out[i].Platforms) > len(out[j].Platforms)
-		}
-		if len(out[i].Assets) != len(out[j].Assets) {
-			return len(out[i].Assets) > len(out[j].Assets)
-		}
-		return strings.Join(out[i].Assets, ">") < strings.Join(out[j].Assets, ">")
-	})
-	if len(out) > maxPaths {
-		out = out[:maxPaths]
+	return out, total
+}
+
+// ends2 keeps the first and last halves of a list longer than n, and says
+// how many it left out.
+func ends2(list []string, n int) ([]string, int) {
+	if len(list) <= n {
+		return list, 0
 	}
-	return out
+	return append(list[:n/2:n/2], list[len(list)-n/2:]...), len(list) - n
+}
+
+// pathLine is a path for a person: its assets with any left-out middle said.
+func pathLine(tp TracePath) string {
+	if tp.Elided == 0 {
+		return strings.Join(tp.Assets, " -> ")
+	}
+	h := len(tp.Assets) / 2
+	return fmt.Sprintf("%s -> … %d more … -> %s", strings.Join(tp.Assets[:h], " -> "), tp.Elided, strings.Join(tp.Assets[h:], " -> "))
 }
 
 func traceSummary(r *TraceResult, up, down int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d asset(s) upstream, %d downstream, across %s.", r.Asset, up, down, strings.Join(r.Platforms, ", "))
 	if len(r.Upstream) > 0 && len(r.Upstream[0].Assets) > 1 {
-		fmt.Fprintf(&b, " Longest upstream: %s.", strings.Join(r.Upstream[0].Assets, " -> "))
+		fmt.Fprintf(&b, " Longest upstream: %s.", pathLine(r.Upstream[0]))
 	}
 	if len(r.Downstream) > 0 && len(r.Downstream[0].Assets) > 1 {
-		fmt.Fprintf(&b, " Longest downstream: %s.", strings.Join(r.Downstream[0].Assets, " -> "))
+		fmt.Fprintf(&b, " Longest downstream: %s.", pathLine(r.Downstream[0]))
+	}
+	if len(r.Upstream) < r.UpstreamTotal || len(r.Downstream) < r.DownstreamTotal {
+		fmt.Fprintf(&b, " Paths listed: %d of %d upstream, %d of %d downstream (max_paths).", len(r.Upstream), r.UpstreamTotal, len(r.Downstream), r.DownstreamTotal)
 	}
 	if r.Partial {
 		fmt.Fprintf(&b, " PARTIAL: the %s budget stopped the walk.", r.Budget)

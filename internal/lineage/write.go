@@ -646,6 +646,19 @@ func mustJSON(v any) string {
 // moves to one that says more (a table stays a dbt model once dbt says so).
 func applyInput(r *assetRow, in *assetInput) {
 	newRank, oldRank := kindRank(in.Kind), kindRank(r.Kind)
+	if isExposureID(r.ID) && in.ID != "" && !strings.HasPrefix(in.ID, "dbt://") {
+		// A dbt exposure only declares a dashboard, app or job that lives in
+		// another tool; once that tool's id is known it names the asset and
+		// the exposure id stays an alias.
+		r.ID = in.ID
+		r.Platform, _, _ = SplitID(in.ID)
+	}
+	if isExposureID(in.ID) && r.ID != "" && !isExposureID(r.ID) {
+		// The exposure describes an asset known by its own tool's id: its
+		// kind guess (application for a Dagster job) and platform "dbt" do
+		// not overwrite what that tool or a team said.
+		in = exposureFacts(in)
+	}
 	if in.Kind != "" && (r.Kind == "" || newRank >= oldRank) {
 		if newRank == 3 && oldRank < 3 && r.ID != "" && in.ID != "" {
 			// dbt nodes are known by their dbt id; the table name stays an alias.
@@ -683,6 +696,16 @@ func applyInput(r *assetRow, in *assetInput) {
 		r.Sources = append(slices.Clone(r.Sources), string(in.Source))
 		sort.Strings(r.Sources)
 	}
+}
+
+func isExposureID(id string) bool { return strings.HasPrefix(id, "dbt://exposure.") }
+
+// exposureFacts is what an exposure may still add to an asset another tool
+// names: everything but its kind and platform.
+func exposureFacts(in *assetInput) *assetInput {
+	c := *in
+	c.Kind, c.Platform = "", ""
+	return &c
 }
 
 // mergeColumns keeps existing columns in order, refreshes their type and
@@ -772,6 +795,9 @@ func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	sort.Slice(rows, func(i, j int) bool {
 		if a, b := kindRank(rows[i].Kind), kindRank(rows[j].Kind); a != b {
 			return a > b
+		}
+		if a, b := isExposureID(rows[i].ID), isExposureID(rows[j].ID); a != b {
+			return b // the tool's own id over a dbt exposure's
 		}
 		return rows[i].Seq < rows[j].Seq
 	})

@@ -103,6 +103,11 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 		Log(ctx, "info", fmt.Sprintf("%s answered in %s", name, time.Since(start).Round(time.Millisecond)))
 		if out != nil { // render.go: the text carries the summary and the key data
 			appendText(res, s.demoNote(), render(out))
+		} else if res == nil || res.InputRequests == nil {
+			// The SDK sends a nil answer as null, which no object schema
+			// admits; an empty answer is the zero value, as the SDK does
+			// for a schema it inferred itself.
+			out = new(Out)
 		}
 		return res, out, err
 	}
@@ -110,7 +115,9 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 	t.InputSchema = withLimits[In](t.Name, t.InputSchema) // limits.go: every string input bounded
 	// args.go: bad arguments are worded before the SDK sees them.
 	s.checkers.add(name, newArgChecker[In](t.InputSchema))
-	mcp.AddTool(s.MCP, t.mcpTool(), wrapped)
+	mt := t.mcpTool()
+	mt.OutputSchema = outputSchema[Out]() // outschema.go: the answer's shape within a budget
+	mcp.AddTool(s.MCP, mt, wrapped)
 	s.tools = append(s.tools, name)
 }
 

@@ -34,6 +34,12 @@ type harness struct {
 
 func newHarness(t *testing.T, tr *StdioTransport) *harness {
 	t.Helper()
+	return newHarnessAt(t, tr, "2025-06-18")
+}
+
+// newHarnessAt is newHarness with the client asking for protocol version.
+func newHarnessAt(t *testing.T, tr *StdioTransport, version string) *harness {
+	t.Helper()
 	h := &harness{t: t, lines: make(chan string, 100), exit: make(chan int, 1), sig: make(chan os.Signal, 1)}
 	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
 		Add(s, Tool{Name: "echo", Description: "echoes", ReadOnly: true, Idempotent: true},
@@ -75,7 +81,7 @@ func newHarness(t *testing.T, tr *StdioTransport) *harness {
 		close(h.lines)
 	}()
 	t.Cleanup(func() { inW.Close(); outR.Close() })
-	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if r := h.next(); r.Error != nil {
 		t.Fatalf("initialize: %+v", r.Error)
 	}
@@ -200,6 +206,56 @@ func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 	h.in.Close()
 	if code := <-h.exit; code != 0 {
 		t.Errorf("exit code %d", code)
+	}
+}
+
+// TestBatchesAreRefusedOnEveryProtocolVersion: JSON-RPC batches were part
+// of MCP only in 2025-03-26, and the SDK would take them apart for clients
+// that negotiated it. Here a batch is refused whole, whatever version was
+// negotiated: one Invalid Request error with id null, nothing inside it
+// run, and the server keeps serving.
+func TestBatchesAreRefusedOnEveryProtocolVersion(t *testing.T) {
+	call := func(id int, word string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, id, word)
+	}
+	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			h := newHarnessAt(t, &StdioTransport{}, version)
+			batches := []string{
+				"[" + call(7, "inside") + "]",
+				"[" + call(8, "a") + "," + call(9, "b") + `,{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
+				"  [" + call(10, "after spaces") + "]\t",
+				"[" + call(11, "then junk") + ",42]",
+				`[{"jsonrpc":"2.0","id":12,"method":"ping"}]`,
+			}
+			for i, b := range batches {
+				h.send(b)
+				r := h.next()
+				if r.Error == nil || r.Error.Code != -32600 || string(r.ID) != "null" || r.Result != nil {
+					t.Fatalf("batch %d: got id %s error %+v result %v, want one -32600 with id null", i, r.ID, r.Error, r.Result)
+				}
+				if !strings.Contains(r.Error.Message, "batch") {
+					t.Errorf("batch %d: message does not say why: %q", i, r.Error.Message)
+				}
+				// The next answer is this echo's: nothing inside the batch
+				// was run and answered.
+				h.echo(100+i, "after batch")
+			}
+			h.in.Close()
+			if code := <-h.exit; code != 0 {
+				t.Errorf("exit code %d", code)
+			}
+			// The server has stopped: any answer to a call inside a batch
+			// would be waiting here.
+			time.Sleep(50 * time.Millisecond) // let the output reader pass on what was written
+			select {
+			case l, ok := <-h.lines:
+				if ok {
+					t.Errorf("unexpected output after the last answer: %.200s", l)
+				}
+			default:
+			}
+		})
 	}
 }
 

@@ -78,6 +78,10 @@ func TestCursorRejected(t *testing.T) {
 		"empty mac":   "AA",
 		"huge":        strings.Repeat("A", 10000),
 		"nul":         "\x00",
+		"raw offset":  "99999999999",
+		"negative":    "-1",
+		"zero":        "0",
+		"offset form": "offset=100",
 	} {
 		scope := "a"
 		if name == "other query" {
@@ -89,5 +93,28 @@ func TestCursorRejected(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "cursor") || !strings.Contains(err.Error(), "omit cursor") {
 			t.Errorf("%s cursor: error not actionable: %v", name, err)
 		}
+	}
+}
+
+// TestStaleCursorPastTheEnd: a real cursor used after the list shrank
+// below its offset gives an empty last page with the true total, never
+// an error from the store or a slice out of range.
+func TestStaleCursorPastTheEnd(t *testing.T) {
+	pg, _ := Params{Limit: 10}.Resolve("tool")
+	_, info := Slice(pg, make([]int, 100))
+	pg, _ = Params{Limit: 10, Cursor: info.NextCursor}.Resolve("tool")
+	pg2, _ := Params{Limit: 10, Cursor: pg.Next(10, true)}.Resolve("tool")
+	items, info := Slice(pg2, make([]int, 5))
+	if len(items) != 0 || info.Total != 5 || info.NextCursor != "" {
+		t.Fatalf("items %d, info %+v", len(items), info)
+	}
+}
+
+// TestHugeOffsetRefused: even a correctly signed cursor cannot carry an
+// offset past what any list holds.
+func TestHugeOffsetRefused(t *testing.T) {
+	c := encode("tool", 1<<40)
+	if _, err := (Params{Cursor: c}).Resolve("tool"); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("offset 2^40: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
@@ -93,7 +94,7 @@ func (r *Runner) observe(ctx context.Context, rc config.Routine) *observation {
 }
 
 func (r *Runner) incidents() *incidents.Service {
-	return &incidents.Service{DB: r.o.DB, Clock: r.o.Clock, Graph: incidents.LineageGraph(r.graph), OpenWarehouse: r.o.Warehouse}
+	return &incidents.Service{DB: r.o.DB, Clock: r.o.Clock, Graph: incidents.LineageGraph(r.graph, lineage.NamesFromConfig(r.o.Config)), OpenWarehouse: r.o.Warehouse}
 }
 
 // canonical names an asset as the context graph does, so an incident on

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +45,34 @@ func Open(_ context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clo
 	default:
 		return nil, fmt.Errorf("warehouse %s: unknown kind %q; valid: duckdb, bigquery, snowflake", wc.Name, wc.Kind)
 	}
-	return &Proxy{name: wc.Name, dialect: d}, nil
+	idle, err := IdleFromEnv(os.Getenv(IdleEnv))
+	if err != nil {
+		return nil, err
+	}
+	return &Proxy{name: wc.Name, dialect: d, idle: idle}, nil
+}
+
+// IdleEnv names the idle period after which an agent's warehouse child
+// exits; the next call starts a new one. 0 keeps the child for the
+// agent's life.
+const IdleEnv = "DW_WAREHOUSE_IDLE"
+
+// DefaultIdle is how long a child outlives its last call. The child holds
+// the drivers (about 100 MiB resident, most of it the dw binary's pages)
+// for calls that come in bursts: a minute keeps a conversation's calls on
+// one child, and an agent left open all day holds only itself.
+const DefaultIdle = 60 * time.Second
+
+// IdleFromEnv parses the value of IdleEnv; empty is DefaultIdle.
+func IdleFromEnv(v string) (time.Duration, error) {
+	if strings.TrimSpace(v) == "" {
+		return DefaultIdle, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q is not an idle period: give a duration such as 60s or 5m, or 0 to keep the warehouse process for the agent's life", IdleEnv, v)
+	}
+	return d, nil
 }
 
 // cancelGrace is how long a cancelled call waits for the child to stop
@@ -55,6 +84,8 @@ const cancelGrace = 2 * time.Second
 type Proxy struct {
 	name    string
 	dialect warehouse.Dialect
+	// idle is how long the child outlives its last call (0: forever).
+	idle time.Duration
 
 	mu sync.Mutex
 	// scanned is the bytes the session has scanned against the driver's
@@ -67,6 +98,11 @@ type Proxy struct {
 	stdin    io.WriteCloser
 	out      *bufio.Scanner
 	done     chan struct{}
+	// idleTimer ends the child once idle has passed without a call;
+	// calls counts the calls made, so a timer that fired while a call
+	// held mu sees that it is stale.
+	idleTimer *time.Timer
+	calls     uint64
 }
 
 // Name is the configured name.
@@ -79,8 +115,34 @@ func (p *Proxy) Dialect() warehouse.Dialect { return p.dialect }
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.idleTimer != nil {
+		p.idleTimer.Stop()
+	}
 	p.stop()
 	return nil
+}
+
+// armIdle (re)starts the idle countdown after a call; p.mu is held. The
+// child is ended between calls, never during one: the timer takes p.mu,
+// which a call holds throughout, and gives up if a call came since.
+func (p *Proxy) armIdle() {
+	p.calls++
+	if p.idle <= 0 || p.cmd == nil {
+		return
+	}
+	if p.idleTimer != nil {
+		p.idleTimer.Stop()
+	}
+	n := p.calls
+	p.idleTimer = time.AfterFunc(p.idle, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.calls != n || p.cmd == nil {
+			return
+		}
+		slog.Debug("warehouse process idle: ending it; the next call starts a new one", "warehouse", p.name, "idle", p.idle)
+		p.stop()
+	})
 }
 
 func (p *Proxy) stop() {
@@ -129,6 +191,7 @@ func (p *Proxy) start() error {
 func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.armIdle()
 	if p.cmd == nil {
 		if err := p.start(); err != nil {
 			return nil, err

@@ -81,6 +81,10 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 			if g.Ratio == 0 && l.Met == nil {
 				mark = "see note"
 			}
+			if l.FloorMedian == 0 { // a row without a floor (memory): no ratio
+				fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | | | %s | %s |\n", l.What, l.ProductMedian, l.ProductMin, g.Text, mark)
+				continue
+			}
 			fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %s | %s |\n",
 				l.What, l.ProductMedian, l.ProductMin, l.FloorMedian, l.FloorMin, l.RatioMin, l.RatioMedian, g.Text, mark)
 		}

@@ -3,9 +3,13 @@
 //
 // DuckDB lets many processes open a file READ_ONLY together, but a
 // read-write open fails while any reader holds it (and the reverse). So
-// agents open the file read-only for the length of one request and close
-// it; the loader (dw demo load) opens it read-write briefly and retries
-// while readers hold it.
+// readers hold the file only while they are busy: one DuckDB instance is
+// opened read-only on a request and kept for the requests that follow
+// within Linger (a tool call makes several: list, describe, scan), then
+// closed; the loader (dw demo load) opens it read-write briefly and
+// retries while readers hold it, for longer than Linger. Each request
+// still gets a fresh connection, so nothing a statement leaves on a
+// connection reaches the next request.
 //
 // SQL cannot leave the warehouse. DuckDB can read any file the process can
 // (read_text, read_csv, glob, ATTACH, COPY), fetch URLs and install
@@ -29,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2" // also registers the "duckdb" database/sql driver
@@ -55,11 +60,25 @@ var lockdownSQL = []string{
 // never the engine's own message, which may name what it touched.
 const ExternalAccessDisabled = "file and network access are disabled for warehouse SQL: only the warehouse's own tables can be read (no read_text, read_csv, read_blob, read_parquet, glob, URLs, ATTACH, COPY or extensions)"
 
-// Warehouse is a DuckDB file opened read-only per request.
+// Linger is how long an opened DuckDB instance is kept after its last
+// request. Opening one costs about 10-20 ms and, with the catalog read
+// again, more for each table a request lists or describes; a writer waits
+// for the readers to let go, so this stays far below its wait (15 s).
+const Linger = time.Second
+
+// Warehouse is a DuckDB file, opened read-only while requests come.
 type Warehouse struct {
 	name    string
 	path    string
 	timeout time.Duration
+
+	mu sync.Mutex
+	// db is the open instance, nil when closed; users counts the requests
+	// using it, and idle closes it once Linger has passed with none.
+	db    *sql.DB
+	users int
+	used  uint64
+	idle  *time.Timer
 }
 
 // Open returns a warehouse over the DuckDB file at path. The file must
@@ -83,49 +102,122 @@ func (w *Warehouse) Path() string { return w.path }
 // Dialect is DuckDB's.
 func (w *Warehouse) Dialect() warehouse.Dialect { return warehouse.DuckDB{} }
 
-// Close has nothing to release: connections live for one request.
-func (w *Warehouse) Close() error { return nil }
-
-// withConn opens the file read-only and locked down, runs fn on one
-// connection, and closes it. A writer holding the file (the loader,
-// briefly) makes the open fail; we retry for a short while rather than
-// fail a read that would succeed a moment later.
-func (w *Warehouse) withConn(ctx context.Context, fn func(conn *sql.Conn) error) error {
-	var lastErr error
-	for attempt := 0; attempt < 20; attempt++ {
-		db, conn, err := openLocked(ctx, w.path)
-		if err == nil {
-			defer db.Close()
-			defer conn.Close()
-			return fn(conn)
-		}
-		lastErr = err
-		if !isLockConflict(err) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+// Close closes the instance if one is open; the next request opens it
+// again.
+func (w *Warehouse) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.idle != nil {
+		w.idle.Stop()
 	}
-	return fmt.Errorf("open DuckDB warehouse %s (%s) read-only: %w", w.name, w.path, lastErr)
+	if w.db == nil {
+		return nil
+	}
+	db := w.db
+	w.db = nil
+	return db.Close()
 }
 
-// openLocked opens path with lockdownDSN and returns one connection on
-// which lockdownSQL has run and been verified.
-func openLocked(ctx context.Context, path string) (*sql.DB, *sql.Conn, error) {
+// Open reports whether a DuckDB instance is open now (held between
+// requests for Linger).
+func (w *Warehouse) Open() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.db != nil
+}
+
+// withConn runs fn on a fresh connection, locked down, to the instance
+// held open on the file read-only (opened now if none is). A writer
+// holding the file (the loader, briefly) makes the open fail; we retry for
+// a short while rather than fail a read that would succeed a moment later.
+func (w *Warehouse) withConn(ctx context.Context, fn func(conn *sql.Conn) error) error {
+	db, err := w.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.release()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to DuckDB warehouse %s (%s): %w", w.name, w.path, err)
+	}
+	defer conn.Close()
+	return fn(conn)
+}
+
+// acquire returns the open instance, opening it if none is, and counts a
+// user so it is not closed under the request.
+func (w *Warehouse) acquire(ctx context.Context) (*sql.DB, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.db == nil {
+		var lastErr error
+		for attempt := 0; attempt < 20 && w.db == nil; attempt++ {
+			db, err := openLocked(ctx, w.path)
+			if err == nil {
+				w.db = db
+				break
+			}
+			lastErr = err
+			if !isLockConflict(err) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if w.db == nil {
+			return nil, fmt.Errorf("open DuckDB warehouse %s (%s) read-only: %w", w.name, w.path, lastErr)
+		}
+	}
+	w.users++
+	w.used++
+	if w.idle != nil {
+		w.idle.Stop()
+	}
+	return w.db, nil
+}
+
+// release ends a request; the last one out starts the Linger countdown,
+// after which the instance is closed unless a request came meanwhile.
+func (w *Warehouse) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.users--
+	if w.users > 0 || w.db == nil {
+		return
+	}
+	n := w.used
+	w.idle = time.AfterFunc(Linger, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.users > 0 || w.used != n || w.db == nil {
+			return
+		}
+		w.db.Close()
+		w.db = nil
+	})
+}
+
+// openLocked opens path with lockdownDSN, as one instance whose every
+// connection runs lockdownSQL and is verified before use, and checks that
+// a first connection can be made. Connections are not pooled between
+// requests.
+func openLocked(ctx context.Context, path string) (*sql.DB, error) {
 	c, err := duckdb.NewConnector(path+"?"+lockdownDSN, lockDown)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(0)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return db, conn, nil
+	conn.Close()
+	return db, nil
 }
 
 // lockDown is the connector's init: it runs lockdownSQL, then checks that
@@ -166,9 +258,12 @@ func lockDown(ex driver.ExecerContext) error {
 	return nil
 }
 
+// isLockConflict says another open holds the file: another process's
+// (a lock), or, in this process, a reader's instance a writer waits for
+// (DuckDB refuses a second instance of one file with other settings).
 func isLockConflict(err error) bool {
 	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "lock") || strings.Contains(msg, "conflicting")
+	return strings.Contains(msg, "lock") || strings.Contains(msg, "conflicting") || strings.Contains(msg, "different configuration")
 }
 
 // serialized is json_serialize_sql's answer: the parse tree of SELECT

@@ -252,11 +252,17 @@ func TestQueriesInsideTheWarehouseStillRun(t *testing.T) {
 func TestConfigurationIsLocked(t *testing.T) {
 	f := newEscapeFixture(t)
 	ctx := context.Background()
-	db, conn, err := openLocked(ctx, f.whPath)
+	db, err := openLocked(ctx, f.whPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// A connection made after the instance's first (the one each request
+	// gets from the held instance) is as locked as the first.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer conn.Close()
 	for _, stmt := range []string{
 		"SET enable_external_access = true",
@@ -296,11 +302,17 @@ func TestConfigurationIsLocked(t *testing.T) {
 func TestSecondConnectionSharesTheLock(t *testing.T) {
 	f := newEscapeFixture(t)
 	ctx := context.Background()
-	db, conn, err := openLocked(ctx, f.whPath)
+	db, err := openLocked(ctx, f.whPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// A connection made after the instance's first (the one each request
+	// gets from the held instance) is as locked as the first.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer conn.Close()
 	res, err := f.wh.Query(ctx, warehouse.Query{SQL: "SELECT count(*) FROM loyalty.balances"})
 	if err != nil || res.Rows[0][0] != int64(100) {

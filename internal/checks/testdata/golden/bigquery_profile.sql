@@ -17,5 +17,8 @@ SELECT
   COUNT(CASE WHEN `balance` = 0 THEN 1 END) AS m15,
   AVG(`balance`) AS m16,
   APPROX_QUANTILES(`balance`, 100)[OFFSET(50)] AS m17,
-  APPROX_QUANTILES(`balance`, 100)[OFFSET(95)] AS m18
+  APPROX_QUANTILES(`balance`, 100)[OFFSET(95)] AS m18,
+  APPROX_COUNT_DISTINCT(`tier`) AS m19,
+  APPROX_TOP_COUNT(`tier`, 1)[SAFE_OFFSET(0)].value AS m20,
+  APPROX_TOP_COUNT(`tier`, 1)[SAFE_OFFSET(0)].count AS m21
 FROM `acme-prod.loyalty.member_balances`;

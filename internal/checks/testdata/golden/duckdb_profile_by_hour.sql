@@ -15,7 +15,10 @@ SELECT
   COUNT(CASE WHEN "egress_bytes" = 0 THEN 1 END) AS m12,
   AVG("egress_bytes") AS m13,
   approx_quantile("egress_bytes", 0.5) AS m14,
-  approx_quantile("egress_bytes", 0.95) AS m15
+  approx_quantile("egress_bytes", 0.95) AS m15,
+  approx_count_distinct("region") AS m16,
+  mode("region") AS m17,
+  list_max(map_values(histogram("region"))) AS m18
 FROM "usage"."usage_hourly"
 WHERE "hour" >= TIMESTAMPTZ '2025-03-11 00:00:00+00' AND "hour" < TIMESTAMPTZ '2025-03-12 00:00:00+00'
 GROUP BY ROLLUP (date_trunc('hour', timezone('UTC', "hour")));

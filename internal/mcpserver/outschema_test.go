@@ -1,0 +1,166 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A deep answer type, like an incident inside a tool's answer.
+type deepLeaf struct {
+	Name  string  `json:"name" jsonschema:"the leaf's name, described at length so the schema grows past any budget"`
+	Value float64 `json:"value" jsonschema:"the leaf's value, described at length so the schema grows past any budget"`
+}
+
+type deepMid struct {
+	Leaves []deepLeaf          `json:"leaves" jsonschema:"the leaves under this node, described at length"`
+	ByName map[string]deepLeaf `json:"by_name,omitempty" jsonschema:"the same leaves keyed by name"`
+	Note   string              `json:"note,omitempty" jsonschema:"a free-text note on the node"`
+}
+
+type deepOut struct {
+	ID    string    `json:"id" jsonschema:"the answer's id"`
+	Count int       `json:"count" jsonschema:"how many mids"`
+	Mids  []deepMid `json:"mids" jsonschema:"the mids, in order"`
+	Main  *deepMid  `json:"main,omitempty" jsonschema:"the main mid"`
+}
+
+type smallOut struct {
+	Word string `json:"word" jsonschema:"the word"`
+	N    int    `json:"n,omitempty" jsonschema:"how many"`
+}
+
+func schemaJSON(t *testing.T, s *jsonschema.Schema) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestOutlineKeepsASmallSchemaWhole(t *testing.T) {
+	full, err := jsonschema.For[smallOut](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := schemaJSON(t, outline(full, OutputSchemaBudget))
+	props := m["properties"].(map[string]any)
+	for _, name := range []string{"word", "n"} {
+		p := props[name].(map[string]any)
+		if p["description"] == "" || p["type"] == nil {
+			t.Errorf("%s lost its type or description: %v", name, p)
+		}
+	}
+	// Constraints on our own answer are not advertised.
+	if _, ok := m["required"]; ok {
+		t.Errorf("required advertised: %v", m)
+	}
+	if _, ok := m["additionalProperties"]; ok {
+		t.Errorf("additionalProperties advertised: %v", m)
+	}
+}
+
+func TestOutlineCutsDeepestDetailFirst(t *testing.T) {
+	full, err := jsonschema.For[deepOut](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size(full) <= 800 {
+		t.Fatalf("fixture too small to be cut: %d", size(full))
+	}
+	for _, budget := range []int{2000, 1200, 800, 400, 100} {
+		got := outline(full, budget)
+		m := schemaJSON(t, got)
+		props, _ := m["properties"].(map[string]any)
+		// The top-level names and types always stay.
+		for _, name := range []string{"id", "count", "mids", "main"} {
+			p, _ := props[name].(map[string]any)
+			if p == nil || p["type"] == nil {
+				t.Errorf("budget %d: top-level %s lost: %v", budget, name, p)
+			}
+		}
+		if size(got) > budget && budget >= 400 {
+			t.Errorf("budget %d: outline is %d characters", budget, size(got))
+		}
+		// Deeper detail never survives when shallower detail was cut:
+		// a nested description only while the top-level ones remain.
+		topDesc := props["id"].(map[string]any)["description"] != nil
+		mids := props["mids"].(map[string]any)
+		items, _ := mids["items"].(map[string]any)
+		if items != nil {
+			if ip, _ := items["properties"].(map[string]any); ip != nil {
+				if lv, _ := ip["leaves"].(map[string]any); lv != nil && lv["description"] != nil && !topDesc {
+					t.Errorf("budget %d: nested description kept while top-level ones were cut", budget)
+				}
+			}
+		}
+		t.Logf("budget %5d: %4d characters, top-level descriptions %v", budget, size(got), topDesc)
+	}
+}
+
+// TestEveryAnswerConformsToItsAdvertisedSchema serves a tool answering a
+// deep type through the SDK (which checks each answer against the
+// advertised schema) and checks a client can validate it too.
+func TestEveryAnswerConformsToItsAdvertisedSchema(t *testing.T) {
+	answer := &deepOut{ID: "x", Count: 1, Mids: []deepMid{{
+		Leaves: []deepLeaf{{Name: "a", Value: 1}},
+		ByName: map[string]deepLeaf{"a": {Name: "a", Value: 1}},
+	}}}
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "deep", Description: "answers a deep type", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, in echoIn) (*deepOut, string, error) {
+				if in.Word == "nil" {
+					return nil, "nothing", nil
+				}
+				return answer, "deep", nil
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(tools.Tools[0].OutputSchema)
+	if len(raw) > OutputSchemaBudget {
+		t.Errorf("advertised output schema is %d characters, over %d", len(raw), OutputSchemaBudget)
+	}
+	var adv jsonschema.Schema
+	if err := json.Unmarshal(raw, &adv); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := adv.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, word := range []string{"full", "nil"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "deep", Arguments: map[string]any{"word": word}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", word, err, res)
+		}
+		var v any
+		sc, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(sc, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := resolved.Validate(v); err != nil {
+			t.Errorf("%s: answer %s does not conform to the advertised schema: %v", word, sc, err)
+		}
+		if word == "full" && !strings.Contains(string(sc), `"leaves"`) {
+			t.Errorf("answer lost its nested data: %s", sc)
+		}
+	}
+}
