@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
@@ -160,7 +160,7 @@ func TestNewRegistryVersionIsAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := d.Store(ctx)
-	list, err := (&incidents.Service{DB: db, Clock: d.Clock}).ListChanges(ctx, incidents.ChangeFilter{Asset: "schema://api-usage-value"})
+	list, err := (&changelog.Log{DB: db, Clock: d.Clock}).ListChanges(ctx, changelog.ChangeFilter{Asset: "schema://api-usage-value"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestNewRegistryVersionIsAChange(t *testing.T) {
 	}
 	removed := false
 	for _, f := range list.Changes[0].Fields {
-		removed = removed || (f.Name == "response_bytes" && f.How == incidents.FieldRemoved)
+		removed = removed || (f.Name == "response_bytes" && f.How == changelog.FieldRemoved)
 	}
 	if !removed {
 		t.Errorf("version 12's change should name response_bytes as removed: %+v", list.Changes[0].Fields)

@@ -3,6 +3,7 @@ package incidents
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,11 +23,11 @@ type HistoryParams struct {
 
 // PastCause is the top-ranked cause of an earlier incident.
 type PastCause struct {
-	Kind       ChangeKind `json:"kind" jsonschema:"kind of change"`
-	Summary    string     `json:"summary" jsonschema:"the change in one line"`
-	ChangeID   int64      `json:"change_id" jsonschema:"change id"`
-	Asset      string     `json:"asset" jsonschema:"the changed asset nearest the symptoms"`
-	Confidence float64    `json:"confidence" jsonschema:"confidence of the ranking"`
+	Kind       changelog.ChangeKind `json:"kind" jsonschema:"kind of change"`
+	Summary    string               `json:"summary" jsonschema:"the change in one line"`
+	ChangeID   int64                `json:"change_id" jsonschema:"change id"`
+	Asset      string               `json:"asset" jsonschema:"the changed asset nearest the symptoms"`
+	Confidence float64              `json:"confidence" jsonschema:"confidence of the ranking"`
 }
 
 // PastIncident is one incident on the feed.
@@ -51,10 +52,10 @@ type PastIncident struct {
 // RecurringCause is a kind of change that caused more than one incident on
 // the feed.
 type RecurringCause struct {
-	Kind      ChangeKind `json:"kind" jsonschema:"kind of change"`
-	Asset     string     `json:"asset" jsonschema:"the changed asset"`
-	Count     int        `json:"count" jsonschema:"incidents it was the top cause of"`
-	Incidents []string   `json:"incidents" jsonschema:"their ids, oldest first"`
+	Kind      changelog.ChangeKind `json:"kind" jsonschema:"kind of change"`
+	Asset     string               `json:"asset" jsonschema:"the changed asset"`
+	Count     int                  `json:"count" jsonschema:"incidents it was the top cause of"`
+	Incidents []string             `json:"incidents" jsonschema:"their ids, oldest first"`
 }
 
 // HistoryResult is the output of get_incident_history.
@@ -70,7 +71,7 @@ type HistoryResult struct {
 // or downstream in the graph) with their causes, how long they took to
 // detect and resolve, and which causes recur.
 func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult, error) {
-	asset, err := cleanAsset("asset", p.Asset)
+	asset, err := changelog.CleanAsset("asset", p.Asset)
 	if err != nil {
 		return nil, err
 	}

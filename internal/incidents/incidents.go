@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"math"
 	"slices"
 	"sort"
@@ -44,13 +45,13 @@ func (s Symptom) validate(now time.Time) (Symptom, error) {
 		return s, err
 	}
 	s.Kind = k
-	if s.Asset, err = cleanAsset("symptom asset", s.Asset); err != nil {
+	if s.Asset, err = changelog.CleanAsset("symptom asset", s.Asset); err != nil {
 		return s, err
 	}
 	if s.At.IsZero() {
 		return s, invalid("symptom on %s: at is required (the checked hour bucket or the check time, RFC 3339)", s.Asset)
 	}
-	if s.At.After(now.Add(futureSkew)) {
+	if s.At.After(now.Add(changelog.FutureSkew)) {
 		return s, invalid("symptom on %s: at %s is in the future (now %s)", s.Asset, s.At.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	for name, v := range map[string]float64{"observed": s.Observed, "expected": s.Expected, "expected_low": s.ExpectedLow, "expected_high": s.ExpectedHigh} {
@@ -707,7 +708,7 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 	var where []string
 	var args []any
 	if f.Asset != "" {
-		a, err := cleanAsset("asset", f.Asset)
+		a, err := changelog.CleanAsset("asset", f.Asset)
 		if err != nil {
 			return nil, page.Info{}, err
 		}

@@ -2,6 +2,7 @@ package incidents
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +124,7 @@ func TestIncidentLifecycleEnforcesTransitions(t *testing.T) {
 		try("diagnosed", "run Diagnose")
 		try("closed", "give a note")
 		try("fixd", "closest: fixing")
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 2), Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 2), Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
 			StateSkipped: true, Summary: "restore"})
 		if _, err := s.Diagnose(ctx, DiagnoseParams{IncidentID: id}); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package incidents_test
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestDiagnoseOnLineageGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		top := d.Causes[0]
-		if top.Change.Kind != incidents.ChangeSchemaVersion || top.Relation != incidents.RelationUpstream || top.Distance != 4 {
+		if top.Change.Kind != changelog.ChangeSchemaVersion || top.Relation != incidents.RelationUpstream || top.Distance != 4 {
 			t.Fatalf("top cause %s (%s, %s, distance %d), want the schema version 4 hops upstream:\n%s",
 				top.Change.Summary, top.Change.Kind, top.Relation, top.Distance, d.Summary)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strings"
 
@@ -113,7 +114,7 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	}
 	targets := []string{}
 	for _, t := range p.Targets {
-		t, err := cleanAsset("targets", t)
+		t, err := changelog.CleanAsset("targets", t)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +169,7 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	}
 	scope := []string{}
 	for _, a := range p.Scope {
-		a, err := cleanAsset("scope", a)
+		a, err := changelog.CleanAsset("scope", a)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ package packload
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -106,7 +107,7 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 	}
 	svc := &incidents.Service{DB: db, Clock: clk}
 	for _, c := range p.Changes {
-		params := incidents.RecordChangeParams{
+		params := changelog.RecordChangeParams{
 			Key: "pack:" + p.Name + ":" + c.ID, At: c.At, Kind: c.Kind, System: c.System, Assets: c.Assets,
 			Actor: c.Actor, Source: c.Source, Summary: c.Summary, Details: map[string]string{},
 		}
@@ -117,13 +118,13 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 			params.Details[k] = fmt.Sprint(v)
 		}
 		for _, f := range c.Fields {
-			how := incidents.FieldOp(f.Change)
+			how := changelog.FieldOp(f.Change)
 			if f.Change == "changed" {
-				how = incidents.FieldTypeChanged
+				how = changelog.FieldTypeChanged
 			}
-			params.Fields = append(params.Fields, incidents.FieldChange{Name: f.Name, How: how})
+			params.Fields = append(params.Fields, changelog.FieldChange{Name: f.Name, How: how})
 		}
-		res, err := svc.RecordChange(ctx, params)
+		res, err := (&changelog.Log{DB: db, Clock: clk}).RecordChange(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("pack %s change %s: %w", p.Name, c.ID, err)
 		}
