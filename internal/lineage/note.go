@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/sqlscan"
 	"slices"
 	"strings"
 
@@ -398,9 +399,9 @@ func (w *writer) recordReads(job int64, jobID string, reads []string, sqlText st
 				}
 			}
 		case len(cols) > 0:
-			fields = SQLMentions(sqlText, cols)
+			fields = sqlscan.Mentions(sqlText, cols)
 		default:
-			fields = SQLColumns(sqlText)
+			fields = sqlscan.Columns(sqlText)
 		}
 		if len(cols) == 0 {
 			for _, f := range explicit {

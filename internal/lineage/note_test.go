@@ -223,18 +223,3 @@ func TestScheduleNextRun(t *testing.T) {
 		}
 	}
 }
-
-func TestSQLColumns(t *testing.T) {
-	got := SQLColumns(rollupSQL)
-	if !slices.Equal(got, []string{"account_id", "event_time", "response_bytes", "window_end", "window_start"}) {
-		t.Errorf("SQLColumns = %v", got)
-	}
-	got = SQLColumns(`SELECT u.account_id, COALESCE(u.response_kib * 1024, u.response_bytes) AS egress_bytes -- 'x'
-		FROM usage u JOIN accounts AS a ON a.id = u.account_id WHERE u.endpoint <> 'health'`)
-	if !slices.Equal(got, []string{"account_id", "endpoint", "id", "response_bytes", "response_kib"}) {
-		t.Errorf("SQLColumns = %v", got)
-	}
-	if got := SQLMentions(`SELECT "date", value AS amount FROM t`, []string{"date", "value", "amount", "other"}); !slices.Equal(got, []string{"date", "value"}) {
-		t.Errorf("SQLMentions = %v", got)
-	}
-}
