@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/fileinput"
@@ -61,7 +62,7 @@ func readInput(ctx context.Context, path, inline, what string) ([]byte, error) {
 	return nil, fmt.Errorf("give path (a file on this machine) or the %s content", what)
 }
 
-func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTImportResult, string, error) {
+func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ingest.DBTImportResult, string, error) {
 	data, err := readInput(ctx, in.Path, in.Manifest, "manifest")
 	if err != nil {
 		return nil, "", err
@@ -70,7 +71,7 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTI
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(data)), lineage.DBTOptions{Domain: in.Domain, Owner: in.Owner})
+	res, err := ingest.DBTManifest(ctx, g, strings.NewReader(string(data)), ingest.DBTOptions{Domain: in.Domain, Owner: in.Owner})
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,7 +85,7 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*lineage.DBTI
 type ImportOLIn struct {
 	Path   string `json:"path,omitempty" jsonschema:"path of a file with one RunEvent or a JSON array of them; give this or events"`
 	Events string `json:"events,omitempty" jsonschema:"one RunEvent or a JSON array of them; give this or path"`
-	lineage.OpenLineageOptions
+	ingest.OpenLineageOptions
 }
 
 var importOpenLineageTool = mcpserver.Tool{
@@ -96,7 +97,7 @@ var importOpenLineageTool = mcpserver.Tool{
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
-func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*lineage.OpenLineageImportResult, string, error) {
+func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*ingest.OpenLineageImportResult, string, error) {
 	data, err := readInput(ctx, in.Path, in.Events, "events")
 	if err != nil {
 		return nil, "", err
@@ -105,7 +106,7 @@ func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*linea
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportRunEvents(ctx, data, in.OpenLineageOptions)
+	res, err := ingest.RunEvents(ctx, g, data, in.OpenLineageOptions)
 	if err != nil {
 		return nil, "", err
 	}

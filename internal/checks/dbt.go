@@ -2,10 +2,9 @@ package checks
 
 import (
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"slices"
 	"sort"
-
-	"github.com/dataworkers/dw/internal/lineage"
 )
 
 // FromDBTTests turns dbt's generic tests into expectations, per tested
@@ -14,7 +13,7 @@ import (
 // relationships cannot be judged by one table's scan, so it is reported in
 // the notes, never silently dropped. The expectations are in dbt's
 // spelling: SetExpectations resolves them against the catalog.
-func FromDBTTests(tests []lineage.DBTTest) (map[string]*Expectations, []string) {
+func FromDBTTests(tests []ingest.DBTTest) (map[string]*Expectations, []string) {
 	out := map[string]*Expectations{}
 	var notes []string
 	for _, t := range tests {

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"os"
 	"slices"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -19,7 +19,7 @@ import (
 // event_id) without repeating it in set_quality_expectations.
 func TestDBTTestsBecomeExpectations(t *testing.T) {
 	const asset = "duckdb://shop.events"
-	tests := []lineage.DBTTest{
+	tests := []ingest.DBTTest{
 		{Name: "unique", Asset: asset, Column: "event_id"},
 		{Name: "unique", Asset: asset, Column: "account_id"},
 		{Name: "not_null", Asset: asset, Column: "account_id"},
@@ -70,7 +70,7 @@ func TestDBTTestsBecomeExpectations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	real, _, err := lineage.ReadDBTTests(f)
+	real, _, err := ingest.ReadDBTTests(f)
 	if err != nil {
 		t.Fatal(err)
 	}

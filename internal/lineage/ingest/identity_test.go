@@ -1,8 +1,9 @@
-package lineage
+package ingest
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/dataworkers/dw/internal/lineage"
 	"slices"
 	"strings"
 	"testing"
@@ -33,13 +34,13 @@ func TestTableIDCaseRules(t *testing.T) {
 		{"bigquery", "Sales.Orders", "bigquery://Sales.Orders", ""},
 	}
 	for _, c := range cases {
-		id, weak, err := TableID(c.platform, c.name)
+		id, weak, err := lineage.TableID(c.platform, c.name)
 		if err != nil || id != c.id || weak != c.weak {
 			t.Errorf("TableID(%s, %s) = %q, %q, %v; want %q, %q", c.platform, c.name, id, weak, err, c.id, c.weak)
 		}
 	}
 	for _, bad := range []string{"", "a..b", "a.", `"open`, "`open", "a.b.c.d.e"} {
-		if _, _, err := TableID("snowflake", bad); err == nil {
+		if _, _, err := lineage.TableID("snowflake", bad); err == nil {
 			t.Errorf("TableID(%q) accepted", bad)
 		}
 	}
@@ -52,12 +53,12 @@ func TestTableIDCaseRules(t *testing.T) {
 		"bigquery://PROJ.ds.t":               "bigquery://proj.ds.t",
 		" airflow://dag/sync_metered_usage ": "airflow://dag/sync_metered_usage",
 	} {
-		if got, err := CanonicalID(in); err != nil || got != want {
+		if got, err := lineage.CanonicalID(in); err != nil || got != want {
 			t.Errorf("CanonicalID(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"usage_hourly", "://x", "kafka://", "Ka fka://x"} {
-		if _, err := CanonicalID(bad); err == nil {
+		if _, err := lineage.CanonicalID(bad); err == nil {
 			t.Errorf("CanonicalID(%q) accepted", bad)
 		}
 	}
@@ -93,19 +94,19 @@ const loyaltyEvent = `{"eventType": "COMPLETE", "eventTime": "2026-03-10T14:02:0
    "facets": {"schema": {"fields": [{"name": "member_id", "type": "STRING"}, {"name": "balance", "type": "NUMBER"}]}}}]}`
 
 func TestSameTableFromEverySourceIsOneAsset(t *testing.T) {
-	steps := map[string]func(t *testing.T, g *Graph){
-		"dbt": func(t *testing.T, g *Graph) {
-			if _, err := g.ImportDBTManifest(context.Background(), strings.NewReader(loyaltyManifest(t)), DBTOptions{}); err != nil {
+	steps := map[string]func(t *testing.T, g *lineage.Graph){
+		"dbt": func(t *testing.T, g *lineage.Graph) {
+			if _, err := DBTManifest(context.Background(), g, strings.NewReader(loyaltyManifest(t)), DBTOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"openlineage": func(t *testing.T, g *Graph) {
-			if _, err := g.ImportRunEvents(context.Background(), []byte(loyaltyEvent), OpenLineageOptions{}); err != nil {
+		"openlineage": func(t *testing.T, g *lineage.Graph) {
+			if _, err := RunEvents(context.Background(), g, []byte(loyaltyEvent), OpenLineageOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"connect": func(t *testing.T, g *Graph) {
-			_, err := g.ImportConnectors(context.Background(), []ConnectorSpec{{
+		"connect": func(t *testing.T, g *lineage.Graph) {
+			_, err := Connectors(context.Background(), g, []ConnectorSpec{{
 				Name: "member-balances-sink", Class: "com.snowflake.kafka.connector.SnowflakeSinkConnector",
 				Topic: "member-balances", Table: "ANALYTICS.LOYALTY.MEMBER_BALANCES",
 			}}, ConnectorOptions{Cluster: "prod"})
@@ -113,8 +114,8 @@ func TestSameTableFromEverySourceIsOneAsset(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		"note": func(t *testing.T, g *Graph) {
-			if _, err := g.RecordLineage(context.Background(), Note{Assets: []NoteAsset{{ID: "snowflake://loyalty.member_balances", Tags: []string{"customer_facing"}}}}); err != nil {
+		"note": func(t *testing.T, g *lineage.Graph) {
+			if _, err := g.RecordLineage(context.Background(), lineage.Note{Assets: []lineage.NoteAsset{{ID: "snowflake://loyalty.member_balances", Tags: []string{"customer_facing"}}}}); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -142,10 +143,10 @@ func TestSameTableFromEverySourceIsOneAsset(t *testing.T) {
 				}
 				l := mustLineage(t, g, ids[0])
 				a := l.Asset
-				if a.Kind != KindTable || a.Owner != "loyalty-data" || !slices.Contains(a.Tags, TagCustomerFacing) || len(a.Columns) != 2 {
+				if a.Kind != lineage.KindTable || a.Owner != "loyalty-data" || !slices.Contains(a.Tags, lineage.TagCustomerFacing) || len(a.Columns) != 2 {
 					t.Errorf("merged asset %+v", a)
 				}
-				if !slices.Equal(a.Sources, []Source{SourceConnect, SourceDBT, SourceNote, SourceOpenLineage}) {
+				if !slices.Equal(a.Sources, []lineage.Source{lineage.SourceConnect, lineage.SourceDBT, lineage.SourceNote, lineage.SourceOpenLineage}) {
 					t.Errorf("sources %v", a.Sources)
 				}
 				up := neighborIDs(l.Upstream)
@@ -170,9 +171,9 @@ func TestMergeKeepsEdges(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		if _, err := g.RecordLineage(ctx, Note{
+		if _, err := g.RecordLineage(ctx, lineage.Note{
 			Path:   []string{"dbt://model.jaffle_shop.stg_customers", "hightouch://sync/customers-to-braze"},
-			Assets: []NoteAsset{{ID: "dbt://model.jaffle_shop.stg_customers", Owner: "jaffle-team"}},
+			Assets: []lineage.NoteAsset{{ID: "dbt://model.jaffle_shop.stg_customers", Owner: "jaffle-team"}},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestMergeKeepsEdges(t *testing.T) {
 			}
 		}
 		b, _ := json.Marshal(customers)
-		if _, err := g.ImportRunEvents(ctx, b, OpenLineageOptions{}); err != nil {
+		if _, err := RunEvents(ctx, g, b, OpenLineageOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if id, _ := g.Resolve(ctx, "postgres://postgres.public.stg_customers"); id != "postgres://postgres.public.stg_customers" {
@@ -198,7 +199,7 @@ func TestMergeKeepsEdges(t *testing.T) {
 		}
 		before := count(t, db, "lineage_assets")
 		b, _ = json.Marshal(rest)
-		res, err := g.ImportRunEvents(ctx, b, OpenLineageOptions{})
+		res, err := RunEvents(ctx, g, b, OpenLineageOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestMergeKeepsEdges(t *testing.T) {
 			t.Fatalf("after the merge: %s %v", id, err)
 		}
 		l := mustLineage(t, g, id)
-		if l.Asset.Owner != "jaffle-team" || l.Asset.Kind != KindDBTModel {
+		if l.Asset.Owner != "jaffle-team" || l.Asset.Kind != lineage.KindDBTModel {
 			t.Errorf("merged asset %+v", l.Asset)
 		}
 		if !slices.Equal(neighborIDs(l.Downstream), []string{"dbt://model.jaffle_shop.customers", "hightouch://sync/customers-to-braze"}) {
@@ -244,12 +245,12 @@ func TestPartialNameSharedByTwoDatabases(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		if _, err := g.RecordLineage(ctx, Note{Path: []string{"snowflake://usage.usage_hourly", "dbt://model.billing.fct_billable_egress"}}); err != nil {
+		if _, err := g.RecordLineage(ctx, lineage.Note{Path: []string{"snowflake://usage.usage_hourly", "dbt://model.billing.fct_billable_egress"}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range []string{"ANALYTICS", "DEV_ANALYTICS"} {
 			doc := strings.ReplaceAll(loyaltyEvent, "analytics.loyalty.member_balances", ev+".USAGE.USAGE_HOURLY")
-			if _, err := g.ImportRunEvents(ctx, []byte(doc), OpenLineageOptions{}); err != nil {
+			if _, err := RunEvents(ctx, g, []byte(doc), OpenLineageOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -272,7 +273,7 @@ func TestPartialNameSharedByTwoDatabases(t *testing.T) {
 		g, _ := newGraph(t, db)
 		for _, ev := range []string{"ANALYTICS", "DEV_ANALYTICS"} {
 			doc := strings.ReplaceAll(loyaltyEvent, "analytics.loyalty.member_balances", ev+".USAGE.USAGE_HOURLY")
-			if _, err := g.ImportRunEvents(ctx, []byte(doc), OpenLineageOptions{}); err != nil {
+			if _, err := RunEvents(ctx, g, []byte(doc), OpenLineageOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
