@@ -252,6 +252,7 @@ func SplitID(id string) (platform, path string, ok bool) {
 	return id[:i], id[i+3:], true
 }
 
+// PlatformToken is what a platform name (the scheme of an asset id) may be.
 var PlatformToken = regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`)
 
 // CanonicalID normalizes an asset id a person or tool typed: the platform is
@@ -320,7 +321,7 @@ func shortName(id string) string {
 	return path
 }
 
-// namespaceAuthority splits an OpenLineage namespace into scheme and
+// NamespaceAuthority splits an OpenLineage namespace into scheme and
 // authority (kafka://broker:9092 -> kafka, broker:9092; bigquery -> bigquery, "").
 func NamespaceAuthority(ns string) (scheme, authority string) {
 	if i := strings.Index(ns, "://"); i > 0 {

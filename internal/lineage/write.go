@@ -14,7 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/store"
 )
 
-// assetInput is what one ingestion says about one asset. Names are every
+// AssetInput is what one ingestion says about one asset. Names are every
 // canonical name it knows the asset by (ID among them); Weak are partial
 // names (schema.table) that link it to an asset named without a database
 // only when that is unambiguous.
@@ -139,7 +139,8 @@ type ImportStats struct {
 	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why"`
 }
 
-// writer applies ingested facts inside one store transaction.
+// Writer applies ingested facts inside one store transaction: the ingest
+// formats (internal/lineage/ingest) and notes write the graph through it.
 type Writer struct {
 	ctx     context.Context
 	tx      *store.Tx
@@ -162,7 +163,7 @@ type Writer struct {
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const edgeRows = 400
 
-// linkLater is link with the kind chosen from the two assets' kinds, no
+// LinkLater is Link with the kind chosen from the two assets' kinds, no
 // column lineage and no override, queued so a bulk import writes its new
 // edges a few hundred per statement.
 func (w *Writer) LinkLater(from, to int64, src Source) error {
@@ -308,7 +309,7 @@ func (w *Writer) close() {
 	w.stmts = nil
 }
 
-// write runs fn in a transaction and bumps the graph version when it
+// Write runs fn in a transaction and bumps the graph version when it
 // changed anything, so every agent's index reloads.
 func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
 	var stats ImportStats
@@ -399,7 +400,7 @@ func (w *Writer) conflictsWithWeak(seq int64, in *AssetInput) (bool, error) {
 	return false, rows.Err()
 }
 
-// upsertAsset finds the asset the input describes (through any of its
+// UpsertAsset finds the asset the input describes (through any of its
 // names), creates it when new, folds in the new facts and registers the
 // names. It returns the asset's seq.
 func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
@@ -511,7 +512,7 @@ func assetArgs(r *assetRow) []any {
 		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen}
 }
 
-// upsertAssets is upsertAsset over many inputs, returning their seqs in
+// UpsertAssets is UpsertAsset over many inputs, returning their seqs in
 // order. The inputs none of whose names (strong or partial) is stored or
 // shared with another input are plainly new: they and their names are
 // inserted a few hundred per statement. The rest go through upsertAsset
@@ -685,7 +686,7 @@ func applyInput(r *assetRow, in *AssetInput) {
 	}
 }
 
-// mergeColumns keeps existing columns in order, refreshes their type and
+// MergeColumns keeps existing columns in order, refreshes their type and
 // description from the new list and appends new ones.
 func MergeColumns(old, add []Column) []Column {
 	out := slices.Clone(old)
@@ -1025,7 +1026,7 @@ func (w *Writer) setKind(seq int64, k Kind) {
 	w.kinds[seq] = k
 }
 
-// link records from -> to with the given kind, or one chosen from the two
+// Link records from -> to with the given kind, or one chosen from the two
 // assets' kinds when kind is "".
 func (w *Writer) Link(from, to int64, kind EdgeKind, src Source, cols []ColumnMapping, override bool) error {
 	if err := w.flushEdges(); err != nil {

@@ -66,7 +66,7 @@ func connectorDirection(s ConnectorSpec) (string, error) {
 	return d, nil
 }
 
-// ImportConnectors records Kafka Connect connectors as edges between topics
+// Connectors records Kafka Connect connectors as edges between topics
 // and tables through the connector: a sink as topic -> connector -> table,
 // a source as table -> connector -> topic. Every spec is checked before
 // anything is written.

@@ -88,7 +88,7 @@ type dbtGroup struct {
 	Owner dbtOwner `json:"owner"`
 }
 
-// ImportDBTManifest reads a dbt manifest.json (schema v9 to v12) into the
+// DBTManifest reads a dbt manifest.json (schema v9 to v12) into the
 // graph: models, seeds, snapshots and sources as assets named both by
 // their dbt id and by their warehouse relation, exposures as the
 // dashboards and applications that read them, and the dependency edges.

@@ -107,7 +107,7 @@ func splitEvents(data []byte) ([]json.RawMessage, error) {
 	return nil, fmt.Errorf("OpenLineage events must be a JSON object, an array of objects or one object per line; the input starts with %q", data[:1])
 }
 
-// ImportRunEvents records OpenLineage run events: each input and output
+// RunEvents records OpenLineage run events: each input and output
 // dataset and the job become assets, inputs -> job -> outputs become edges,
 // the schema facet gives columns and the columnLineage facet gives column
 // edges (the fields a job reads from each input, and which input field
