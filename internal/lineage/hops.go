@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"github.com/dataworkers/dw/internal/sqlscan"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"weak"
@@ -83,7 +83,7 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 		if !ok {
 			continue
 		}
-		n, ok := idx.node(r.seq)
+		n, ok := idx.Node(r.seq)
 		if !ok {
 			continue // added after the index was built: it has no edges yet
 		}
@@ -95,30 +95,30 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 	if len(nodes) == 0 {
 		return out, nil
 	}
-	w := idx.bfs(ctx, nodes, up, limits{maxDepth: maxDepth, maxNodes: idx.Len()})
+	w := idx.BFS(ctx, nodes, up, graphindex.Limits{MaxDepth: maxDepth, MaxNodes: idx.Len()})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	names, err := idx.names(ctx, g.db, w.order)
+	names, err := indexNames(ctx, idx, g.db, w.Order)
 	if err != nil {
 		return nil, err
 	}
 	nameOf := func(p int32) string {
-		n := w.order[p]
-		if int(p) < w.starts {
+		n := w.Order[p]
+		if int(p) < w.Starts {
 			return given[n]
 		}
 		return names[n][0]
 	}
-	for p := range w.order {
+	for p := range w.Order {
 		pos := int32(p)
-		h := Hop{Distance: int(w.distance(pos))}
-		if par := w.parent[pos]; par >= 0 {
+		h := Hop{Distance: int(w.Distance(pos))}
+		if par := w.Parent[pos]; par >= 0 {
 			h.Next = nameOf(par)
 		}
-		n := w.order[pos]
+		n := w.Order[pos]
 		for _, name := range names[n] {
-			if _, taken := out[name]; !taken || pos < int32(w.starts) {
+			if _, taken := out[name]; !taken || pos < int32(w.Starts) {
 				out[name] = h
 			}
 		}
@@ -167,14 +167,14 @@ type nameTable struct {
 // that is no longer used be collected, and its cleanup drops the entry.
 var nameTables sync.Map // weak.Pointer[Index] -> *nameTable
 
-// names returns every name (id first, then aliases) of the given nodes,
+// indexNames returns every name (id first, then aliases) of the given nodes,
 // loading into the index's table those it does not hold yet. The answer is
 // a copy: the table keeps growing under its lock while callers read.
-func (ix *Index) names(ctx context.Context, q store.Querier, nodes []int32) (map[int32][]string, error) {
+func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32][]string, error) {
 	key := weak.Make(ix)
 	v, loaded := nameTables.LoadOrStore(key, &nameTable{ids: map[int32]string{}, aliases: map[int32][]string{}})
 	if !loaded {
-		runtime.AddCleanup(ix, func(k weak.Pointer[Index]) { nameTables.Delete(k) }, key)
+		runtime.AddCleanup(ix, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
 	}
 	t := v.(*nameTable)
 	t.mu.Lock()
@@ -183,9 +183,9 @@ func (ix *Index) names(ctx context.Context, q store.Querier, nodes []int32) (map
 	bySeq := map[int64]int32{}
 	for _, n := range nodes {
 		if _, ok := t.ids[n]; !ok {
-			if _, dup := bySeq[ix.seqs[n]]; !dup {
-				bySeq[ix.seqs[n]] = n
-				missing = append(missing, ix.seqs[n])
+			if _, dup := bySeq[ix.Seqs[n]]; !dup {
+				bySeq[ix.Seqs[n]] = n
+				missing = append(missing, ix.Seqs[n])
 			}
 		}
 	}
@@ -277,143 +277,53 @@ func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string,
 	if err != nil {
 		return nil, err
 	}
-	n, ok := idx.node(r.seq)
+	n, ok := idx.Node(r.seq)
 	if !ok {
 		return []FieldReader{}, nil // added after the index was built: no edges yet
 	}
-	reads := idx.fieldReads(n, start, maxDepth)
+	reads := idx.FieldReads(n, start, maxDepth)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return g.describeReads(ctx, idx, reads)
 }
 
-// fieldRead is one read found by a field walk, in node numbers.
-type fieldRead struct {
-	reader, from int32
-	field        string // as the caller named it
-	readAs       string // the (lower-cased) name the reader reads it under
-	to           string // "" for a read, "*" for a filter or join key
-	dist         int32
-}
-
-// fieldReads walks from start carrying field names (lower-cased name at the
-// node -> the caller's name). A node is expanded again when its set of
-// names grows, so a field reaching a node by two paths is followed under
-// both names; sets only grow, so cycles end.
-func (ix *Index) fieldReads(start int32, fields map[string]string, maxDepth int) []fieldRead {
-	type state struct {
-		names map[string]string
-		dist  int32
-	}
-	states := map[int32]*state{start: {names: fields}}
-	queue := []int32{start}
-	queued := map[int32]bool{start: true}
-	type readKey struct {
-		reader int32
-		field  string
-	}
-	seen := map[readKey]bool{}
-	var out []fieldRead
-	for len(queue) > 0 {
-		u := queue[0]
-		queue = queue[1:]
-		queued[u] = false
-		su := states[u]
-		if int(su.dist) >= maxDepth {
-			continue
-		}
-		for _, v := range ix.outDst[ix.outOff[u]:ix.outOff[u+1]] {
-			carried := map[string]string{}
-			maps, hasCols := ix.cols[edgeKey(u, v)]
-			if !hasCols {
-				for k, orig := range su.names {
-					carried[k] = orig
-				}
-			}
-			for _, m := range maps {
-				orig, ok := su.names[m.from]
-				if !ok {
-					continue
-				}
-				switch m.to {
-				case "", "*":
-					key := readKey{v, orig}
-					if !seen[key] {
-						seen[key] = true
-						out = append(out, fieldRead{reader: v, from: u, field: orig, readAs: m.from, to: m.to, dist: su.dist + 1})
-					}
-					if m.to == "" {
-						// The job's own outputs refer to what it read by
-						// the input's name.
-						carried[m.from] = orig
-					}
-				default:
-					carried[m.to] = orig
-				}
-			}
-			if len(carried) == 0 {
-				continue
-			}
-			sv, ok := states[v]
-			grew := false
-			if !ok {
-				sv = &state{names: map[string]string{}, dist: su.dist + 1}
-				states[v] = sv
-				grew = true
-			}
-			for k, orig := range carried {
-				if _, has := sv.names[k]; !has {
-					sv.names[k] = orig
-					grew = true
-				}
-			}
-			if grew && !queued[v] {
-				queued[v] = true
-				queue = append(queue, v)
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
-	return out
-}
-
 // describeReads names the reads and finds their evidence: the reader's
 // recorded SQL where it uses the field, else where the column lineage came
 // from.
-func (g *Graph) describeReads(ctx context.Context, idx *Index, reads []fieldRead) ([]FieldReader, error) {
+func (g *Graph) describeReads(ctx context.Context, idx *graphindex.Index, reads []graphindex.FieldRead) ([]FieldReader, error) {
 	out := make([]FieldReader, 0, len(reads))
 	if len(reads) == 0 {
 		return out, nil
 	}
 	var seqs []int64
 	for _, rd := range reads {
-		seqs = append(seqs, idx.seqs[rd.reader], idx.seqs[rd.from])
+		seqs = append(seqs, idx.Seqs[rd.Reader], idx.Seqs[rd.From])
 	}
 	rows, err := loadRows(ctx, g.db, seqs)
 	if err != nil {
 		return nil, err
 	}
 	for _, rd := range reads {
-		reader, from := rows[idx.seqs[rd.reader]], rows[idx.seqs[rd.from]]
+		reader, from := rows[idx.Seqs[rd.Reader]], rows[idx.Seqs[rd.From]]
 		if reader == nil || from == nil {
 			continue // removed since the index was built
 		}
 		var ev []string
-		if rd.readAs != strings.ToLower(rd.field) {
-			ev = append(ev, fmt.Sprintf("reads %s, which column lineage derives from %s", rd.readAs, rd.field))
+		if rd.ReadAs != strings.ToLower(rd.Field) {
+			ev = append(ev, fmt.Sprintf("reads %s, which column lineage derives from %s", rd.ReadAs, rd.Field))
 		}
-		if exprs := sqlscan.Expressions(reader.SQL, rd.readAs); len(exprs) > 0 {
+		if exprs := sqlscan.Expressions(reader.SQL, rd.ReadAs); len(exprs) > 0 {
 			ev = append(ev, "recorded SQL: "+strings.Join(exprs, ", "))
-		} else if len(sqlscan.Mentions(reader.SQL, []string{rd.readAs})) > 0 {
-			ev = append(ev, "recorded SQL names "+rd.readAs)
+		} else if len(sqlscan.Mentions(reader.SQL, []string{rd.ReadAs})) > 0 {
+			ev = append(ev, "recorded SQL names "+rd.ReadAs)
 		} else {
-			src, err := columnSources(ctx, g.db, from.Seq, reader.Seq, rd.readAs, rd.to)
+			src, err := columnSources(ctx, g.db, from.Seq, reader.Seq, rd.ReadAs, rd.To)
 			if err != nil {
 				return nil, err
 			}
 			how := "column lineage"
-			if rd.to == "*" {
+			if rd.To == "*" {
 				how = "column lineage (as a filter or join key)"
 			}
 			if src != "" {
@@ -421,7 +331,7 @@ func (g *Graph) describeReads(ctx context.Context, idx *Index, reads []fieldRead
 			}
 			ev = append(ev, how)
 		}
-		out = append(out, FieldReader{Reader: reader.ID, Field: rd.field, From: from.ID, Evidence: strings.Join(ev, "; ")})
+		out = append(out, FieldReader{Reader: reader.ID, Field: rd.Field, From: from.ID, Evidence: strings.Join(ev, "; ")})
 	}
 	return out, nil
 }
