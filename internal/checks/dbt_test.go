@@ -65,7 +65,7 @@ func TestDBTTestsBecomeExpectations(t *testing.T) {
 
 	// The real manifest's tests map without error, one expectation set
 	// per tested table.
-	f, err := os.Open("../lineage/testdata/dbt/dbt-bouncer__dbt_16__manifest.json")
+	f, err := os.Open("../lineage/ingest/testdata/dbt/dbt-bouncer__dbt_16__manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
