@@ -28,7 +28,7 @@ var Goals = []Goal{
 	{Key: "warehouse-first", What: "first warehouse call after start", Text: "decide child vs in-process, numbers in README",
 		Missing: "no end-to-end benchmark in internal/benchmcp yet"},
 	{Key: "import", What: "catalog import, 100k assets / 300k edges", Ratio: 2, Text: "≤ 2× a bulk insert, flat WAL",
-		Missing: "not through MCP yet; in-process: internal/lineage BenchmarkImportDBT (x-floor, MiB-wal)"},
+		Missing: "not through MCP yet; in-process: internal/lineage/ingest BenchmarkImportDBT (x-floor, MiB-wal)"},
 	{Key: "backfill", What: "28 days of hourly history on a 10M-row table", Text: "well inside the default timeout, with progress",
 		Missing: "no end-to-end benchmark in internal/benchmcp yet"},
 	{Key: "coldstart", What: "cold start, spawn → tools/list, every agent", Ratio: 2, Text: "≤ 2× a bare go-sdk server",

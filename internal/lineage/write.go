@@ -154,7 +154,7 @@ type Writer struct {
 	// kinds caches asset kinds the writer wrote or read, for the default
 	// edge kind of every link.
 	kinds map[int64]Kind
-	// pending holds edges linkLater queued, written in multi-row
+	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
 }
@@ -515,7 +515,7 @@ func assetArgs(r *assetRow) []any {
 // UpsertAssets is UpsertAsset over many inputs, returning their seqs in
 // order. The inputs none of whose names (strong or partial) is stored or
 // shared with another input are plainly new: they and their names are
-// inserted a few hundred per statement. The rest go through upsertAsset
+// inserted a few hundred per statement. The rest go through UpsertAsset
 // one by one, in order; they share no name with the new ones, so the
 // order between the two groups does not matter.
 func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {

@@ -51,7 +51,7 @@ func FuzzSQLScanner(f *testing.F) {
 	})
 }
 
-func TestSQLColumns(t *testing.T) {
+func TestColumns(t *testing.T) {
 	const rollupSQL = "INSERT INTO `usage-hourly`\n" +
 		"SELECT account_id, window_start, SUM(response_bytes) AS egress_bytes\n" +
 		"FROM TABLE(TUMBLE(TABLE `api-usage`, DESCRIPTOR(event_time), INTERVAL '1' HOUR))\n" +
@@ -70,7 +70,7 @@ func TestSQLColumns(t *testing.T) {
 	}
 }
 
-func TestSQLExpressions(t *testing.T) {
+func TestExpressions(t *testing.T) {
 	for _, c := range []struct {
 		sql, col string
 		want     []string

@@ -131,7 +131,7 @@ func (c Codes) edgeKindCode(k []byte) uint8 {
 	return c.FallbackEdge
 }
 
-// LoadIndex builds an index from the store's lineage tables, marked as
+// Load builds an index from the store's lineage tables, marked as
 // built from graph version v, which the caller reads before calling. Assets
 // and edges are read on two connections at once; an edge whose asset a
 // concurrent write added after the asset read is left out, and the version

@@ -11,7 +11,7 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-func TestImportConnectors(t *testing.T) {
+func TestConnectors(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)

@@ -14,7 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-func TestImportDBTManifestV10(t *testing.T) {
+func TestDBTManifestV10(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, clk := newGraph(t, db)
@@ -102,7 +102,7 @@ func TestImportDBTManifestV10(t *testing.T) {
 	})
 }
 
-func TestImportDBTManifestV12(t *testing.T) {
+func TestDBTManifestV12(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -149,7 +149,7 @@ func TestImportDBTManifestV12(t *testing.T) {
 	})
 }
 
-func TestImportDBTManifestRejectsBadInput(t *testing.T) {
+func TestDBTManifestRejectsBadInput(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)

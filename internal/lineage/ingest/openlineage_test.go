@@ -15,7 +15,7 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-func TestImportRunEventsMarquez(t *testing.T) {
+func TestRunEventsMarquez(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -73,7 +73,7 @@ func TestImportRunEventsMarquez(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsColumnLineageWithoutJobName(t *testing.T) {
+func TestRunEventsColumnLineageWithoutJobName(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -108,7 +108,7 @@ func TestImportRunEventsColumnLineageWithoutJobName(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsAirflowAndSpark(t *testing.T) {
+func TestRunEventsAirflowAndSpark(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -143,7 +143,7 @@ func TestImportRunEventsAirflowAndSpark(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsKafkaAndPlaceholders(t *testing.T) {
+func TestRunEventsKafkaAndPlaceholders(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -176,7 +176,7 @@ func TestImportRunEventsKafkaAndPlaceholders(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsDBTIntegration(t *testing.T) {
+func TestRunEventsDBTIntegration(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -205,7 +205,7 @@ func TestImportRunEventsDBTIntegration(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsEveryFixture(t *testing.T) {
+func TestRunEventsEveryFixture(t *testing.T) {
 	files, err := filepath.Glob("testdata/openlineage/*.json")
 	if err != nil || len(files) != 13 {
 		t.Fatalf("fixtures: %v %d", err, len(files))
@@ -221,7 +221,7 @@ func TestImportRunEventsEveryFixture(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsRejectsBadInput(t *testing.T) {
+func TestRunEventsRejectsBadInput(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		g, _ := newGraph(t, db)
 		for doc, want := range map[string]string{
