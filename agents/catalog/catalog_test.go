@@ -63,7 +63,7 @@ func TestImportManifestTwiceAndBlastRadius(t *testing.T) {
 	d := testDeps(t)
 	cs := connect(t, d)
 	ctx := context.Background()
-	path, _ := filepath.Abs("../../internal/lineage/testdata/dbt/whyline-denver__manifest.json")
+	path, _ := filepath.Abs("../../internal/lineage/ingest/testdata/dbt/whyline-denver__manifest.json")
 	for i, want := range []string{"assets created", "already held everything"} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "import_dbt_manifest", Arguments: map[string]any{"path": path}})
 		if err != nil || res.IsError {

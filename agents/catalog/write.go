@@ -9,6 +9,7 @@ import (
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/fileinput"
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
@@ -67,7 +68,7 @@ func readInput(ctx context.Context, path, inline, what string) ([]byte, error) {
 
 // ImportDBTOut is the graph import and the expectations its tests became.
 type ImportDBTOut struct {
-	lineage.DBTImportResult
+	ingest.DBTImportResult
 	Expectations checks.DBTRecord `json:"expectations" jsonschema:"quality expectations recorded from the manifest's dbt tests (source dbt)"`
 }
 
@@ -78,7 +79,7 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ImportDBTOut
 	}
 	// The tests are read first, so a manifest whose tests cannot be read
 	// changes nothing.
-	tests, skipped, err := lineage.ReadDBTTests(bytes.NewReader(data))
+	tests, skipped, err := ingest.ReadDBTTests(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", err
 	}
@@ -86,7 +87,7 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ImportDBTOut
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), lineage.DBTOptions{Domain: in.Domain, Owner: in.Owner})
+	res, err := ingest.DBTManifest(ctx, g, bytes.NewReader(data), ingest.DBTOptions{Domain: in.Domain, Owner: in.Owner})
 	if err != nil {
 		return nil, "", err
 	}
@@ -128,7 +129,7 @@ func (h *handlers) warehousesByKind() map[string][]string {
 type ImportOLIn struct {
 	Path   string `json:"path,omitempty" jsonschema:"path of a file with one RunEvent or a JSON array of them; give this or events"`
 	Events string `json:"events,omitempty" jsonschema:"one RunEvent or a JSON array of them; give this or path"`
-	lineage.OpenLineageOptions
+	ingest.OpenLineageOptions
 }
 
 var importOpenLineageTool = mcpserver.Tool{
@@ -140,7 +141,7 @@ var importOpenLineageTool = mcpserver.Tool{
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
 
-func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*lineage.OpenLineageImportResult, string, error) {
+func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*ingest.OpenLineageImportResult, string, error) {
 	data, err := readInput(ctx, in.Path, in.Events, "events")
 	if err != nil {
 		return nil, "", err
@@ -149,7 +150,7 @@ func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*linea
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportRunEvents(ctx, data, in.OpenLineageOptions)
+	res, err := ingest.RunEvents(ctx, g, data, in.OpenLineageOptions)
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,11 +3,11 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/connect"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
 )
@@ -156,7 +156,7 @@ func (h *handlers) recordConnectors(ctx context.Context, out *ConnectorStatusOut
 		return err
 	}
 	for _, cr := range out.Connectors {
-		var specs []lineage.ConnectorSpec
+		var specs []ingest.ConnectorSpec
 		for _, f := range cr.Flows {
 			switch {
 			case f.TopicPattern:
@@ -168,7 +168,7 @@ func (h *handlers) recordConnectors(ctx context.Context, out *ConnectorStatusOut
 					Reason: "the connector's config names no table this tool can read (class " + cr.Class + ")"})
 				continue
 			}
-			specs = append(specs, lineage.ConnectorSpec{Name: cr.Name, Class: cr.Class, Direction: cr.Type, Topic: f.Topic, Table: f.Table})
+			specs = append(specs, ingest.ConnectorSpec{Name: cr.Name, Class: cr.Class, Direction: cr.Type, Topic: f.Topic, Table: f.Table})
 		}
 		if len(specs) == 0 {
 			if len(cr.Flows) == 0 {
@@ -177,7 +177,7 @@ func (h *handlers) recordConnectors(ctx context.Context, out *ConnectorStatusOut
 			}
 			continue
 		}
-		stats, err := g.ImportConnectors(ctx, specs, lineage.ConnectorOptions{Cluster: h.clusterName()})
+		stats, err := ingest.Connectors(ctx, g, specs, ingest.ConnectorOptions{Cluster: h.clusterName()})
 		if err != nil {
 			out.Lineage.Skipped = append(out.Lineage.Skipped, SkippedFlow{Connector: cr.Name, Reason: err.Error()})
 			continue

@@ -2,12 +2,12 @@ package connectors
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dataworkers/dw/internal/flink/flinktest"
-	"github.com/dataworkers/dw/internal/incidents"
 )
 
 // loyaltyJobManager holds points-balance as the loyalty story has it:
@@ -66,7 +66,7 @@ func TestReadFlinkRestores(t *testing.T) {
 			t.Fatalf("changes: %+v", changes)
 		}
 		c := changes[0]
-		if c.Kind != incidents.ChangeRestore || c.System != "flink" || !c.At.Equal(t0.Add(2*time.Minute)) || c.StateSkipped ||
+		if c.Kind != changelog.ChangeRestore || c.System != "flink" || !c.At.Equal(t0.Add(2*time.Minute)) || c.StateSkipped ||
 			c.Details["from"] != "savepoint" || !strings.HasPrefix(c.Details["state_skipped"], "unknown") || !strings.Contains(c.Summary, "restored from savepoint") {
 			t.Errorf("change: %+v", c)
 		}

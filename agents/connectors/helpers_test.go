@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -84,10 +84,10 @@ func (e *env) graph() *lineage.Graph {
 }
 
 // changes lists the change log entries touching an asset.
-func (e *env) changes(asset string) []incidents.Change {
+func (e *env) changes(asset string) []changelog.Change {
 	e.t.Helper()
-	svc := &incidents.Service{DB: e.db(), Clock: e.clk}
-	list, err := svc.ListChanges(context.Background(), incidents.ChangeFilter{Asset: asset})
+	svc := &changelog.Log{DB: e.db(), Clock: e.clk}
+	list, err := svc.ListChanges(context.Background(), changelog.ChangeFilter{Asset: asset})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/rest"
 )
@@ -33,8 +33,8 @@ type Forwarding struct {
 
 // EmitLineageOut says what was stored and forwarded.
 type EmitLineageOut struct {
-	Stored    lineage.OpenLineageImportResult `json:"stored" jsonschema:"what the event added to the context graph"`
-	Forwarded *Forwarding                     `json:"forwarded,omitempty" jsonschema:"the post to openlineage.url; absent when none is configured or no approval was given"`
+	Stored    ingest.OpenLineageImportResult `json:"stored" jsonschema:"what the event added to the context graph"`
+	Forwarded *Forwarding                    `json:"forwarded,omitempty" jsonschema:"the post to openlineage.url; absent when none is configured or no approval was given"`
 	// NotForwarded says why an event was kept in the store only.
 	NotForwarded string `json:"not_forwarded,omitempty" jsonschema:"why the event was not posted to openlineage.url (no approved proposal binds it)"`
 	EventSHA256  string `json:"event_sha256" jsonschema:"canonical SHA-256 of the event: what a lineage_event proposal binds to allow forwarding it"`
@@ -62,7 +62,7 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 	if err != nil {
 		return nil, "", fmt.Errorf("event cannot be encoded as JSON: %w", err)
 	}
-	if err := lineage.ValidateRunEvent(raw); err != nil {
+	if err := ingest.ValidateRunEvent(raw); err != nil {
 		return nil, "", fmt.Errorf("%w; nothing was stored or forwarded", err)
 	}
 	eventSHA, err := approvals.CanonicalSHA256(in.Event)
@@ -154,7 +154,7 @@ func (h *handlers) storeAndForward(ctx context.Context, ol *config.Service, raw 
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := g.ImportRunEvents(ctx, raw, lineage.OpenLineageOptions{KafkaClusters: h.kafkaNamespaces(), Validate: true})
+	res, err := ingest.RunEvents(ctx, g, raw, ingest.OpenLineageOptions{KafkaClusters: h.kafkaNamespaces(), Validate: true})
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -256,7 +257,7 @@ func TestEmitLineageEventInvalid(t *testing.T) {
 
 	_, _, err := e.h.emitLineage(ctx, EmitLineageIn{Event: ev})
 	wantErr(t, err, "eventTime: is required", "run.runId", "is not a UUID", "outputs[0].name: is required", "nothing was stored or forwarded")
-	var ve *lineage.ValidationError
+	var ve *ingest.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
 		t.Errorf("problems: %v", err)
 	}

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/approvals"
@@ -9,7 +10,6 @@ import (
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/flink"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -70,13 +70,13 @@ func (h *handlers) lineageGraph(ctx context.Context) (*lineage.Graph, error) {
 	return h.d.Graph(ctx)
 }
 
-// changeLog is the incidents change log in the shared store.
-func (h *handlers) changeLog(ctx context.Context) (*incidents.Service, error) {
+// changeLog is the change log in the shared store.
+func (h *handlers) changeLog(ctx context.Context) (*changelog.Log, error) {
 	db, err := h.d.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &incidents.Service{DB: db, Clock: h.d.Clock}, nil
+	return &changelog.Log{DB: db, Clock: h.d.Clock}, nil
 }
 
 // approvalService applies the approval rules against the shared store.

@@ -3,13 +3,13 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/compat"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry"
@@ -256,19 +256,19 @@ func schemaChangeKey(subject string, version int) string {
 // fieldChanges turns a schema diff into the change log's field changes,
 // which diagnosis matches against the fields jobs read. Differences the
 // change log has no operation for are listed in the details instead.
-func fieldChanges(changes []compat.Change) ([]incidents.FieldChange, []string) {
-	var fields []incidents.FieldChange
+func fieldChanges(changes []compat.Change) ([]changelog.FieldChange, []string) {
+	var fields []changelog.FieldChange
 	var other []string
 	for _, c := range changes {
 		switch c.Kind {
 		case compat.Removed:
-			fields = append(fields, incidents.FieldChange{Name: c.Path, How: incidents.FieldRemoved, Detail: c.Old})
+			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldRemoved, Detail: c.Old})
 		case compat.Added:
-			fields = append(fields, incidents.FieldChange{Name: c.Path, How: incidents.FieldAdded, Detail: c.New})
+			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldAdded, Detail: c.New})
 		case compat.TypeChanged:
-			fields = append(fields, incidents.FieldChange{Name: c.Path, How: incidents.FieldTypeChanged, Detail: c.Old + " -> " + c.New})
+			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldTypeChanged, Detail: c.Old + " -> " + c.New})
 		case compat.Renamed:
-			fields = append(fields, incidents.FieldChange{Name: c.OldPath, How: incidents.FieldRenamed, NewName: c.Path})
+			fields = append(fields, changelog.FieldChange{Name: c.OldPath, How: changelog.FieldRenamed, NewName: c.Path})
 		default:
 			if c.Path != "" {
 				other = append(other, c.String())
@@ -310,8 +310,8 @@ func (h *handlers) recordSchemaVersion(ctx context.Context, rc *registry.Client,
 	} else if f.previous == 0 {
 		summary += ": first version"
 	}
-	res, err := log.RecordChange(ctx, incidents.RecordChangeParams{
-		Key: schemaChangeKey(v.Subject, v.Version), At: h.d.Clock.Now(), Kind: string(incidents.ChangeSchemaVersion),
+	res, err := log.RecordChange(ctx, changelog.RecordChangeParams{
+		Key: schemaChangeKey(v.Subject, v.Version), At: h.d.Clock.Now(), Kind: string(changelog.ChangeSchemaVersion),
 		System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Fields: fields, Actor: actor,
 		Source: Name, Summary: summary, Details: details,
 	})
@@ -323,15 +323,15 @@ func (h *handlers) recordSchemaVersion(ctx context.Context, rc *registry.Client,
 }
 
 // describeFields is "removed response_bytes; added response_kib".
-func describeFields(fs []incidents.FieldChange) string {
+func describeFields(fs []changelog.FieldChange) string {
 	var parts []string
-	for _, op := range incidents.FieldOps {
+	for _, op := range changelog.FieldOps {
 		var names []string
 		for _, f := range fs {
 			if f.How != op {
 				continue
 			}
-			if op == incidents.FieldRenamed {
+			if op == changelog.FieldRenamed {
 				names = append(names, f.Name+" to "+f.NewName)
 			} else {
 				names = append(names, f.Name)
@@ -339,7 +339,7 @@ func describeFields(fs []incidents.FieldChange) string {
 		}
 		if len(names) > 0 {
 			verb := string(op)
-			if op == incidents.FieldTypeChanged {
+			if op == changelog.FieldTypeChanged {
 				verb = "changed the type of"
 			}
 			parts = append(parts, verb+" "+strings.Join(names, ", "))

@@ -2,12 +2,12 @@ package connectors
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dataworkers/dw/internal/compat"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 )
@@ -85,13 +85,13 @@ func TestLatestSchemaRecordsTheVersion(t *testing.T) {
 			t.Fatalf("%d changes recorded", len(changes))
 		}
 		c := changes[0]
-		if c.Kind != incidents.ChangeSchemaVersion || c.System != "schema-registry" || c.Details["version"] != "12" ||
+		if c.Kind != changelog.ChangeSchemaVersion || c.System != "schema-registry" || c.Details["version"] != "12" ||
 			!strings.Contains(c.Details["registered_at"], "first saw") || !strings.Contains(c.Summary, "removed response_bytes") {
 			t.Errorf("recorded change: %+v", c)
 		}
 		var dropped bool
 		for _, f := range c.Fields {
-			dropped = dropped || (f.Name == "response_bytes" && f.How == incidents.FieldRemoved)
+			dropped = dropped || (f.Name == "response_bytes" && f.How == changelog.FieldRemoved)
 		}
 		if !dropped {
 			t.Errorf("fields: %+v", c.Fields)

@@ -1,6 +1,7 @@
 package incidents
 
 import (
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func TestBillingStory(t *testing.T) {
 		t.Fatal(err)
 	}
 	top := diag.Diagnosis.Causes[0]
-	if top.Change.Kind != incidents.ChangeSchemaVersion || !strings.Contains(top.Change.Summary, "version 12") {
+	if top.Change.Kind != changelog.ChangeSchemaVersion || !strings.Contains(top.Change.Summary, "version 12") {
 		t.Fatalf("top cause %q (%s); want schema version 12:\n%s", top.Change.Summary, top.Change.Kind, summary)
 	}
 	if !slices.Equal(top.Readers, []string{"flink://usage-hourly-rollup"}) {
@@ -271,7 +272,7 @@ func TestBillingStory(t *testing.T) {
 		t.Fatalf("close: %+v, %v", closed, err)
 	}
 	hist, _, err := h.history(ctx, incidents.HistoryParams{Asset: "duckdb://usage.usage_hourly"})
-	if err != nil || len(hist.Incidents) != 1 || hist.Incidents[0].TopCause == nil || hist.Incidents[0].TopCause.Kind != incidents.ChangeSchemaVersion {
+	if err != nil || len(hist.Incidents) != 1 || hist.Incidents[0].TopCause == nil || hist.Incidents[0].TopCause.Kind != changelog.ChangeSchemaVersion {
 		t.Errorf("history = %+v, %v", hist, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 	"testing"
 	"time"
@@ -116,14 +117,14 @@ func TestLargeListsAreBounded(t *testing.T) {
 
 	// 600 changes, each with a longish summary.
 	for i := range 600 {
-		_, err := e.svc.RecordChange(s.ctx, incidents.RecordChangeParams{Key: fmt.Sprintf("probe:%d", i), At: now.Add(-time.Duration(i+1) * time.Minute),
+		_, err := e.log.RecordChange(s.ctx, changelog.RecordChangeParams{Key: fmt.Sprintf("probe:%d", i), At: now.Add(-time.Duration(i+1) * time.Minute),
 			Kind: "deploy", System: "dbt", Assets: []string{"duckdb://usage.usage_hourly"}, Actor: "probe", Source: "probe",
 			Summary: fmt.Sprintf("deploy %d of a model whose change summary is long enough to matter %s", i, strings.Repeat("x", 200))})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	var changes incidents.ChangeList
+	var changes changelog.ChangeList
 	if n := sizedCall(t, cs, "list_changes", map[string]any{}, &changes); n > maxAnswer || len(changes.Changes) != 50 || changes.Total < 600 || changes.NextCursor == "" {
 		t.Errorf("list_changes default: %d characters, %d of %d listed", n, len(changes.Changes), changes.Total)
 	}

@@ -3,11 +3,11 @@ package incidents
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
@@ -22,12 +22,12 @@ var recordChangeTool = mcpserver.Tool{
 	Destructive: false,
 	Idempotent:  false,
 	OpenWorld:   false,
-	InputSchema: mcpserver.InputSchema[incidents.RecordChangeParams](func(s *jsonschema.Schema) {
+	InputSchema: mcpserver.InputSchema[changelog.RecordChangeParams](func(s *jsonschema.Schema) {
 		mcpserver.Enum(s, "kind", changeKinds...)
 	}),
 }
 
-func (h *handlers) recordChange(ctx context.Context, in incidents.RecordChangeParams) (*incidents.RecordChangeResult, string, error) {
+func (h *handlers) recordChange(ctx context.Context, in changelog.RecordChangeParams) (*changelog.RecordChangeResult, string, error) {
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
@@ -35,7 +35,7 @@ func (h *handlers) recordChange(ctx context.Context, in incidents.RecordChangePa
 	if strings.TrimSpace(in.Source) == "" {
 		in.Source = Name
 	}
-	res, err := e.svc.RecordChange(ctx, in)
+	res, err := e.log.RecordChange(ctx, in)
 	if err != nil {
 		return nil, "", err
 	}
@@ -57,17 +57,17 @@ var listChangesTool = mcpserver.Tool{
 	Destructive: false,
 	Idempotent:  true,
 	OpenWorld:   false,
-	InputSchema: mcpserver.InputSchema[incidents.ChangeFilter](func(s *jsonschema.Schema) {
+	InputSchema: mcpserver.InputSchema[changelog.ChangeFilter](func(s *jsonschema.Schema) {
 		mcpserver.Enum(s, "kind", changeKinds...)
 	}),
 }
 
-func (h *handlers) listChanges(ctx context.Context, in incidents.ChangeFilter) (*incidents.ChangeList, string, error) {
+func (h *handlers) listChanges(ctx context.Context, in changelog.ChangeFilter) (*changelog.ChangeList, string, error) {
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	list, err := e.svc.ListChanges(ctx, in)
+	list, err := e.log.ListChanges(ctx, in)
 	if err != nil {
 		return nil, "", err
 	}

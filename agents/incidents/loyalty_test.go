@@ -1,6 +1,7 @@
 package incidents
 
 import (
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strings"
 	"testing"
@@ -68,10 +69,10 @@ func TestLoyaltyStory(t *testing.T) {
 		t.Fatal(err)
 	}
 	causes := diag.Diagnosis.Causes
-	if causes[0].Change.Kind != incidents.ChangeRestore || !causes[0].Change.StateSkipped {
+	if causes[0].Change.Kind != changelog.ChangeRestore || !causes[0].Change.StateSkipped {
 		t.Fatalf("top cause %q (%s); want the restore that skipped state:\n%s", causes[0].Change.Summary, causes[0].Change.Kind, summary)
 	}
-	if causes[1].Change.Kind != incidents.ChangeDeploy || !strings.Contains(causes[1].Change.Summary, "v4.2") {
+	if causes[1].Change.Kind != changelog.ChangeDeploy || !strings.Contains(causes[1].Change.Summary, "v4.2") {
 		t.Errorf("second cause %q; want the v4.2 release", causes[1].Change.Summary)
 	}
 	contained(t, "top cause evidence", strings.Join(causes[0].Evidence, "\n"), "skipped operator state", "values collapse while the job runs green")

@@ -14,7 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
-	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/remediate"
@@ -337,7 +337,7 @@ func (h *handlers) lineageAction(spec ProposalSpec, details map[string]any) (*ap
 	if err != nil {
 		return nil, fmt.Errorf("lineage_event cannot be encoded as JSON: %w", err)
 	}
-	if err := lineage.ValidateRunEvent(raw); err != nil {
+	if err := ingest.ValidateRunEvent(raw); err != nil {
 		return nil, fmt.Errorf("lineage_event: %w", err)
 	}
 	a, err := approvals.LineageEventAction(ol.URL, spec.LineageEvent)

@@ -3,6 +3,7 @@ package incidents
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
 	"strings"
 
@@ -19,6 +20,7 @@ type env struct {
 	db    *store.DB
 	graph *lineage.Graph
 	svc   *incidents.Service
+	log   *changelog.Log
 	apv   *approvals.Service
 }
 
@@ -41,7 +43,7 @@ func (h *handlers) env(ctx context.Context) (*env, error) {
 			return h.d.Warehouse(ctx, name)
 		},
 	}
-	return &env{db: db, graph: g, svc: svc, apv: approvals.New(db, h.d.Config, h.d.Clock, ownerLookup(g))}, nil
+	return &env{db: db, graph: g, svc: svc, log: &changelog.Log{DB: db, Clock: h.d.Clock}, apv: approvals.New(db, h.d.Config, h.d.Clock, ownerLookup(g))}, nil
 }
 
 // ownerLookup names an asset's owner as the context graph records it, for

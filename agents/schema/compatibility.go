@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/sqlscan"
 	"sort"
 	"strings"
 
@@ -276,8 +277,8 @@ func appendNew(list []string, s string) []string {
 func sqlEvidence(sqlText string, fields []string) string {
 	var found []string
 	for _, f := range fields {
-		exprs := lineage.SQLExpressions(sqlText, f)
-		if len(exprs) == 0 && len(lineage.SQLMentions(sqlText, []string{f})) > 0 {
+		exprs := sqlscan.Expressions(sqlText, f)
+		if len(exprs) == 0 && len(sqlscan.Mentions(sqlText, []string{f})) > 0 {
 			exprs = []string{"reads " + f}
 		}
 		for _, e := range exprs {

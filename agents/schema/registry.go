@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/deps/clients"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/schemahistory"
 	"github.com/dataworkers/dw/internal/store"
@@ -108,7 +108,7 @@ func (h *handlers) recordVersionChanges(ctx context.Context, db *store.DB, store
 		// The first sight of a whole subject is its history, not a change.
 		return nil
 	}
-	svc := &incidents.Service{DB: db, Clock: h.d.Clock}
+	svc := &changelog.Log{DB: db, Clock: h.d.Clock}
 	for _, v := range fresh {
 		params := schemahistory.VersionChange(stored, v, Name)
 		if _, err := svc.RecordChange(ctx, params); err != nil {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
@@ -163,7 +163,7 @@ func TestNewRegistryVersionIsAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := d.Store(ctx)
-	list, err := (&incidents.Service{DB: db, Clock: d.Clock}).ListChanges(ctx, incidents.ChangeFilter{Asset: "schema://api-usage-value"})
+	list, err := (&changelog.Log{DB: db, Clock: d.Clock}).ListChanges(ctx, changelog.ChangeFilter{Asset: "schema://api-usage-value"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestNewRegistryVersionIsAChange(t *testing.T) {
 	}
 	removed := false
 	for _, f := range list.Changes[0].Fields {
-		removed = removed || (f.Name == "response_bytes" && f.How == incidents.FieldRemoved)
+		removed = removed || (f.Name == "response_bytes" && f.How == changelog.FieldRemoved)
 	}
 	if !removed {
 		t.Errorf("version 12's change should name response_bytes as removed: %+v", list.Changes[0].Fields)

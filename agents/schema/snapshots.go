@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
@@ -74,24 +74,24 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 		if err != nil {
 			return nil, "", err
 		}
-		fields := make([]incidents.FieldChange, 0, len(cur.Changes))
+		fields := make([]changelog.FieldChange, 0, len(cur.Changes))
 		for _, c := range cur.Changes {
-			fc := incidents.FieldChange{Asset: assetID, Name: c.Column}
+			fc := changelog.FieldChange{Asset: assetID, Name: c.Column}
 			switch c.How {
 			case "dropped":
-				fc.How = incidents.FieldRemoved
+				fc.How = changelog.FieldRemoved
 			case "added":
-				fc.How = incidents.FieldAdded
+				fc.How = changelog.FieldAdded
 			case "likely_renamed":
-				fc.How, fc.Name, fc.NewName = incidents.FieldRenamed, c.RenamedFrom, c.Column
+				fc.How, fc.Name, fc.NewName = changelog.FieldRenamed, c.RenamedFrom, c.Column
 			default:
-				fc.How = incidents.FieldTypeChanged
+				fc.How = changelog.FieldTypeChanged
 				fc.Detail = c.OldType + " -> " + c.NewType
 			}
 			fields = append(fields, fc)
 		}
-		svc := &incidents.Service{DB: db, Clock: h.d.Clock}
-		res, err := svc.RecordChange(ctx, incidents.RecordChangeParams{
+		svc := &changelog.Log{DB: db, Clock: h.d.Clock}
+		res, err := svc.RecordChange(ctx, changelog.RecordChangeParams{
 			Key: fmt.Sprintf("table-snapshot:%s:%s:%s", w.Name(), cur.Table, cur.SHA256),
 			At:  now, Kind: "schema_version", System: w.Name(), Assets: []string{assetID}, Fields: fields,
 			Source:  Name + " detect_schema_change",

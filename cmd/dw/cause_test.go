@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestCauseSetRecordsWhoNamedIt(t *testing.T) {
 		}
 		t.Cleanup(func() { db.Close() })
 		svc := &incidents.Service{DB: db, Clock: h.clk}
-		ch, err := svc.RecordChange(ctx, incidents.RecordChangeParams{At: h.clk.Now().Add(-2 * time.Hour), Kind: "deploy", System: "dbt",
+		ch, err := (&changelog.Log{DB: db, Clock: h.clk}).RecordChange(ctx, changelog.RecordChangeParams{At: h.clk.Now().Add(-2 * time.Hour), Kind: "deploy", System: "dbt",
 			Assets: []string{"duckdb://wh.sales.orders_view"}, Summary: "orders view rewritten"})
 		if err != nil {
 			t.Fatal(err)

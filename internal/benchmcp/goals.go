@@ -27,7 +27,7 @@ var Goals = []Goal{
 		Missing: "no end-to-end benchmark in internal/benchmcp yet (in-process: internal/quality benchmarks)"},
 	{Key: "warehouse-first", What: "first warehouse call after start", Text: "decide child vs in-process, numbers in README"},
 	{Key: "import", What: "catalog import, 100k assets / 300k edges", Ratio: 2, Text: "≤ 2× a bulk insert, flat WAL",
-		Missing: "not through MCP yet; in-process: internal/lineage BenchmarkImportDBT (x-floor, MiB-wal)"},
+		Missing: "not through MCP yet; in-process: internal/lineage/ingest BenchmarkImportDBT (x-floor, MiB-wal)"},
 	{Key: "backfill", What: "28 days of hourly history on a 10M-row table", Text: "well inside the default timeout, with progress"},
 	{Key: "coldstart", What: "cold start, spawn → tools/list, every agent", Ratio: 2, Text: "≤ 2× a bare go-sdk server"},
 	{Key: "memory", What: "five agents after 100 calls each", Text: "< 150 MiB together, warehouse child released when idle"},

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
@@ -43,7 +43,7 @@ type dbtDoc struct {
 // The expectations are in dbt's spelling, resolved against the catalog
 // when the table is checked. recorded counts, per test name, the tests
 // that became an expectation; notes name the ones that could not.
-func FromDBTTests(tests []lineage.DBTTest) (byAsset map[string]*Expectations, recorded map[string]int, notes []string) {
+func FromDBTTests(tests []ingest.DBTTest) (byAsset map[string]*Expectations, recorded map[string]int, notes []string) {
 	byAsset, recorded = map[string]*Expectations{}, map[string]int{}
 	for _, t := range tests {
 		e := byAsset[t.Asset]
@@ -133,7 +133,7 @@ type DBTRecord struct {
 // platform such as duckdb to those names). It replaces what an earlier
 // import of the same project recorded, in one transaction, and never
 // touches what a team set (see the package note above).
-func RecordDBTTests(ctx context.Context, db *store.DB, project string, warehouses map[string][]string, tests []lineage.DBTTest, at time.Time) (*DBTRecord, error) {
+func RecordDBTTests(ctx context.Context, db *store.DB, project string, warehouses map[string][]string, tests []ingest.DBTTest, at time.Time) (*DBTRecord, error) {
 	byAsset, recorded, notes := FromDBTTests(tests)
 	rec := &DBTRecord{ByTest: recorded, Notes: notes, Warehouses: []string{}}
 	type row struct{ key, ref, doc string }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
-	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -20,7 +20,7 @@ import (
 // event_id) without repeating it in set_quality_expectations.
 func TestDBTTestsBecomeExpectations(t *testing.T) {
 	const asset = "duckdb://shop.events"
-	tests := []lineage.DBTTest{
+	tests := []ingest.DBTTest{
 		{Name: "unique", Asset: asset, Column: "event_id"},
 		{Name: "unique", Asset: asset, Column: "account_id"},
 		{Name: "not_null", Asset: asset, Column: "account_id"},
@@ -92,14 +92,14 @@ func keysOf(m map[string]*Expectations) []string {
 	return out
 }
 
-func readManifestTests(t *testing.T, name string) []lineage.DBTTest {
+func readManifestTests(t *testing.T, name string) []ingest.DBTTest {
 	t.Helper()
-	f, err := os.Open("../lineage/testdata/dbt/" + name)
+	f, err := os.Open("../lineage/ingest/testdata/dbt/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tests, _, err := lineage.ReadDBTTests(f)
+	tests, _, err := ingest.ReadDBTTests(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestDBTTestsRecordedForWarehousesOfTheirPlatform(t *testing.T) {
 func TestHostileDBTTestsAreNotedNotRun(t *testing.T) {
 	wh := openFixture(t, jaffleShop(3)...)
 	const asset = "duckdb://dbt.main.orders"
-	tests := []lineage.DBTTest{
+	tests := []ingest.DBTTest{
 		{Name: "unique", Asset: asset, Column: "order_id"},
 		{Name: "not_null", Asset: asset, Column: `x"; DROP TABLE main.orders; --`},
 		{Name: "accepted_values", Asset: asset, Column: "status' OR 1=1", Values: []string{"a"}},

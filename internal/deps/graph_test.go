@@ -2,6 +2,7 @@ package deps
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestHeldGraphSeesOtherProcessesWrites(t *testing.T) {
 			if _, err := g.RecordLineage(ctx, lineage.Note{Path: []string{"kafka://prod/a", "flink://job", "kafka://prod/b"}}); err != nil {
 				t.Fatal(err)
 			}
-			loads := map[*lineage.Index]bool{}
+			loads := map[*graphindex.Index]bool{}
 			blast := func() int {
 				t.Helper()
 				g2, err := d.Graph(ctx)

@@ -2,10 +2,9 @@ package flink
 
 import (
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strconv"
 	"time"
-
-	"github.com/dataworkers/dw/internal/incidents"
 )
 
 // ChangeKey names one restore in the change log: a job id restores at most
@@ -21,13 +20,13 @@ func Asset(jobName string) string { return "flink://" + jobName }
 
 // RestoreChange is a restore as the change log records it, so a diagnosis
 // can rank it as a cause. source names who read it.
-func RestoreChange(r Restore, jobManager, source string) incidents.RecordChangeParams {
+func RestoreChange(r Restore, jobManager, source string) changelog.RecordChangeParams {
 	from := "checkpoint"
 	if r.IsSavepoint {
 		from = "savepoint"
 	}
-	return incidents.RecordChangeParams{
-		Key: ChangeKey(r), At: r.At, Kind: string(incidents.ChangeRestore), System: "flink",
+	return changelog.RecordChangeParams{
+		Key: ChangeKey(r), At: r.At, Kind: string(changelog.ChangeRestore), System: "flink",
 		Assets: []string{Asset(r.JobName)}, Source: source,
 		Summary: fmt.Sprintf("%s (job %s) restored from %s %d at %s: %s", r.JobName, r.JobID, from, r.CheckpointID, r.At.UTC().Format(time.RFC3339), r.ExternalPath),
 		Details: map[string]string{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/lineage"
 )
 
@@ -24,7 +25,7 @@ type AssetNamer interface {
 // when it can be told, else the spelling as given (case-folded), so a
 // symptom is never lost over a name.
 func (s *Service) assetID(ctx context.Context, field, a string) (string, error) {
-	a, err := cleanAsset(field, a)
+	a, err := changelog.CleanAsset(field, a)
 	if err != nil {
 		return "", err
 	}
@@ -51,7 +52,7 @@ func (s *Service) assetID(ctx context.Context, field, a string) (string, error) 
 // carry, its one id first. A spelling that fits several assets is refused
 // with them listed.
 func (s *Service) assetSpellings(ctx context.Context, field, a string) ([]string, error) {
-	a, err := cleanAsset(field, a)
+	a, err := changelog.CleanAsset(field, a)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -26,7 +28,7 @@ func credible(c Cause) bool {
 // Cause is the change an incident is attributed to: the one a person
 // named, else the top-ranked change when it is credible; nil when there is
 // no credible cause.
-func (inc *Incident) Cause() *Change {
+func (inc *Incident) Cause() *changelog.Change {
 	if inc.Attributed != nil {
 		return &inc.Attributed.Change
 	}
@@ -109,23 +111,23 @@ func (s *Service) AttributeCause(ctx context.Context, p AttributeParams) (*Incid
 		if err != nil {
 			return err
 		}
-		chs, err := queryChanges(ctx, tx, true, changeSelect+" WHERE id = ?", p.ChangeID)
+		ch, found, err := changelog.ByID(ctx, tx, p.ChangeID)
 		if err != nil {
 			return err
 		}
-		if len(chs) == 0 {
+		if !found {
 			return fmt.Errorf("%w: no recorded change %d: record it first (record_change) or pick one from list_changes", store.ErrNotFound, p.ChangeID)
 		}
-		note := fmt.Sprintf("cause attributed by %s: change %d, %s (%s)", actor, chs[0].ID, chs[0].Summary, reason)
+		note := fmt.Sprintf("cause attributed by %s: change %d, %s (%s)", actor, ch.ID, ch.Summary, reason)
 		if inc.Attributed != nil {
-			note = fmt.Sprintf("cause corrected by %s from change %d to change %d, %s (%s)", actor, inc.Attributed.Change.ID, chs[0].ID, chs[0].Summary, reason)
+			note = fmt.Sprintf("cause corrected by %s from change %d to change %d, %s (%s)", actor, inc.Attributed.Change.ID, ch.ID, ch.Summary, reason)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO incident_cause_attributions (incident_id, change_id, actor, reason, at_ms)
-			VALUES (?, ?, ?, ?, ?)`, inc.ID, chs[0].ID, actor, reason, store.Millis(now)); err != nil {
+			VALUES (?, ?, ?, ?, ?)`, inc.ID, ch.ID, actor, reason, store.Millis(now)); err != nil {
 			return fmt.Errorf("record the cause of %s: %w", inc.ID, err)
 		}
 		prev := inc.Attributed
-		inc.Attributed = &Attribution{Change: chs[0], Actor: actor, Reason: reason, At: now}
+		inc.Attributed = &Attribution{Change: ch, Actor: actor, Reason: reason, At: now}
 		if prev != nil {
 			inc.Attributed.Replaced = prev.Change.ID
 		}
@@ -170,14 +172,14 @@ func loadAttribution(ctx context.Context, q store.Querier, id string) (*Attribut
 	if len(got) == 0 {
 		return nil, nil
 	}
-	chs, err := queryChanges(ctx, q, true, changeSelect+" WHERE id = ?", got[0].change)
+	ch, found, err := changelog.ByID(ctx, q, got[0].change)
 	if err != nil {
 		return nil, err
 	}
-	if len(chs) == 0 {
+	if !found {
 		return nil, fmt.Errorf("incident %s: attributed change %d is missing: %w", id, got[0].change, sql.ErrNoRows)
 	}
-	a := &Attribution{Change: chs[0], Actor: got[0].actor, Reason: got[0].reason, At: store.FromMillis(got[0].at)}
+	a := &Attribution{Change: ch, Actor: got[0].actor, Reason: got[0].reason, At: store.FromMillis(got[0].at)}
 	if len(got) > 1 {
 		a.Replaced = got[1].change
 	}

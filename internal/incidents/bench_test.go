@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -42,7 +44,7 @@ func benchGraph() *memGraph {
 // the diagnosis). One change in five touches fields.
 func seedChanges(b *testing.B, db *store.DB, end time.Time, n int) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	kinds := []ChangeKind{ChangeDeploy, ChangeRelease, ChangeSchemaVersion, ChangeRestore, ChangeConfig, ChangeConnector, ChangePartitioning, ChangePipeline}
+	kinds := []changelog.ChangeKind{changelog.ChangeDeploy, changelog.ChangeRelease, changelog.ChangeSchemaVersion, changelog.ChangeRestore, changelog.ChangeConfig, changelog.ChangeConnector, changelog.ChangePartitioning, changelog.ChangePipeline}
 	const batch = 400
 	for start := 0; start < n; start += batch {
 		var sb strings.Builder
@@ -94,8 +96,8 @@ func BenchmarkDiagnose(b *testing.B) {
 			}
 			job := up[source].Next
 			g.reads(source, job, "amount", "recorded SQL: SUM(amount)")
-			mustRecord(b, s, RecordChangeParams{At: onset.Add(-20 * time.Minute), Kind: "schema_version", System: "registry",
-				Assets: []string{source}, Fields: []FieldChange{{Name: "amount", How: FieldRemoved}}, Summary: "planted cause"})
+			mustRecord(b, s, changelog.RecordChangeParams{At: onset.Add(-20 * time.Minute), Kind: "schema_version", System: "registry",
+				Assets: []string{source}, Fields: []changelog.FieldChange{{Name: "amount", How: changelog.FieldRemoved}}, Summary: "planted cause"})
 			id := mustReport(b, s, Symptom{Kind: SymptomNulls, Asset: symptomAsset, Column: "total", Observed: 0.2, At: onset}).Incidents[0].ID
 			opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour))}
 			d, err := Diagnose(ctx, db, g, id, opts)
@@ -112,7 +114,7 @@ func BenchmarkDiagnose(b *testing.B) {
 				// The floor reads the diagnosis's own window: the lookback
 				// before the onset to the grace after the first anomalous
 				// bucket.
-				cs, err := loadChanges(ctx, db, d.Window.Start, d.Window.End.Add(time.Millisecond))
+				cs, err := changelog.LoadWindow(ctx, db, d.Window.Start, d.Window.End.Add(time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}

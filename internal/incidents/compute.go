@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -31,7 +33,7 @@ func (w Window) validate(now time.Time) error {
 			w.End.UTC().Format(time.RFC3339), w.Start.UTC().Format(time.RFC3339))
 	case w.End.Sub(w.Start) > maxWindow:
 		return invalid("window spans %s; at most 31 days per computation", formatDuration(w.End.Sub(w.Start)))
-	case !now.IsZero() && w.End.After(now.Add(futureSkew)):
+	case !now.IsZero() && w.End.After(now.Add(changelog.FutureSkew)):
 		return invalid("window end %s is in the future (now %s): compute only buckets that have happened",
 			w.End.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}

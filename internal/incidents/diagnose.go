@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -201,7 +203,7 @@ type ranker struct {
 	inc      *Incident
 	symptoms map[string][]Symptom // by asset
 	up, down map[string]Hop
-	history  map[ChangeKind][]pastCause
+	history  map[changelog.ChangeKind][]pastCause
 	readers  map[string][]FieldReader
 	// bound skips the field-reader walk while scoring: a change whose
 	// fields factor depends on it gets its upper bound (fields = 1) and
@@ -245,7 +247,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if r.history, err = pastTopCauses(ctx, db, inc); err != nil {
 		return nil, 0, err
 	}
-	changes, err := loadChanges(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
+	changes, err := changelog.LoadWindow(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -311,7 +313,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	causes := make([]Cause, len(order))
 	for rank, o := range order {
 		c := changes[o.i]
-		if err := c.loadDetails(); err != nil {
+		if err := c.LoadDetails(); err != nil {
 			return nil, 0, err
 		}
 		if causes[rank], err = r.score(c, true); err != nil {
@@ -328,8 +330,8 @@ var boundWalks = true
 
 // pastTopCauses maps change kinds to earlier incidents on the same assets
 // whose top-ranked cause was of that kind.
-func pastTopCauses(ctx context.Context, db *store.DB, inc *Incident) (map[ChangeKind][]pastCause, error) {
-	out := map[ChangeKind][]pastCause{}
+func pastTopCauses(ctx context.Context, db *store.DB, inc *Incident) (map[changelog.ChangeKind][]pastCause, error) {
+	out := map[changelog.ChangeKind][]pastCause{}
 	if len(inc.Assets) == 0 {
 		return out, nil
 	}
@@ -351,7 +353,7 @@ func pastTopCauses(ctx context.Context, db *store.DB, inc *Incident) (map[Change
 		if err := rows.Scan(&id, &onset, &kind); err != nil {
 			return nil, err
 		}
-		out[ChangeKind(kind)] = append(out[ChangeKind(kind)], pastCause{id: id, onset: store.FromMillis(onset)})
+		out[changelog.ChangeKind(kind)] = append(out[changelog.ChangeKind(kind)], pastCause{id: id, onset: store.FromMillis(onset)})
 	}
 	return out, rows.Err()
 }
@@ -398,7 +400,7 @@ func (e *evidence) addLine(line string) {
 
 // score computes a change's factors and confidence and, when explain is
 // set, its path and evidence.
-func (r *ranker) score(c Change, explain bool) (Cause, error) {
+func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 	cause := Cause{Change: c, At: c.At, Distance: -1}
 	if explain {
 		cause.Path, cause.Readers = []string{}, []string{}
@@ -439,7 +441,7 @@ func (r *ranker) score(c Change, explain bool) (Cause, error) {
 			what += " by " + c.Actor
 		}
 		what += fmt.Sprintf(") at %s, %s the onset at %s", clockTime(c.At, onset), cause.LeadTime, clockTime(onset, onset))
-		if fs := describeFields(c.Fields); fs != "" {
+		if fs := changelog.DescribeFields(c.Fields); fs != "" {
 			what += "; it " + fs
 		}
 		ev.addLine(what)
@@ -498,7 +500,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // relate finds the changed asset nearest the symptoms, sets the relation
 // and distance, and returns that asset.
-func (r *ranker) relate(cause *Cause, c Change) (string, int) {
+func (r *ranker) relate(cause *Cause, c changelog.Change) (string, int) {
 	best, bestD := "", math.MaxInt
 	for _, a := range c.Assets {
 		if h, ok := r.up[a]; ok && h.Distance < bestD {
@@ -528,7 +530,7 @@ func (r *ranker) relate(cause *Cause, c Change) (string, int) {
 
 // explainRelation fills the path and says how the changed asset relates to
 // the symptoms.
-func (r *ranker) explainRelation(cause *Cause, c Change, changed string, ev *evidence) {
+func (r *ranker) explainRelation(cause *Cause, c changelog.Change, changed string, ev *evidence) {
 	switch cause.Relation {
 	case RelationSame:
 		cause.Path = []string{changed}
@@ -565,7 +567,7 @@ func (r *ranker) where(asset string) string {
 }
 
 // fields scores whether jobs on the path read what the change broke.
-func (r *ranker) fields(cause *Cause, c Change, ev *evidence) error {
+func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
 	f := &cause.Factors
 	if len(c.Fields) == 0 {
 		f.Fields = 0.5
@@ -573,7 +575,7 @@ func (r *ranker) fields(cause *Cause, c Change, ev *evidence) error {
 	}
 	broken := map[string][]string{} // asset -> field names
 	for _, fc := range c.Fields {
-		if fc.How.breaks() {
+		if fc.How.Breaks() {
 			broken[fc.Asset] = append(broken[fc.Asset], fc.Name)
 		}
 	}
@@ -664,9 +666,9 @@ func (r *ranker) fieldReaders(asset string, names []string) ([]FieldReader, erro
 	return got, nil
 }
 
-func breaksFields(c Change) bool {
+func breaksFields(c changelog.Change) bool {
 	for _, f := range c.Fields {
-		if f.How.breaks() {
+		if f.How.Breaks() {
 			return true
 		}
 	}
@@ -676,7 +678,7 @@ func breaksFields(c Change) bool {
 // fitOf scores how a kind of change explains a kind of symptom. readBreak
 // is true when a job on the path reads a field the change removed, renamed
 // or retyped.
-func fitOf(c Change, k SymptomKind, readBreak bool) float64 {
+func fitOf(c changelog.Change, k SymptomKind, readBreak bool) float64 {
 	breaking := breaksFields(c)
 	type row map[SymptomKind]float64
 	pick := func(m row, def float64) float64 {
@@ -686,26 +688,26 @@ func fitOf(c Change, k SymptomKind, readBreak bool) float64 {
 		return def
 	}
 	switch c.Kind {
-	case ChangeSchemaVersion:
+	case changelog.ChangeSchemaVersion:
 		if breaking {
 			return pick(row{SymptomNulls: 1, SymptomValue: 0.6, SymptomVolume: 0.5, SymptomDivergence: 0.5}, 0.3)
 		}
 		return pick(row{SymptomNulls: 0.4}, 0.3)
-	case ChangeRestore:
+	case changelog.ChangeRestore:
 		if c.StateSkipped {
 			return pick(row{SymptomValue: 1, SymptomDivergence: 0.8, SymptomVolume: 0.5, SymptomUniqueness: 0.5, SymptomFreshness: 0.4, SymptomLoadLag: 0.4}, 0.3)
 		}
 		return pick(row{SymptomVolume: 0.6, SymptomUniqueness: 0.6, SymptomValue: 0.5, SymptomFreshness: 0.5, SymptomLoadLag: 0.5, SymptomDivergence: 0.4}, 0.2)
-	case ChangePipeline:
+	case changelog.ChangePipeline:
 		return pick(row{SymptomVolume: 1, SymptomFreshness: 0.8, SymptomLoadLag: 0.8}, 0.5)
-	case ChangePartitioning:
+	case changelog.ChangePartitioning:
 		return pick(row{SymptomUniqueness: 1, SymptomDivergence: 0.9, SymptomVolume: 0.5, SymptomValue: 0.5, SymptomLoadLag: 0.4}, 0.3)
-	case ChangeConnector:
+	case changelog.ChangeConnector:
 		if breaking && k == SymptomNulls {
 			return 0.9
 		}
 		return pick(row{SymptomFreshness: 0.9, SymptomLoadLag: 0.9, SymptomVolume: 0.8, SymptomNulls: 0.6, SymptomUniqueness: 0.6}, 0.4)
-	case ChangeConfig:
+	case changelog.ChangeConfig:
 		return pick(row{SymptomFreshness: 0.6, SymptomLoadLag: 0.6, SymptomVolume: 0.6}, 0.4)
 	}
 	// deploy, release
@@ -717,10 +719,10 @@ func fitOf(c Change, k SymptomKind, readBreak bool) float64 {
 
 // fitReason says in words why a kind of change fits a kind of symptom as
 // well as fitOf scored it.
-func fitReason(c Change, k SymptomKind, readBreak bool) string {
+func fitReason(c changelog.Change, k SymptomKind, readBreak bool) string {
 	breaking := breaksFields(c)
 	switch c.Kind {
-	case ChangeSchemaVersion:
+	case changelog.ChangeSchemaVersion:
 		switch {
 		case breaking && readBreak && k == SymptomNulls:
 			return "a field removed or changed in a schema while a job still reads it shows up downstream as nulls"
@@ -728,7 +730,7 @@ func fitReason(c Change, k SymptomKind, readBreak bool) string {
 			return fmt.Sprintf("a schema version that removes or changes fields can cause %s problems in what is built from it", k)
 		}
 		return "a schema version that only adds fields seldom breaks readers"
-	case ChangeRestore:
+	case changelog.ChangeRestore:
 		switch {
 		case c.StateSkipped && (k == SymptomValue || k == SymptomDivergence):
 			return "a restore that skipped state restarts aggregates from zero: values collapse while the job runs green"
@@ -736,19 +738,19 @@ func fitReason(c Change, k SymptomKind, readBreak bool) string {
 			return fmt.Sprintf("a restore that skipped state can cause %s problems", k)
 		}
 		return "a restore replays or skips input around the snapshot, which shows as duplicates, gaps or lag"
-	case ChangePipeline:
+	case changelog.ChangePipeline:
 		if fitOf(c, k, readBreak) >= 0.8 {
 			return fmt.Sprintf("a pipeline change that stops, skips or reroutes a step leaves a %s gap", k)
 		}
 		return fmt.Sprintf("a pipeline change can cause %s problems", k)
-	case ChangePartitioning:
+	case changelog.ChangePartitioning:
 		if fitOf(c, k, readBreak) >= 0.9 {
 			return "a change of keying or partitioning splits sessions and keys across partitions: duplicates and metrics that move apart"
 		}
 		return fmt.Sprintf("a change of keying or partitioning can cause %s problems", k)
-	case ChangeConnector:
+	case changelog.ChangeConnector:
 		return fmt.Sprintf("a connector change alters what lands and when: it commonly shows as %s problems", k)
-	case ChangeConfig:
+	case changelog.ChangeConfig:
 		return fmt.Sprintf("a configuration change can cause %s problems", k)
 	}
 	if breaking && k == SymptomNulls {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -42,16 +44,16 @@ func TestDiagnoseStoryASchemaChangeRanksFirst(t *testing.T) {
 		ctx := context.Background()
 		s, _ := newService(t, db, tue(15, 5), storyAGraph())
 		// An earlier dbt deploy on the symptomatic table itself (Monday).
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 5).Add(-22 * time.Hour), Kind: "deploy", System: "dbt",
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 5).Add(-22 * time.Hour), Kind: "deploy", System: "dbt",
 			Assets: []string{"snowflake://usage.usage_hourly"}, Summary: "dbt deploy: usage sources updated", Actor: "analytics"})
 		mustRecord(t, s, schemaV12())
 		// A later dashboard change on an unrelated workbook, still before
 		// the check found the nulls.
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 20), Kind: "config", System: "sigma",
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 20), Kind: "config", System: "sigma",
 			Assets: []string{"sigma://workbook/traffic"}, Summary: "traffic workbook: new chart"})
 		// A change three days before the lookback window ends is ignored.
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 0).Add(-80 * time.Hour), Kind: "schema_version", System: "schema-registry",
-			Assets: []string{"schema://api-usage-value"}, Summary: "version 11", Fields: []FieldChange{{Name: "response_bytes", How: FieldAdded}}})
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 0).Add(-80 * time.Hour), Kind: "schema_version", System: "schema-registry",
+			Assets: []string{"schema://api-usage-value"}, Summary: "version 11", Fields: []changelog.FieldChange{{Name: "response_bytes", How: changelog.FieldAdded}}})
 		rep := mustReport(t, s, Symptom{Kind: SymptomNulls, Asset: "snowflake://usage.usage_hourly", Column: "egress_bytes",
 			Metric: "null_rate", Observed: 0.18, ExpectedHigh: 0, At: tue(14, 10), Source: "run_quality_check",
 			Detail: "egress_bytes is null in 18% of rows (0% in every earlier check)"})
@@ -134,10 +136,10 @@ func TestDiagnoseStoryBRestoreWithSkippedStateRanksFirst(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s, _ := newService(t, db, tue(15, 5), storyBGraph())
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 0), Kind: "release", System: "flink", Assets: []string{"flink://points-balance"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 0), Kind: "release", System: "flink", Assets: []string{"flink://points-balance"},
 			Summary: "release v4.2 of points-balance: filters test stores, adds last_store_id",
-			Fields:  []FieldChange{{Name: "last_store_id", How: FieldAdded}}, Actor: "loyalty-eng"})
-		mustRecord(t, s, RecordChangeParams{Key: "flink:points-balance:restore:sp-1400", At: tue(14, 2), Kind: "restore", System: "flink",
+			Fields:  []changelog.FieldChange{{Name: "last_store_id", How: changelog.FieldAdded}}, Actor: "loyalty-eng"})
+		mustRecord(t, s, changelog.RecordChangeParams{Key: "flink:points-balance:restore:sp-1400", At: tue(14, 2), Kind: "restore", System: "flink",
 			Assets: []string{"flink://points-balance"}, StateSkipped: true,
 			Summary: "points-balance restored from the 14:00 savepoint with allowNonRestoredState",
 			Details: map[string]string{"savepoint": "s3://savepoints/points-balance/sp-1400", "allowNonRestoredState": "true"}})
@@ -152,7 +154,7 @@ func TestDiagnoseStoryBRestoreWithSkippedStateRanksFirst(t *testing.T) {
 		}
 		top := d.Causes[0]
 		t.Logf("ranking: %s\n%s\n%s", rankingText(d.Causes), strings.Join(top.Evidence, "\n"), d.Summary)
-		if top.Change.Kind != ChangeRestore || !top.Change.StateSkipped {
+		if top.Change.Kind != changelog.ChangeRestore || !top.Change.StateSkipped {
 			t.Fatalf("top cause = %s; ranking: %s", top.Change.Summary, rankingText(d.Causes))
 		}
 		if !(top.Confidence > d.Causes[1].Confidence) {
@@ -176,13 +178,13 @@ func TestDiagnoseMostRecentChangeIsNotTheCause(t *testing.T) {
 		g := newMemGraph().chain("airflow://dag/load_orders", "duckdb://sales.orders", "dbt://model.sales.fct_revenue", "looker://dashboard/revenue")
 		g.chain("kafka://prod/clicks", "duckdb://web.clicks")
 		s, _ := newService(t, db, tue(9, 30), g)
-		mustRecord(t, s, RecordChangeParams{At: tue(6, 30), Kind: "pipeline", System: "airflow", Assets: []string{"airflow://dag/load_orders"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(6, 30), Kind: "pipeline", System: "airflow", Assets: []string{"airflow://dag/load_orders"},
 			Summary: "load_orders: extract_eu task removed from the DAG"})
-		mustRecord(t, s, RecordChangeParams{At: tue(8, 50), Kind: "deploy", System: "dbt", Assets: []string{"duckdb://sales.orders"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(8, 50), Kind: "deploy", System: "dbt", Assets: []string{"duckdb://sales.orders"},
 			Summary: "dbt deploy touching the orders source docs"})
-		mustRecord(t, s, RecordChangeParams{At: tue(8, 55), Kind: "deploy", System: "looker", Assets: []string{"looker://dashboard/revenue"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(8, 55), Kind: "deploy", System: "looker", Assets: []string{"looker://dashboard/revenue"},
 			Summary: "revenue dashboard redesign"})
-		mustRecord(t, s, RecordChangeParams{At: tue(8, 58), Kind: "config", System: "kafka", Assets: []string{"kafka://prod/clicks"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(8, 58), Kind: "config", System: "kafka", Assets: []string{"kafka://prod/clicks"},
 			Summary: "clicks topic retention raised"})
 		rep := mustReport(t, s, Symptom{Kind: SymptomVolume, Asset: "duckdb://sales.orders", Metric: "row_count",
 			Observed: 5200, ExpectedLow: 9000, ExpectedHigh: 11000, At: tue(9, 0)})
@@ -210,7 +212,7 @@ func TestDiagnoseHistoryOfSameCauseRaisesConfidence(t *testing.T) {
 		g := storyBGraph()
 		s, clk := newService(t, db, tue(15, 0).Add(-7*24*time.Hour), g)
 		restore := func(at time.Time, summary string) {
-			mustRecord(t, s, RecordChangeParams{At: at, Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
+			mustRecord(t, s, changelog.RecordChangeParams{At: at, Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
 				StateSkipped: true, Summary: summary})
 		}
 		symptom := func(at time.Time) string {

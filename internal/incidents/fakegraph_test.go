@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -140,9 +142,9 @@ func newService(t testing.TB, db *store.DB, now time.Time, g Graph) (*Service, *
 	return s, clk
 }
 
-func mustRecord(t testing.TB, s *Service, p RecordChangeParams) Change {
+func mustRecord(t testing.TB, s *Service, p changelog.RecordChangeParams) changelog.Change {
 	t.Helper()
-	r, err := s.RecordChange(context.Background(), p)
+	r, err := (&changelog.Log{DB: s.DB, Clock: s.Clock}).RecordChange(context.Background(), p)
 	if err != nil {
 		t.Fatalf("record change %q: %v", p.Summary, err)
 	}
@@ -156,4 +158,14 @@ func mustReport(t testing.TB, s *Service, syms ...Symptom) *ReportResult {
 		t.Fatalf("report symptoms: %v", err)
 	}
 	return r
+}
+
+func schemaV12() changelog.RecordChangeParams {
+	return changelog.RecordChangeParams{
+		Key: "schema-registry:api-usage-value:12", At: tue(14, 5), Kind: "schema_version", System: "schema-registry",
+		Assets: []string{"schema://api-usage-value"},
+		Fields: []changelog.FieldChange{{Name: "response_bytes", How: changelog.FieldRemoved}, {Name: "response_kib", How: changelog.FieldAdded}},
+		Actor:  "gateway-team", Source: "dw-schema", Summary: "version 12 of schema://api-usage-value",
+		Details: map[string]string{"version": "12", "compatibility": "BACKWARD"},
+	}
 }

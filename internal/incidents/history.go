@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -22,11 +23,11 @@ type HistoryParams struct {
 
 // PastCause is the top-ranked cause of an earlier incident.
 type PastCause struct {
-	Kind       ChangeKind `json:"kind" jsonschema:"kind of change"`
-	Summary    string     `json:"summary" jsonschema:"the change in one line"`
-	ChangeID   int64      `json:"change_id" jsonschema:"change id"`
-	Asset      string     `json:"asset" jsonschema:"the changed asset nearest the symptoms"`
-	Confidence float64    `json:"confidence" jsonschema:"confidence of the ranking"`
+	Kind       changelog.ChangeKind `json:"kind" jsonschema:"kind of change"`
+	Summary    string               `json:"summary" jsonschema:"the change in one line"`
+	ChangeID   int64                `json:"change_id" jsonschema:"change id"`
+	Asset      string               `json:"asset" jsonschema:"the changed asset nearest the symptoms"`
+	Confidence float64              `json:"confidence" jsonschema:"confidence of the ranking"`
 }
 
 // PastIncident is one incident on the feed.
@@ -51,10 +52,10 @@ type PastIncident struct {
 // RecurringCause is a kind of change that caused more than one incident on
 // the feed.
 type RecurringCause struct {
-	Kind      ChangeKind `json:"kind" jsonschema:"kind of change"`
-	Asset     string     `json:"asset" jsonschema:"the changed asset"`
-	Count     int        `json:"count" jsonschema:"incidents it was the top cause of"`
-	Incidents []string   `json:"incidents" jsonschema:"their ids, oldest first"`
+	Kind      changelog.ChangeKind `json:"kind" jsonschema:"kind of change"`
+	Asset     string               `json:"asset" jsonschema:"the changed asset"`
+	Count     int                  `json:"count" jsonschema:"incidents it was the top cause of"`
+	Incidents []string             `json:"incidents" jsonschema:"their ids, oldest first"`
 }
 
 // HistoryResult is the output of get_incident_history.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -20,7 +22,7 @@ func TestHistoryOfAFeed(t *testing.T) {
 		var ids []string
 		for i, ago := range []time.Duration{2 * week, week} {
 			clk.Set(tue(15, 5).Add(-ago))
-			mustRecord(t, s, RecordChangeParams{At: tue(14, 2).Add(-ago), Kind: "restore", System: "flink",
+			mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 2).Add(-ago), Kind: "restore", System: "flink",
 				Assets: []string{"flink://points-balance"}, StateSkipped: true, Summary: "restore " + string(rune('A'+i))})
 			id := mustReport(t, s, Symptom{Kind: SymptomValue, Asset: "bigquery://loyalty.member_balances", Metric: "avg_balance",
 				Observed: 12, At: tue(14, 0).Add(-ago)}).Incidents[0].ID
@@ -61,7 +63,7 @@ func TestHistoryOfAFeed(t *testing.T) {
 		if oldest.ID != ids[0] || oldest.DetectSeconds != 65*60 || oldest.ResolveSeconds != 3*3600 || oldest.TimeToResolve != "3h" || oldest.Status != StatusVerified {
 			t.Fatalf("oldest incident %+v", oldest)
 		}
-		if oldest.TopCause == nil || oldest.TopCause.Kind != ChangeRestore || oldest.TopCause.Asset != "flink://points-balance" || !oldest.CauseRecurs {
+		if oldest.TopCause == nil || oldest.TopCause.Kind != changelog.ChangeRestore || oldest.TopCause.Asset != "flink://points-balance" || !oldest.CauseRecurs {
 			t.Fatalf("oldest cause %+v", oldest.TopCause)
 		}
 		if h.Incidents[1].TimeToResolve != "unresolved" || h.Incidents[1].ResolveSeconds != 0 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -44,13 +45,13 @@ func (s Symptom) validate(now time.Time) (Symptom, error) {
 		return s, err
 	}
 	s.Kind = k
-	if s.Asset, err = cleanAsset("symptom asset", s.Asset); err != nil {
+	if s.Asset, err = changelog.CleanAsset("symptom asset", s.Asset); err != nil {
 		return s, err
 	}
 	if s.At.IsZero() {
 		return s, invalid("symptom on %s: at is required (the checked hour bucket or the check time, RFC 3339)", s.Asset)
 	}
-	if s.At.After(now.Add(futureSkew)) {
+	if s.At.After(now.Add(changelog.FutureSkew)) {
 		return s, invalid("symptom on %s: at %s is in the future (now %s)", s.Asset, s.At.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	for name, v := range map[string]float64{"observed": s.Observed, "expected": s.Expected, "expected_low": s.ExpectedLow, "expected_high": s.ExpectedHigh} {

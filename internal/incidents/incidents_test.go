@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -123,7 +125,7 @@ func TestIncidentLifecycleEnforcesTransitions(t *testing.T) {
 		try("diagnosed", "run Diagnose")
 		try("closed", "give a note")
 		try("fixd", "closest: fixing")
-		mustRecord(t, s, RecordChangeParams{At: tue(14, 2), Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
+		mustRecord(t, s, changelog.RecordChangeParams{At: tue(14, 2), Kind: "restore", System: "flink", Assets: []string{"flink://points-balance"},
 			StateSkipped: true, Summary: "restore"})
 		if _, err := s.Diagnose(ctx, DiagnoseParams{IncidentID: id}); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
@@ -59,8 +61,8 @@ func BenchmarkDiagnoseLineageGraph(b *testing.B) {
 			if _, err := lg.RecordLineage(ctx, lineage.Note{Edges: []lineage.NoteEdge{{From: source, To: job, ReadsFields: []string{"amount"}}}}); err != nil {
 				b.Fatal(err)
 			}
-			mustRecord(b, s, RecordChangeParams{At: onset.Add(-20 * time.Minute), Kind: "schema_version", System: "registry",
-				Assets: []string{source}, Fields: []FieldChange{{Name: "amount", How: FieldRemoved}}, Summary: "planted cause"})
+			mustRecord(b, s, changelog.RecordChangeParams{At: onset.Add(-20 * time.Minute), Kind: "schema_version", System: "registry",
+				Assets: []string{source}, Fields: []changelog.FieldChange{{Name: "amount", How: changelog.FieldRemoved}}, Summary: "planted cause"})
 			id := mustReport(b, s, Symptom{Kind: SymptomNulls, Asset: symptomAsset, Column: "total", Observed: 0.2, At: onset}).Incidents[0].ID
 			opts := DiagnoseOptions{Clock: clk}
 			d, err := Diagnose(ctx, db, g, id, opts)

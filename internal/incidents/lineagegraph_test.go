@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
@@ -57,7 +59,7 @@ func TestDiagnoseOnLineageGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		top := d.Causes[0]
-		if top.Change.Kind != incidents.ChangeSchemaVersion || top.Relation != incidents.RelationUpstream || top.Distance != 4 {
+		if top.Change.Kind != changelog.ChangeSchemaVersion || top.Relation != incidents.RelationUpstream || top.Distance != 4 {
 			t.Fatalf("top cause %s (%s, %s, distance %d), want the schema version 4 hops upstream:\n%s",
 				top.Change.Summary, top.Change.Kind, top.Relation, top.Distance, d.Summary)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/baseline"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -93,7 +95,7 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 		return nil, invalid("description is empty: say what the number means so an alert on it can be read")
 	}
 	var err error
-	if d.Asset, err = cleanAsset("asset", p.Asset); err != nil {
+	if d.Asset, err = changelog.CleanAsset("asset", p.Asset); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(p.SQL) == "" {
@@ -526,7 +528,7 @@ func (s *Service) metricPoints(ctx context.Context, def *MetricDefinition, p Mon
 		if pt.At.IsZero() {
 			return nil, invalid("points[%d]: at is required (bucket start, RFC 3339)", i)
 		}
-		if pt.At.After(now.Add(futureSkew)) {
+		if pt.At.After(now.Add(changelog.FutureSkew)) {
 			return nil, invalid("points[%d]: at %s is in the future (now %s): record values only for buckets that have happened",
 				i, pt.At.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
 		}

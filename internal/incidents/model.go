@@ -13,11 +13,13 @@
 package incidents
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dataworkers/dw/internal/changelog"
 
 	"github.com/dataworkers/dw/internal/suggest"
 )
@@ -224,18 +226,18 @@ type Event struct {
 
 // Cause is one ranked candidate cause of an incident: a recorded change.
 type Cause struct {
-	Rank       int       `json:"rank" jsonschema:"1 is the most likely cause"`
-	Confidence float64   `json:"confidence" jsonschema:"how well the change explains the symptoms, 0 to 1 (see the package documentation of the scoring)"`
-	Credible   bool      `json:"credible" jsonschema:"true when the change has a lineage path to the symptoms and confidence of at least 0.3; only a credible cause is cited as most likely"`
-	Change     Change    `json:"change" jsonschema:"the recorded change"`
-	Relation   string    `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
-	Distance   int       `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
-	Path       []string  `json:"path" jsonschema:"asset path from the changed asset down to the symptomatic asset"`
-	Readers    []string  `json:"readers" jsonschema:"jobs on that path that read a field the change touched"`
-	LeadTime   string    `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
-	Factors    Factors   `json:"factors" jsonschema:"the scores the confidence combines"`
-	Evidence   []string  `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
-	At         time.Time `json:"at" jsonschema:"when the change happened"`
+	Rank       int              `json:"rank" jsonschema:"1 is the most likely cause"`
+	Confidence float64          `json:"confidence" jsonschema:"how well the change explains the symptoms, 0 to 1 (see the package documentation of the scoring)"`
+	Credible   bool             `json:"credible" jsonschema:"true when the change has a lineage path to the symptoms and confidence of at least 0.3; only a credible cause is cited as most likely"`
+	Change     changelog.Change `json:"change" jsonschema:"the recorded change"`
+	Relation   string           `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
+	Distance   int              `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
+	Path       []string         `json:"path" jsonschema:"asset path from the changed asset down to the symptomatic asset"`
+	Readers    []string         `json:"readers" jsonschema:"jobs on that path that read a field the change touched"`
+	LeadTime   string           `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
+	Factors    Factors          `json:"factors" jsonschema:"the scores the confidence combines"`
+	Evidence   []string         `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
+	At         time.Time        `json:"at" jsonschema:"when the change happened"`
 }
 
 // Verdict is what a diagnosis concludes about the cause.
@@ -254,10 +256,10 @@ const (
 
 // Attribution is a cause a person named for an incident.
 type Attribution struct {
-	Change Change    `json:"change" jsonschema:"the recorded change the person named"`
-	Actor  string    `json:"actor" jsonschema:"who named it"`
-	Reason string    `json:"reason" jsonschema:"why, in their words"`
-	At     time.Time `json:"at" jsonschema:"when"`
+	Change changelog.Change `json:"change" jsonschema:"the recorded change the person named"`
+	Actor  string           `json:"actor" jsonschema:"who named it"`
+	Reason string           `json:"reason" jsonschema:"why, in their words"`
+	At     time.Time        `json:"at" jsonschema:"when"`
 	// Replaced is the attribution this one corrected, if any.
 	Replaced int64 `json:"replaced_change_id,omitempty" jsonschema:"change id of the earlier attribution this one corrected"`
 }
@@ -273,7 +275,7 @@ type Factors struct {
 
 // ErrInvalid is matched (errors.Is) by every error caused by bad input, so
 // a tool can tell the model to fix its call rather than retry it.
-var ErrInvalid = errors.New("invalid input")
+var ErrInvalid = changelog.ErrInvalid
 
 type invalidError struct{ msg string }
 
@@ -333,4 +335,27 @@ func clockTime(t, ref time.Time) string {
 		return t.Format("15:04")
 	}
 	return t.Format("Mon 2 Jan 15:04")
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only plain structs, slices and maps of strings are stored.
+		panic(fmt.Sprintf("incidents: encode %T: %v", v, err))
+	}
+	return string(b)
+}
+
+func decodeJSON(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(s), v)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

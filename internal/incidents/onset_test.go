@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
@@ -24,11 +26,11 @@ import (
 // genIncident is one generated incident.
 type genIncident struct {
 	g       *memGraph
-	asset   string               // the symptomatic table
-	cause   *RecordChangeParams  // the true cause; nil in a scenario without one
-	decoys  []RecordChangeParams // changes that did not cause it
-	day     time.Time            // midnight of the incident's day
-	badFrom time.Time            // start of the first anomalous hour
+	asset   string                         // the symptomatic table
+	cause   *changelog.RecordChangeParams  // the true cause; nil in a scenario without one
+	decoys  []changelog.RecordChangeParams // changes that did not cause it
+	day     time.Time                      // midnight of the incident's day
+	badFrom time.Time                      // start of the first anomalous hour
 }
 
 var genKinds = []string{"deploy", "config", "release", "connector", "partitioning", "pipeline"}
@@ -71,7 +73,7 @@ func generateIncident(seed uint64, withCause bool) genIncident {
 		// Inside the first anomalous hour, after its start: the case the
 		// old point onset plus 15 minutes of grace left out.
 		at := gi.badFrom.Add(time.Duration(20+rng.IntN(39)) * time.Minute)
-		gi.cause = &RecordChangeParams{At: at, Kind: "pipeline", System: "dagster",
+		gi.cause = &changelog.RecordChangeParams{At: at, Kind: "pipeline", System: "dagster",
 			Assets:  []string{upstream[rng.IntN(len(upstream))]},
 			Summary: fmt.Sprintf("seed %d: loader skips late partitions", seed), Actor: "platform"}
 	}
@@ -80,13 +82,13 @@ func generateIncident(seed uint64, withCause bool) genIncident {
 	// generic deploy two days earlier.
 	for i := 0; i < 6+rng.IntN(4); i++ {
 		at := gi.badFrom.Add(time.Duration(-300+rng.IntN(370)) * time.Minute)
-		gi.decoys = append(gi.decoys, RecordChangeParams{At: at, Kind: genKinds[rng.IntN(len(genKinds))], System: "dbt",
+		gi.decoys = append(gi.decoys, changelog.RecordChangeParams{At: at, Kind: genKinds[rng.IntN(len(genKinds))], System: "dbt",
 			Assets: []string{other[rng.IntN(len(other))]}, Summary: fmt.Sprintf("seed %d: unrelated change %d", seed, i)})
 	}
 	gi.decoys = append(gi.decoys,
-		RecordChangeParams{At: gi.badFrom.Add(10 * time.Minute), Kind: "config", System: "sigma", Assets: []string{dashboard},
+		changelog.RecordChangeParams{At: gi.badFrom.Add(10 * time.Minute), Kind: "config", System: "sigma", Assets: []string{dashboard},
 			Summary: fmt.Sprintf("seed %d: dashboard filter edited", seed)},
-		RecordChangeParams{At: gi.badFrom.Add(-50 * time.Hour), Kind: "deploy", System: "dbt", Assets: []string{upstream[rng.IntN(len(upstream))]},
+		changelog.RecordChangeParams{At: gi.badFrom.Add(-50 * time.Hour), Kind: "deploy", System: "dbt", Assets: []string{upstream[rng.IntN(len(upstream))]},
 			Summary: fmt.Sprintf("seed %d: dbt deploy two days earlier", seed)})
 	return gi
 }
@@ -322,9 +324,9 @@ func TestDiagnoseLazyWalkRanksExactlyAsWalkingEveryChange(t *testing.T) {
 			gi.g.reads(from, to, fmt.Sprintf("f%d", rng.IntN(4)), "")
 		}
 		for i := 0; i < 40; i++ {
-			gi.decoys = append(gi.decoys, RecordChangeParams{At: gi.badFrom.Add(-time.Duration(rng.IntN(60*48)) * time.Minute), Kind: genKinds[rng.IntN(len(genKinds))],
+			gi.decoys = append(gi.decoys, changelog.RecordChangeParams{At: gi.badFrom.Add(-time.Duration(rng.IntN(60*48)) * time.Minute), Kind: genKinds[rng.IntN(len(genKinds))],
 				System: "dbt", Assets: []string{assets[rng.IntN(len(assets))]}, Summary: fmt.Sprintf("seed %d: field change %d", seed, i),
-				Fields: []FieldChange{{Name: fmt.Sprintf("f%d", rng.IntN(4)), How: FieldRemoved}}})
+				Fields: []changelog.FieldChange{{Name: fmt.Sprintf("f%d", rng.IntN(4)), How: changelog.FieldRemoved}}})
 		}
 		db := storetest.SQLite(t)
 		d := diagnoseThrough(t, db, gi, gi.windows()[0])

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -171,7 +172,7 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	}
 	scope := []string{}
 	for _, a := range p.Scope {
-		a, err := cleanAsset("scope", a)
+		a, err := changelog.CleanAsset("scope", a)
 		if err != nil {
 			return nil, err
 		}

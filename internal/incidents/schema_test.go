@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dataworkers/dw/internal/store"
@@ -16,10 +18,10 @@ import (
 // agent registers them as tool input and output schemas.
 func TestToolTypesHaveSchemas(t *testing.T) {
 	for name, f := range map[string]func() (*jsonschema.Schema, error){
-		"RecordChangeParams": func() (*jsonschema.Schema, error) { return jsonschema.For[RecordChangeParams](nil) },
-		"RecordChangeResult": func() (*jsonschema.Schema, error) { return jsonschema.For[RecordChangeResult](nil) },
-		"ChangeFilter":       func() (*jsonschema.Schema, error) { return jsonschema.For[ChangeFilter](nil) },
-		"ChangeList":         func() (*jsonschema.Schema, error) { return jsonschema.For[ChangeList](nil) },
+		"RecordChangeParams": func() (*jsonschema.Schema, error) { return jsonschema.For[changelog.RecordChangeParams](nil) },
+		"RecordChangeResult": func() (*jsonschema.Schema, error) { return jsonschema.For[changelog.RecordChangeResult](nil) },
+		"ChangeFilter":       func() (*jsonschema.Schema, error) { return jsonschema.For[changelog.ChangeFilter](nil) },
+		"ChangeList":         func() (*jsonschema.Schema, error) { return jsonschema.For[changelog.ChangeList](nil) },
 		"DefineMetricParams": func() (*jsonschema.Schema, error) { return jsonschema.For[DefineMetricParams](nil) },
 		"MetricDefinition":   func() (*jsonschema.Schema, error) { return jsonschema.For[MetricDefinition](nil) },
 		"MonitorParams":      func() (*jsonschema.Schema, error) { return jsonschema.For[MonitorParams](nil) },
@@ -56,7 +58,7 @@ func TestEmptyResultsEncodeArrays(t *testing.T) {
 		ctx := context.Background()
 		s, _ := newService(t, db, tue(15, 0), newMemGraph())
 		var outs []any
-		cl, err := s.ListChanges(ctx, ChangeFilter{})
+		cl, err := (&changelog.Log{DB: s.DB}).ListChanges(ctx, changelog.ChangeFilter{})
 		outs = append(outs, cl, err)
 		h, err := s.History(ctx, HistoryParams{Asset: "duckdb://a.b"})
 		outs = append(outs, h, err)

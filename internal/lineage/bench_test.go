@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -132,12 +133,12 @@ func heapMB() float64 {
 func BenchmarkLoadIndex(b *testing.B) {
 	benchGraph(b)
 	ctx := context.Background()
-	var idx *Index
+	var idx *graphindex.Index
 	before := heapMB()
 	for b.Loop() {
 		idx = nil
 		var err error
-		if idx, err = LoadIndex(ctx, bench.db); err != nil {
+		if idx, err = ReadIndex(ctx, bench.db); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -158,20 +159,20 @@ func BenchmarkLoadIndex(b *testing.B) {
 func BenchmarkTraversal(b *testing.B) {
 	benchGraph(b)
 	ctx := context.Background()
-	idx, err := LoadIndex(ctx, bench.db)
+	idx, err := ReadIndex(ctx, bench.db)
 	if err != nil {
 		b.Fatal(err)
 	}
 	adj := floorAdjacency(bench.n, bench.edges)
-	start, ok := idx.node(1)
+	start, ok := idx.Node(1)
 	if !ok {
 		b.Fatal("no start asset")
 	}
 	want := floorBFS(adj, 0)
-	lim := limits{maxDepth: maxMaxDepth, maxNodes: maxMaxAssets}
-	w := idx.bfs(ctx, []int32{start}, false, lim)
-	if got := len(w.order) - w.starts; got != want || w.budget != "" {
-		b.Fatalf("index reached %d (budget %q), floor %d", got, w.budget, want)
+	lim := graphindex.Limits{MaxDepth: maxMaxDepth, MaxNodes: maxMaxAssets}
+	w := idx.BFS(ctx, []int32{start}, false, lim)
+	if got := len(w.Order) - w.Starts; got != want || w.Budget != "" {
+		b.Fatalf("index reached %d (budget %q), floor %d", got, w.Budget, want)
 	}
 
 	// The floor runs interleaved with the index, outside the timer, so both
@@ -184,7 +185,7 @@ func BenchmarkTraversal(b *testing.B) {
 		floorBFS(adj, 0)
 		floorTotal += time.Since(t0)
 		b.StartTimer()
-		idx.bfs(ctx, []int32{start}, false, lim)
+		idx.BFS(ctx, []int32{start}, false, lim)
 	}
 	per := b.Elapsed() / time.Duration(b.N)
 	floor := floorTotal / time.Duration(b.N)

@@ -3,6 +3,7 @@ package lineage
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"slices"
 	"sort"
 	"strings"
@@ -92,19 +93,19 @@ type BlastResult struct {
 	Summary              string          `json:"summary" jsonschema:"one-paragraph summary for a person"`
 }
 
-func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (limits, error) {
-	lim := limits{maxDepth: defDepth, maxNodes: defaultMaxAssets}
+func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (graphindex.Limits, error) {
+	lim := graphindex.Limits{MaxDepth: defDepth, MaxNodes: defaultMaxAssets}
 	switch {
 	case maxDepth < 0 || maxDepth > maxMaxDepth:
 		return lim, fmt.Errorf("max_depth %d is out of range; use 1 to %d (0 means the default %d)", maxDepth, maxMaxDepth, defDepth)
 	case maxDepth > 0:
-		lim.maxDepth = maxDepth
+		lim.MaxDepth = maxDepth
 	}
 	switch {
 	case maxAssets < 0 || maxAssets > maxMaxAssets:
 		return lim, fmt.Errorf("max_assets %d is out of range; use 1 to %d (0 means the default %d)", maxAssets, maxMaxAssets, defaultMaxAssets)
 	case maxAssets > 0:
-		lim.maxNodes = maxAssets
+		lim.MaxNodes = maxAssets
 	}
 	d := defaultTimeout
 	if strings.TrimSpace(timeout) != "" {
@@ -116,12 +117,12 @@ func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (lim
 	}
 	// The time budget is elapsed wall time, not the injected clock: it
 	// bounds work done, it is not a rule about when things happen.
-	lim.deadline = time.Now().Add(d)
+	lim.Deadline = time.Now().Add(d)
 	return lim, nil
 }
 
 // start resolves a traversal's starting asset to its node in a current index.
-func (g *Graph) start(ctx context.Context, ref string) (*Index, int32, resolved, error) {
+func (g *Graph) start(ctx context.Context, ref string) (*graphindex.Index, int32, resolved, error) {
 	r, err := resolveAsset(ctx, g.db, ref)
 	if err != nil {
 		return nil, 0, r, err
@@ -130,7 +131,7 @@ func (g *Graph) start(ctx context.Context, ref string) (*Index, int32, resolved,
 	if err != nil {
 		return nil, 0, r, err
 	}
-	n, ok := idx.node(r.seq)
+	n, ok := idx.Node(r.seq)
 	if !ok {
 		return nil, 0, r, fmt.Errorf("%w %q: it was removed while the question was asked; retry", ErrUnknownAsset, ref)
 	}
@@ -171,8 +172,8 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 		return nil, err
 	}
 	res := &BlastResult{Asset: r.id, CountsByKind: map[string]int{}, Assets: []ImpactedAsset{}, GraphVersion: idx.Version}
-	var w *walk
-	var states []*colSet
+	var w *graphindex.Walk
+	var states []*graphindex.ColSet
 	var unknown [][2]int32
 	if len(p.Columns) > 0 {
 		cols, err := g.checkColumns(ctx, r, p.Columns)
@@ -184,11 +185,11 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 		for i, c := range cols {
 			lower[i] = strings.ToLower(c)
 		}
-		w, states, unknown = idx.columnWalk(ctx, start, lower, lim)
+		w, states, unknown = idx.ColumnWalk(ctx, start, lower, lim)
 	} else {
-		w = idx.bfs(ctx, []int32{start}, false, lim)
+		w = idx.BFS(ctx, []int32{start}, false, lim)
 	}
-	res.Partial, res.Budget = w.budget != "", w.budget
+	res.Partial, res.Budget = w.Budget != "", w.Budget
 	return res, g.describeBlast(ctx, idx, w, states, unknown, pg, res)
 }
 
@@ -219,30 +220,30 @@ func (g *Graph) checkColumns(ctx context.Context, r resolved, cols []string) ([]
 	return out, nil
 }
 
-func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states []*colSet, unknown [][2]int32, pg page.Page, res *BlastResult) error {
+func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *graphindex.Walk, states []*graphindex.ColSet, unknown [][2]int32, pg page.Page, res *BlastResult) error {
 	// Counted in slices indexed by interned string and kind code: this loop
 	// runs once per asset reached, which can be hundreds of thousands.
-	owners, domains := make([]int, len(idx.strs)), make([]int, len(idx.strs))
+	owners, domains := make([]int, len(idx.Strs)), make([]int, len(idx.Strs))
 	var kinds [32]int
 	var pick, rest []int32
-	for p := w.starts; p < len(w.order); p++ {
-		n := w.order[p]
+	for p := w.Starts; p < len(w.Order); p++ {
+		n := w.Order[p]
 		res.Total++
-		m := &idx.meta[n]
-		kinds[m.kind]++
-		f := m.flags
+		m := &idx.Meta[n]
+		kinds[m.Kind]++
+		f := m.Flags
 		if f&flagCritical != 0 {
 			res.Critical++
 		}
 		if f&flagScheduled != 0 {
 			res.Scheduled++
 		}
-		if o := m.owner; o >= 0 {
+		if o := m.Owner; o >= 0 {
 			owners[o]++
 		} else {
 			res.Unowned++
 		}
-		if d := m.domain; d >= 0 {
+		if d := m.Domain; d >= 0 {
 			domains[d]++
 		}
 		// Critical and scheduled assets come first on the pages; within
@@ -275,14 +276,14 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 	need := map[int64]bool{}
 	paths := make([][]int32, len(pick))
 	for i, p := range pick {
-		listed[i] = idx.seqs[w.order[p]]
-		paths[i] = w.path(p)
+		listed[i] = idx.Seqs[w.Order[p]]
+		paths[i] = w.Path(p)
 		for _, n := range paths[i] {
-			need[idx.seqs[n]] = true
+			need[idx.Seqs[n]] = true
 		}
 	}
 	for _, e := range unknown {
-		need[idx.seqs[e[0]]], need[idx.seqs[e[1]]] = true, true
+		need[idx.Seqs[e[0]]], need[idx.Seqs[e[1]]] = true, true
 	}
 	rows, err := loadListRows(ctx, g.db, listed)
 	if err != nil {
@@ -302,22 +303,22 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 		ids[s] = r.ID
 	}
 	idOf := func(n int32) string {
-		if id, ok := ids[idx.seqs[n]]; ok {
+		if id, ok := ids[idx.Seqs[n]]; ok {
 			return id
 		}
-		return fmt.Sprintf("#%d", idx.seqs[n])
+		return fmt.Sprintf("#%d", idx.Seqs[n])
 	}
 	now := g.clock.Now()
 	nextRuns := map[Schedule]time.Time{} // many listed jobs share a few schedules
 	for i, p := range pick {
-		n := w.order[p]
-		r, ok := rows[idx.seqs[n]]
+		n := w.Order[p]
+		r, ok := rows[idx.Seqs[n]]
 		if !ok {
 			continue // deleted since the index was built
 		}
 		a := ImpactedAsset{ID: r.ID, Kind: r.Kind, Platform: r.Platform, Title: r.Title, Owner: r.Owner,
 			OwnerEmail: r.OwnerEmail, Domain: r.Domain, Tags: r.Tags, Critical: criticalTags(r.Tags),
-			Distance: int(w.distance(p)), Schedule: scheduleOf(r)}
+			Distance: int(w.Distance(p)), Schedule: scheduleOf(r)}
 		for _, pn := range paths[i] {
 			a.Path = append(a.Path, idOf(pn))
 		}
@@ -330,7 +331,7 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 			a.NextRun = next
 		}
 		if states != nil {
-			a.AffectedColumns = states[p].list()
+			a.AffectedColumns = states[p].List()
 		}
 		res.Assets = append(res.Assets, a)
 	}
@@ -342,11 +343,11 @@ func (g *Graph) describeBlast(ctx context.Context, idx *Index, w *walk, states [
 	return nil
 }
 
-func rankNames(idx *Index, counts []int) []NameCount {
+func rankNames(idx *graphindex.Index, counts []int) []NameCount {
 	var out []NameCount
 	for s, n := range counts {
 		if n > 0 {
-			out = append(out, NameCount{Name: idx.strs[s], Assets: n})
+			out = append(out, NameCount{Name: idx.Strs[s], Assets: n})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -3,8 +3,6 @@ package lineage
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,15 +19,6 @@ func newGraph(t *testing.T, db *store.DB) (*Graph, *clock.Fake) {
 	t.Helper()
 	c := clock.NewFake(storyTime)
 	return New(db, c), c
-}
-
-func fixture(t testing.TB, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", rel))
-	if err != nil {
-		t.Fatalf("read fixture: %v", err)
-	}
-	return b
 }
 
 func count(t testing.TB, db *store.DB, table string) int {
@@ -97,4 +86,14 @@ func mustLineage(t *testing.T, g *Graph, asset string) *LineageResult {
 		t.Fatalf("GetLineage(%s): %v", asset, err)
 	}
 	return res
+}
+
+func edgeCols(t *testing.T, g *Graph, from, to string) ([]ColumnMapping, bool) {
+	t.Helper()
+	for _, n := range mustLineage(t, g, from).Downstream {
+		if n.Edge.To == to {
+			return n.Edge.Columns, true
+		}
+	}
+	return nil, false
 }

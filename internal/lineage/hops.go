@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
+	"github.com/dataworkers/dw/internal/sqlscan"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"weak"
@@ -82,7 +83,7 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 		if !ok {
 			continue
 		}
-		n, ok := idx.node(r.seq)
+		n, ok := idx.Node(r.seq)
 		if !ok {
 			continue // added after the index was built: it has no edges yet
 		}
@@ -94,30 +95,30 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 	if len(nodes) == 0 {
 		return out, nil
 	}
-	w := idx.bfs(ctx, nodes, up, limits{maxDepth: maxDepth, maxNodes: idx.Len()})
+	w := idx.BFS(ctx, nodes, up, graphindex.Limits{MaxDepth: maxDepth, MaxNodes: idx.Len()})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	names, err := idx.names(ctx, g.db, w.order)
+	names, err := indexNames(ctx, idx, g.db, w.Order)
 	if err != nil {
 		return nil, err
 	}
 	nameOf := func(p int32) string {
-		n := w.order[p]
-		if int(p) < w.starts {
+		n := w.Order[p]
+		if int(p) < w.Starts {
 			return given[n]
 		}
 		return names[n][0]
 	}
-	for p := range w.order {
+	for p := range w.Order {
 		pos := int32(p)
-		h := Hop{Distance: int(w.distance(pos))}
-		if par := w.parent[pos]; par >= 0 {
+		h := Hop{Distance: int(w.Distance(pos))}
+		if par := w.Parent[pos]; par >= 0 {
 			h.Next = nameOf(par)
 		}
-		n := w.order[pos]
+		n := w.Order[pos]
 		for _, name := range names[n] {
-			if _, taken := out[name]; !taken || pos < int32(w.starts) {
+			if _, taken := out[name]; !taken || pos < int32(w.Starts) {
 				out[name] = h
 			}
 		}
@@ -166,14 +167,14 @@ type nameTable struct {
 // that is no longer used be collected, and its cleanup drops the entry.
 var nameTables sync.Map // weak.Pointer[Index] -> *nameTable
 
-// names returns every name (id first, then aliases) of the given nodes,
+// indexNames returns every name (id first, then aliases) of the given nodes,
 // loading into the index's table those it does not hold yet. The answer is
 // a copy: the table keeps growing under its lock while callers read.
-func (ix *Index) names(ctx context.Context, q store.Querier, nodes []int32) (map[int32][]string, error) {
+func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32][]string, error) {
 	key := weak.Make(ix)
 	v, loaded := nameTables.LoadOrStore(key, &nameTable{ids: map[int32]string{}, aliases: map[int32][]string{}})
 	if !loaded {
-		runtime.AddCleanup(ix, func(k weak.Pointer[Index]) { nameTables.Delete(k) }, key)
+		runtime.AddCleanup(ix, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
 	}
 	t := v.(*nameTable)
 	t.mu.Lock()
@@ -182,9 +183,9 @@ func (ix *Index) names(ctx context.Context, q store.Querier, nodes []int32) (map
 	bySeq := map[int64]int32{}
 	for _, n := range nodes {
 		if _, ok := t.ids[n]; !ok {
-			if _, dup := bySeq[ix.seqs[n]]; !dup {
-				bySeq[ix.seqs[n]] = n
-				missing = append(missing, ix.seqs[n])
+			if _, dup := bySeq[ix.Seqs[n]]; !dup {
+				bySeq[ix.Seqs[n]] = n
+				missing = append(missing, ix.Seqs[n])
 			}
 		}
 	}
@@ -276,143 +277,53 @@ func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string,
 	if err != nil {
 		return nil, err
 	}
-	n, ok := idx.node(r.seq)
+	n, ok := idx.Node(r.seq)
 	if !ok {
 		return []FieldReader{}, nil // added after the index was built: no edges yet
 	}
-	reads := idx.fieldReads(n, start, maxDepth)
+	reads := idx.FieldReads(n, start, maxDepth)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return g.describeReads(ctx, idx, reads)
 }
 
-// fieldRead is one read found by a field walk, in node numbers.
-type fieldRead struct {
-	reader, from int32
-	field        string // as the caller named it
-	readAs       string // the (lower-cased) name the reader reads it under
-	to           string // "" for a read, "*" for a filter or join key
-	dist         int32
-}
-
-// fieldReads walks from start carrying field names (lower-cased name at the
-// node -> the caller's name). A node is expanded again when its set of
-// names grows, so a field reaching a node by two paths is followed under
-// both names; sets only grow, so cycles end.
-func (ix *Index) fieldReads(start int32, fields map[string]string, maxDepth int) []fieldRead {
-	type state struct {
-		names map[string]string
-		dist  int32
-	}
-	states := map[int32]*state{start: {names: fields}}
-	queue := []int32{start}
-	queued := map[int32]bool{start: true}
-	type readKey struct {
-		reader int32
-		field  string
-	}
-	seen := map[readKey]bool{}
-	var out []fieldRead
-	for len(queue) > 0 {
-		u := queue[0]
-		queue = queue[1:]
-		queued[u] = false
-		su := states[u]
-		if int(su.dist) >= maxDepth {
-			continue
-		}
-		for _, v := range ix.outDst[ix.outOff[u]:ix.outOff[u+1]] {
-			carried := map[string]string{}
-			maps, hasCols := ix.cols[edgeKey(u, v)]
-			if !hasCols {
-				for k, orig := range su.names {
-					carried[k] = orig
-				}
-			}
-			for _, m := range maps {
-				orig, ok := su.names[m.from]
-				if !ok {
-					continue
-				}
-				switch m.to {
-				case "", "*":
-					key := readKey{v, orig}
-					if !seen[key] {
-						seen[key] = true
-						out = append(out, fieldRead{reader: v, from: u, field: orig, readAs: m.from, to: m.to, dist: su.dist + 1})
-					}
-					if m.to == "" {
-						// The job's own outputs refer to what it read by
-						// the input's name.
-						carried[m.from] = orig
-					}
-				default:
-					carried[m.to] = orig
-				}
-			}
-			if len(carried) == 0 {
-				continue
-			}
-			sv, ok := states[v]
-			grew := false
-			if !ok {
-				sv = &state{names: map[string]string{}, dist: su.dist + 1}
-				states[v] = sv
-				grew = true
-			}
-			for k, orig := range carried {
-				if _, has := sv.names[k]; !has {
-					sv.names[k] = orig
-					grew = true
-				}
-			}
-			if grew && !queued[v] {
-				queued[v] = true
-				queue = append(queue, v)
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
-	return out
-}
-
 // describeReads names the reads and finds their evidence: the reader's
 // recorded SQL where it uses the field, else where the column lineage came
 // from.
-func (g *Graph) describeReads(ctx context.Context, idx *Index, reads []fieldRead) ([]FieldReader, error) {
+func (g *Graph) describeReads(ctx context.Context, idx *graphindex.Index, reads []graphindex.FieldRead) ([]FieldReader, error) {
 	out := make([]FieldReader, 0, len(reads))
 	if len(reads) == 0 {
 		return out, nil
 	}
 	var seqs []int64
 	for _, rd := range reads {
-		seqs = append(seqs, idx.seqs[rd.reader], idx.seqs[rd.from])
+		seqs = append(seqs, idx.Seqs[rd.Reader], idx.Seqs[rd.From])
 	}
 	rows, err := loadRows(ctx, g.db, seqs)
 	if err != nil {
 		return nil, err
 	}
 	for _, rd := range reads {
-		reader, from := rows[idx.seqs[rd.reader]], rows[idx.seqs[rd.from]]
+		reader, from := rows[idx.Seqs[rd.Reader]], rows[idx.Seqs[rd.From]]
 		if reader == nil || from == nil {
 			continue // removed since the index was built
 		}
 		var ev []string
-		if rd.readAs != strings.ToLower(rd.field) {
-			ev = append(ev, fmt.Sprintf("reads %s, which column lineage derives from %s", rd.readAs, rd.field))
+		if rd.ReadAs != strings.ToLower(rd.Field) {
+			ev = append(ev, fmt.Sprintf("reads %s, which column lineage derives from %s", rd.ReadAs, rd.Field))
 		}
-		if exprs := SQLExpressions(reader.SQL, rd.readAs); len(exprs) > 0 {
+		if exprs := sqlscan.Expressions(reader.SQL, rd.ReadAs); len(exprs) > 0 {
 			ev = append(ev, "recorded SQL: "+strings.Join(exprs, ", "))
-		} else if len(SQLMentions(reader.SQL, []string{rd.readAs})) > 0 {
-			ev = append(ev, "recorded SQL names "+rd.readAs)
+		} else if len(sqlscan.Mentions(reader.SQL, []string{rd.ReadAs})) > 0 {
+			ev = append(ev, "recorded SQL names "+rd.ReadAs)
 		} else {
-			src, err := columnSources(ctx, g.db, from.Seq, reader.Seq, rd.readAs, rd.to)
+			src, err := columnSources(ctx, g.db, from.Seq, reader.Seq, rd.ReadAs, rd.To)
 			if err != nil {
 				return nil, err
 			}
 			how := "column lineage"
-			if rd.to == "*" {
+			if rd.To == "*" {
 				how = "column lineage (as a filter or join key)"
 			}
 			if src != "" {
@@ -420,7 +331,7 @@ func (g *Graph) describeReads(ctx context.Context, idx *Index, reads []fieldRead
 			}
 			ev = append(ev, how)
 		}
-		out = append(out, FieldReader{Reader: reader.ID, Field: rd.field, From: from.ID, Evidence: strings.Join(ev, "; ")})
+		out = append(out, FieldReader{Reader: reader.ID, Field: rd.Field, From: from.ID, Evidence: strings.Join(ev, "; ")})
 	}
 	return out, nil
 }
@@ -446,170 +357,3 @@ func columnSources(ctx context.Context, q store.Querier, from, to int64, col, to
 	}
 	return strings.Join(out, "/"), rows.Err()
 }
-
-// SQLExpressions returns the expressions of a SQL statement that use a
-// column: for each place the column is named (not as an output alias, not
-// inside a string or comment), the innermost function call around it, such
-// as SUM(response_bytes) or COALESCE(response_kib * 1024, response_bytes),
-// with whitespace collapsed. Distinct expressions are returned in the
-// order they appear, at most three; a column named only bare (SELECT
-// response_bytes) gives none (SQLMentions tells whether it is named).
-func SQLExpressions(sqlText, column string) []string {
-	column = strings.ToLower(strings.TrimSpace(column))
-	if sqlText == "" || column == "" {
-		return nil
-	}
-	toks := scanSQL(sqlText)
-	var out []string
-	add := func(e string) {
-		for _, have := range out {
-			if have == e {
-				return
-			}
-		}
-		out = append(out, e)
-	}
-	var opens []int // token index of each unclosed '('
-	for i, t := range toks {
-		switch {
-		case t.punct == '(':
-			opens = append(opens, i)
-		case t.punct == ')':
-			if len(opens) > 0 {
-				opens = opens[:len(opens)-1]
-			}
-		case t.word && strings.ToLower(t.text) == column:
-			if i > 0 && toks[i-1].word && !toks[i-1].quoted && strings.EqualFold(toks[i-1].text, "as") {
-				continue // an output alias, not a read
-			}
-			for k := len(opens) - 1; k >= 0; k-- {
-				o := opens[k]
-				if o > 0 && toks[o-1].word && !toks[o-1].quoted {
-					if end := matchParen(toks, o); end > o {
-						if expr := collapseSpace(sqlText[toks[o-1].start:toks[end].end]); len(expr) <= 120 {
-							add(expr)
-						}
-					}
-					break
-				}
-			}
-		}
-		if len(out) == 3 {
-			break
-		}
-	}
-	return out
-}
-
-// sqlTok is a token of a SQL text with its byte span.
-type sqlTok struct {
-	text       string
-	word       bool
-	quoted     bool
-	punct      byte
-	start, end int
-}
-
-// scanSQL tokenizes SQL keeping positions: words (bare or quoted with " or
-// `), numbers, string literals (one token each, punct '\”), and single
-// punctuation; comments are skipped. SQLColumns and the reader evidence
-// both read SQL through it.
-func scanSQL(s string) []sqlTok {
-	var out []sqlTok
-	isWord := func(c byte) bool {
-		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
-				return out
-			}
-			i += j + 4
-		case c == '\'':
-			j := i + 1
-			for j < len(s) {
-				if s[j] == '\'' {
-					if j+1 < len(s) && s[j+1] == '\'' {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			// A string literal is one token, so readers of the tokens can
-			// tell a literal from nothing.
-			out = append(out, sqlTok{punct: '\'', start: i, end: min(j+1, len(s))})
-			i = j + 1
-		case c == '"' || c == '`':
-			// A doubled quote inside stands for the quote itself ("a""b"
-			// names a"b); an empty name ("") is no identifier at all.
-			var name strings.Builder
-			j := i + 1
-			for ; j < len(s); j++ {
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						name.WriteByte(c)
-						j++
-						continue
-					}
-					break
-				}
-				name.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return out
-			}
-			if name.Len() > 0 {
-				out = append(out, sqlTok{text: name.String(), word: true, quoted: true, start: i, end: j + 1})
-			}
-			i = j + 1
-		case isWord(c) && !(c >= '0' && c <= '9'):
-			j := i
-			for j < len(s) && isWord(s[j]) {
-				j++
-			}
-			out = append(out, sqlTok{text: s[i:j], word: true, start: i, end: j})
-			i = j
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c >= '0' && c <= '9':
-			j := i
-			for j < len(s) && (isWord(s[j]) || s[j] == '.') {
-				j++
-			}
-			out = append(out, sqlTok{text: s[i:j], start: i, end: j})
-			i = j
-		default:
-			out = append(out, sqlTok{text: s[i : i+1], punct: c, start: i, end: i + 1})
-			i++
-		}
-	}
-	return out
-}
-
-// matchParen finds the ')' closing the '(' at token index open, or -1.
-func matchParen(toks []sqlTok, open int) int {
-	depth := 0
-	for i := open; i < len(toks); i++ {
-		switch toks[i].punct {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }

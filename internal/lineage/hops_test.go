@@ -231,26 +231,6 @@ func TestDownstreamKeysEveryName(t *testing.T) {
 	})
 }
 
-func TestSQLExpressions(t *testing.T) {
-	for _, c := range []struct {
-		sql, col string
-		want     []string
-	}{
-		{"SELECT account_id, SUM(response_bytes) AS egress_bytes FROM t GROUP BY 1", "response_bytes", []string{"SUM(response_bytes)"}},
-		{"SELECT CASE WHEN COUNT(response_bytes) = COUNT(*) THEN SUM(response_bytes) END AS egress_bytes", "RESPONSE_BYTES",
-			[]string{"COUNT(response_bytes)", "SUM(response_bytes)"}},
-		{"SELECT SUM(COALESCE(response_kib * 1024,\n   response_bytes)) FROM t", "response_bytes", []string{"COALESCE(response_kib * 1024, response_bytes)"}},
-		{"SELECT x AS response_bytes, 'SUM(response_bytes)' FROM t -- SUM(response_bytes)\n", "response_bytes", nil},
-		{"SELECT response_bytes FROM t", "response_bytes", nil},
-		{"SELECT SUM(\"response_bytes\") FROM t", "response_bytes", []string{`SUM("response_bytes")`}},
-		{"", "response_bytes", nil},
-	} {
-		if got := lineage.SQLExpressions(c.sql, c.col); !slices.Equal(got, c.want) {
-			t.Errorf("SQLExpressions(%q, %s) = %q, want %q", c.sql, c.col, got, c.want)
-		}
-	}
-}
-
 // Agents answer tool calls concurrently over one Graph: walks from
 // different assets share its index and its cache of names.
 func TestWalksConcurrently(t *testing.T) {

@@ -252,7 +252,8 @@ func SplitID(id string) (platform, path string, ok bool) {
 	return id[:i], id[i+3:], true
 }
 
-var platformToken = regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`)
+// PlatformToken is what a platform name (the scheme of an asset id) may be.
+var PlatformToken = regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`)
 
 // CanonicalID normalizes an asset id a person or tool typed: the platform is
 // lower-cased and folded, warehouse table paths follow the platform's case
@@ -265,7 +266,7 @@ func CanonicalID(id string) (string, error) {
 		return "", fmt.Errorf("asset id %q must look like platform://path (e.g. kafka://prod/api-usage, snowflake://usage.usage_hourly)", id)
 	}
 	p = NormalizePlatform(p)
-	if !platformToken.MatchString(p) {
+	if !PlatformToken.MatchString(p) {
 		return "", fmt.Errorf("asset id %q: platform %q must be lower-case letters, digits, '-', '_', '.' or '+'", id, p)
 	}
 	path = strings.TrimSpace(path)
@@ -320,9 +321,9 @@ func shortName(id string) string {
 	return path
 }
 
-// namespaceAuthority splits an OpenLineage namespace into scheme and
+// NamespaceAuthority splits an OpenLineage namespace into scheme and
 // authority (kafka://broker:9092 -> kafka, broker:9092; bigquery -> bigquery, "").
-func namespaceAuthority(ns string) (scheme, authority string) {
+func NamespaceAuthority(ns string) (scheme, authority string) {
 	if i := strings.Index(ns, "://"); i > 0 {
 		rest := ns[i+3:]
 		if u, err := url.Parse(ns); err == nil && u.Host != "" {

@@ -2,9 +2,11 @@
 // and batch platforms (topics, schema subjects, stream jobs, connectors,
 // tables, dbt nodes, dashboards, orchestrator jobs, reverse-ETL syncs), how
 // data flows between them, down to columns where that is known, and who owns
-// what. It ingests dbt manifests, OpenLineage run events, Kafka Connect
-// connector configs and the notes a team records once, keeps everything in
-// the shared store so all agent processes see one graph, and answers blast
+// what. It records the notes a team writes once and is the one writer of
+// the graph: the ingest formats (dbt manifests, OpenLineage run events,
+// Kafka Connect connector configs, in lineage/ingest) write through its
+// Writer. It keeps everything in the shared store so all agent processes
+// see one graph, and answers blast
 // radius and trace questions from a compact in-memory index that reloads
 // when the store's graph version moves.
 package lineage

@@ -149,7 +149,7 @@ func TestCanonicalAssetUsesTheGraph(t *testing.T) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
 		names := namesOf(duckWH, duckDev)
-		if _, err := g.ImportDBTManifest(ctx, strings.NewReader(exposureManifest(t)), DBTOptions{}); err != nil {
+		if err := ImportDBTForTest(ctx, g, strings.NewReader(exposureManifest(t))); err != nil {
 			t.Fatal(err)
 		}
 		// The model's table, under every spelling, is the model.

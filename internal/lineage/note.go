@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/sqlscan"
 	"slices"
 	"strings"
 
@@ -121,7 +122,7 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 	if len(n.Path) == 1 {
 		return nil, fmt.Errorf("path has one asset; a path needs at least two (upstream first)")
 	}
-	inputs := map[string]*assetInput{}
+	inputs := map[string]*AssetInput{}
 	var order []string
 	ensure := func(ref, field string) (string, error) {
 		id, err := g.noteRef(ctx, ref)
@@ -129,7 +130,7 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 			return "", fmt.Errorf("%s: %w", field, err)
 		}
 		if _, ok := inputs[id]; !ok {
-			inputs[id] = &assetInput{ID: id, Names: []string{id}, Weak: []string{weakOf(id)}, KindIfNew: guessKind(id), Source: SourceNote}
+			inputs[id] = &AssetInput{ID: id, Names: []string{id}, Weak: []string{weakOf(id)}, KindIfNew: guessKind(id), Source: SourceNote}
 			order = append(order, id)
 		}
 		return id, nil
@@ -216,7 +217,7 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 		in.Title, in.Owner, in.OwnerEmail, in.Domain = a.Title, a.Owner, a.OwnerEmail, a.Domain
 		in.Description, in.URL, in.SQL = a.Description, a.URL, a.SQL
 		in.Tags, in.RemoveTags, in.Schedule = a.Tags, a.RemoveTags, a.Schedule
-		in.Columns = mergeColumns(in.Columns, a.Columns)
+		in.Columns = MergeColumns(in.Columns, a.Columns)
 		if len(a.ReadsFields) > 0 {
 			jobReads[id] = append(jobReads[id], a.ReadsFields...)
 		}
@@ -225,12 +226,12 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 		}
 	}
 	res := &NoteResult{ReadsFields: map[string][]string{}}
-	stats, err := g.write(ctx, func(w *writer) error {
+	stats, err := g.Write(ctx, func(w *Writer) error {
 		res.Assets, res.Edges = []string{}, []EdgeRef{}
 		clear(res.ReadsFields)
 		seqs := map[string]int64{}
 		for _, id := range order {
-			seq, err := w.upsertAsset(inputs[id])
+			seq, err := w.UpsertAsset(inputs[id])
 			if err != nil {
 				return err
 			}
@@ -268,7 +269,7 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 			if len(cols) > 0 {
 				colArg = cols
 			}
-			if err := w.link(from, to, e.kind, SourceNote, colArg, e.kind != ""); err != nil {
+			if err := w.Link(from, to, e.kind, SourceNote, colArg, e.kind != ""); err != nil {
 				return err
 			}
 			res.Edges = append(res.Edges, EdgeRef{From: ids[from], To: ids[to]})
@@ -305,7 +306,7 @@ func normalizeFieldList(fs []string) []string {
 }
 
 // columnsOf reads an asset's known column names.
-func (w *writer) columnsOf(seq int64) ([]string, error) {
+func (w *Writer) columnsOf(seq int64) ([]string, error) {
 	r, err := loadAsset(w.ctx, w.tx, seq)
 	if err != nil {
 		return nil, err
@@ -319,7 +320,7 @@ func (w *writer) columnsOf(seq int64) ([]string, error) {
 
 // checkFields validates fields against an asset's known columns (any field
 // goes when none are known) and returns them in the asset's spelling.
-func (w *writer) checkFields(seq int64, id string, fields []string, where string) ([]string, error) {
+func (w *Writer) checkFields(seq int64, id string, fields []string, where string) ([]string, error) {
 	cols, err := w.columnsOf(seq)
 	if err != nil {
 		return nil, err
@@ -339,7 +340,7 @@ func (w *writer) checkFields(seq int64, id string, fields []string, where string
 	return out, nil
 }
 
-func (w *writer) checkMappings(seq int64, id string, ms []ColumnMapping, where string) error {
+func (w *Writer) checkMappings(seq int64, id string, ms []ColumnMapping, where string) error {
 	var froms []string
 	for _, m := range ms {
 		froms = append(froms, m.From)
@@ -353,7 +354,7 @@ func (w *writer) checkMappings(seq int64, id string, ms []ColumnMapping, where s
 // narrowed silently to each input's columns. An input none of whose known
 // columns are read keeps its edge without column lineage, so impact
 // answers stay conservative for it.
-func (w *writer) recordReads(job int64, jobID string, reads []string, sqlText string, res *NoteResult) error {
+func (w *Writer) recordReads(job int64, jobID string, reads []string, sqlText string, res *NoteResult) error {
 	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_seq FROM lineage_edges WHERE to_seq = ?", job)
 	if err != nil {
 		return err
@@ -398,9 +399,9 @@ func (w *writer) recordReads(job int64, jobID string, reads []string, sqlText st
 				}
 			}
 		case len(cols) > 0:
-			fields = SQLMentions(sqlText, cols)
+			fields = sqlscan.Mentions(sqlText, cols)
 		default:
-			fields = SQLColumns(sqlText)
+			fields = sqlscan.Columns(sqlText)
 		}
 		if len(cols) == 0 {
 			for _, f := range explicit {
@@ -428,7 +429,7 @@ func (w *writer) recordReads(job int64, jobID string, reads []string, sqlText st
 		for i, f := range fields {
 			cols2[i] = ColumnMapping{From: f}
 		}
-		if err := w.link(in, job, "", SourceNote, cols2, false); err != nil {
+		if err := w.Link(in, job, "", SourceNote, cols2, false); err != nil {
 			return err
 		}
 		res.ReadsFields[inID+" -> "+jobID] = fields

@@ -152,54 +152,6 @@ func TestSearchAndOwners(t *testing.T) {
 	})
 }
 
-func TestImportConnectors(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		g, _ := newGraph(t, db)
-		_, err := g.ImportConnectors(ctx, []ConnectorSpec{
-			{Name: "member-balances-bq", Class: "com.wepay.kafka.connect.bigquery.BigQuerySinkConnector", Topic: "member-balances", Table: "acme-loyalty.loyalty.member_balances", Owner: "loyalty"},
-			{Name: "pg-orders", Class: "io.debezium.connector.postgresql.PostgresConnector", Direction: "source", Topic: "shop.public.orders", Table: "shop.public.Orders"},
-		}, ConnectorOptions{Cluster: "prod"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sink := mustLineage(t, g, "connect://member-balances-bq")
-		if sink.Asset.Kind != KindConnector || sink.Asset.Owner != "loyalty" {
-			t.Errorf("sink %+v", sink.Asset)
-		}
-		if !slices.Equal(neighborIDs(sink.Upstream), []string{"kafka://prod/member-balances"}) ||
-			!slices.Equal(neighborIDs(sink.Downstream), []string{"bigquery://acme-loyalty.loyalty.member_balances"}) {
-			t.Errorf("sink edges %v -> %v", neighborIDs(sink.Upstream), neighborIDs(sink.Downstream))
-		}
-		src := mustLineage(t, g, "connect://pg-orders")
-		if !slices.Equal(neighborIDs(src.Upstream), []string{"postgres://shop.public.orders"}) ||
-			!slices.Equal(neighborIDs(src.Downstream), []string{"kafka://prod/shop.public.orders"}) {
-			t.Errorf("source edges %v -> %v", neighborIDs(src.Upstream), neighborIDs(src.Downstream))
-		}
-		before := count(t, db, "lineage_assets")
-		for _, c := range []struct {
-			spec ConnectorSpec
-			want string
-		}{
-			{ConnectorSpec{Name: "x", Class: "com.acme.Mirror", Topic: "t", Table: "a.b", Platform: "postgres"}, "direction"},
-			{ConnectorSpec{Name: "x", Class: "io.confluent.connect.jdbc.JdbcSinkConnector", Topic: "t", Table: "a.b"}, "set platform"},
-			{ConnectorSpec{Name: "", Class: "BigQuerySinkConnector", Topic: "t", Table: "a.b"}, "name is empty"},
-			{ConnectorSpec{Name: "x", Class: "BigQuerySinkConnector", Topic: "t"}, "table is empty"},
-			{ConnectorSpec{Name: "x", Class: "BigQuerySinkConnector", Topic: "t", Table: "a..b"}, "empty part"},
-		} {
-			if _, err := g.ImportConnectors(ctx, []ConnectorSpec{c.spec}, ConnectorOptions{Cluster: "prod"}); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%+v: %v, want %q", c.spec, err, c.want)
-			}
-		}
-		if _, err := g.ImportConnectors(ctx, []ConnectorSpec{{Name: "x", Class: "BigQuerySinkConnector", Topic: "t", Table: "a.b"}}, ConnectorOptions{}); err == nil || !strings.Contains(err.Error(), "cluster") {
-			t.Errorf("missing cluster: %v", err)
-		}
-		if count(t, db, "lineage_assets") != before {
-			t.Error("rejected connectors wrote assets")
-		}
-	})
-}
-
 func TestScheduleNextRun(t *testing.T) {
 	now := time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -221,20 +173,5 @@ func TestScheduleNextRun(t *testing.T) {
 		if err := ValidateSchedule(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
-	}
-}
-
-func TestSQLColumns(t *testing.T) {
-	got := SQLColumns(rollupSQL)
-	if !slices.Equal(got, []string{"account_id", "event_time", "response_bytes", "window_end", "window_start"}) {
-		t.Errorf("SQLColumns = %v", got)
-	}
-	got = SQLColumns(`SELECT u.account_id, COALESCE(u.response_kib * 1024, u.response_bytes) AS egress_bytes -- 'x'
-		FROM usage u JOIN accounts AS a ON a.id = u.account_id WHERE u.endpoint <> 'health'`)
-	if !slices.Equal(got, []string{"account_id", "endpoint", "id", "response_bytes", "response_kib"}) {
-		t.Errorf("SQLColumns = %v", got)
-	}
-	if got := SQLMentions(`SELECT "date", value AS amount FROM t`, []string{"date", "value", "amount", "other"}); !slices.Equal(got, []string{"date", "value"}) {
-		t.Errorf("SQLMentions = %v", got)
 	}
 }

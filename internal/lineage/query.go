@@ -3,6 +3,7 @@ package lineage
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"sort"
 	"strings"
 	"time"
@@ -461,7 +462,7 @@ func (g *Graph) Owners(ctx context.Context, p OwnersParams) (*OwnersResult, erro
 	}
 	res := &OwnersResult{Assets: []AssetOwner{}, ByOwner: []OwnerGroup{}}
 	groups := map[string]*OwnerGroup{}
-	var idx *Index
+	var idx *graphindex.Index
 	for _, s := range seqs {
 		r := rows[s]
 		if r == nil {
@@ -475,12 +476,12 @@ func (g *Graph) Owners(ctx context.Context, p OwnersParams) (*OwnersResult, erro
 					return nil, err
 				}
 			}
-			if n, ok := idx.node(s); ok {
-				w := idx.bfs(ctx, []int32{n}, true, limits{maxDepth: 10, maxNodes: 10000, deadline: time.Now().Add(time.Second)})
-				for p := w.starts; p < len(w.order); p++ {
-					if o := idx.meta[w.order[p]].owner; o >= 0 {
-						ao.UpstreamOwner = idx.strs[o]
-						if up, err := loadRows(ctx, g.db, []int64{idx.seqs[w.order[p]]}); err == nil {
+			if n, ok := idx.Node(s); ok {
+				w := idx.BFS(ctx, []int32{n}, true, graphindex.Limits{MaxDepth: 10, MaxNodes: 10000, Deadline: time.Now().Add(time.Second)})
+				for p := w.Starts; p < len(w.Order); p++ {
+					if o := idx.Meta[w.Order[p]].Owner; o >= 0 {
+						ao.UpstreamOwner = idx.Strs[o]
+						if up, err := loadRows(ctx, g.db, []int64{idx.Seqs[w.Order[p]]}); err == nil {
 							for _, u := range up {
 								ao.UpstreamOwnerAsset = u.ID
 							}

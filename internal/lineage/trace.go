@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
+
 	"github.com/dataworkers/dw/internal/page"
 )
 
@@ -114,58 +116,58 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	}
 	res := &TraceResult{Asset: r.id, Direction: dir, GraphVersion: idx.Version,
 		Nodes: []TraceNode{}, Edges: []TraceEdge{}, Platforms: []string{}}
-	var up, down *walk
+	var up, down *graphindex.Walk
 	if dir != DirectionDown {
-		up = idx.bfs(ctx, []int32{start}, true, lim)
+		up = idx.BFS(ctx, []int32{start}, true, lim)
 	}
 	if dir != DirectionUp {
-		down = idx.bfs(ctx, []int32{start}, false, lim)
+		down = idx.BFS(ctx, []int32{start}, false, lim)
 	}
-	for _, w := range []*walk{up, down} {
-		if w != nil && w.budget != "" {
-			res.Partial, res.Budget = true, w.budget
+	for _, w := range []*graphindex.Walk{up, down} {
+		if w != nil && w.Budget != "" {
+			res.Partial, res.Budget = true, w.Budget
 		}
 	}
 	// Every node on the trace, with its signed distance.
 	dist := map[int32]int{start: 0}
 	order := []int32{start}
 	if up != nil {
-		for p := up.starts; p < len(up.order); p++ {
-			dist[up.order[p]] = -int(up.distance(int32(p)))
-			order = append(order, up.order[p])
+		for p := up.Starts; p < len(up.Order); p++ {
+			dist[up.Order[p]] = -int(up.Distance(int32(p)))
+			order = append(order, up.Order[p])
 		}
 	}
 	if down != nil {
-		for p := down.starts; p < len(down.order); p++ {
-			if _, seen := dist[down.order[p]]; !seen {
-				order = append(order, down.order[p])
+		for p := down.Starts; p < len(down.Order); p++ {
+			if _, seen := dist[down.Order[p]]; !seen {
+				order = append(order, down.Order[p])
 			}
-			dist[down.order[p]] = int(down.distance(int32(p)))
+			dist[down.Order[p]] = int(down.Distance(int32(p)))
 		}
 	}
 	seqs := make([]int64, len(order))
 	for i, n := range order {
-		seqs[i] = idx.seqs[n]
+		seqs[i] = idx.Seqs[n]
 	}
 	rows, err := loadListRows(ctx, g.db, seqs)
 	if err != nil {
 		return nil, err
 	}
 	idOf := func(n int32) string {
-		if r, ok := rows[idx.seqs[n]]; ok {
+		if r, ok := rows[idx.Seqs[n]]; ok {
 			return r.ID
 		}
-		return fmt.Sprintf("#%d", idx.seqs[n])
+		return fmt.Sprintf("#%d", idx.Seqs[n])
 	}
 	platformOf := func(n int32) string {
-		if r, ok := rows[idx.seqs[n]]; ok {
+		if r, ok := rows[idx.Seqs[n]]; ok {
 			return r.Platform
 		}
 		return ""
 	}
 	platforms := map[string]bool{}
 	for _, n := range order {
-		r, ok := rows[idx.seqs[n]]
+		r, ok := rows[idx.Seqs[n]]
 		if !ok {
 			continue
 		}
@@ -199,14 +201,14 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 		onPage[n.ID] = true
 	}
 	for _, u := range order {
-		for e := idx.outOff[u]; e < idx.outOff[u+1]; e++ {
-			v := idx.outDst[e]
+		for e := idx.OutOff[u]; e < idx.OutOff[u+1]; e++ {
+			v := idx.OutDst[e]
 			if _, ok := dist[v]; !ok {
 				continue
 			}
 			res.EdgesTotal++
 			if from, to := idOf(u), idOf(v); onPage[from] && onPage[to] && len(res.Edges) < 2*pg.Limit {
-				res.Edges = append(res.Edges, TraceEdge{From: from, To: to, Kind: EdgeKinds[idx.outKind[e]]})
+				res.Edges = append(res.Edges, TraceEdge{From: from, To: to, Kind: EdgeKinds[idx.OutKind[e]]})
 			}
 		}
 	}
@@ -232,19 +234,19 @@ const maxPathAssets = 10
 // ranked on counts kept per node in one pass (a node's platform changes
 // follow from its parent's, which BFS order puts first), so only the
 // listed paths are ever spelled out: the walk's ends may number millions.
-func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) string) ([]TracePath, int) {
-	hasChild := make([]bool, len(w.order))
-	changes := make([]int32, len(w.order)) // platform changes from the start to each node
-	for p := w.starts; p < len(w.order); p++ {
-		par := w.parent[p]
+func tracePaths(w *graphindex.Walk, up bool, maxPaths int, idOf, platformOf func(int32) string) ([]TracePath, int) {
+	hasChild := make([]bool, len(w.Order))
+	changes := make([]int32, len(w.Order)) // platform changes from the start to each node
+	for p := w.Starts; p < len(w.Order); p++ {
+		par := w.Parent[p]
 		hasChild[par] = true
 		changes[p] = changes[par]
-		if platformOf(w.order[p]) != platformOf(w.order[par]) {
+		if platformOf(w.Order[p]) != platformOf(w.Order[par]) {
 			changes[p]++
 		}
 	}
 	var ends []int32
-	for p := w.starts; p < len(w.order); p++ {
+	for p := w.Starts; p < len(w.Order); p++ {
 		if !hasChild[p] {
 			ends = append(ends, int32(p))
 		}
@@ -254,15 +256,15 @@ func tracePaths(w *walk, up bool, maxPaths int, idOf, platformOf func(int32) str
 		if changes[a] != changes[b] {
 			return changes[a] > changes[b]
 		}
-		if da, db := w.distance(a), w.distance(b); da != db {
+		if da, db := w.Distance(a), w.Distance(b); da != db {
 			return da > db
 		}
-		return idOf(w.order[a]) < idOf(w.order[b])
+		return idOf(w.Order[a]) < idOf(w.Order[b])
 	})
 	total := len(ends)
 	out := make([]TracePath, 0, min(total, maxPaths))
 	for _, p := range ends[:min(total, maxPaths)] {
-		nodes := w.path(p)
+		nodes := w.Path(p)
 		if up {
 			for i, j := 0, len(nodes)-1; i < j; i, j = i+1, j-1 {
 				nodes[i], nodes[j] = nodes[j], nodes[i]

@@ -3,6 +3,7 @@ package lineage
 import (
 	"context"
 	"errors"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -44,18 +45,18 @@ func TestBlastRadiusBudgetsAndCycles(t *testing.T) {
 		}
 
 		depth, _ := g.BlastRadius(ctx, BlastParams{Asset: "bench://a1", MaxDepth: 5, MaxAssets: 100000})
-		if !depth.Partial || depth.Budget != BudgetDepth || depth.Total != 2000+5 {
+		if !depth.Partial || depth.Budget != graphindex.BudgetDepth || depth.Total != 2000+5 {
 			t.Errorf("depth: total %d partial %v budget %q", depth.Total, depth.Partial, depth.Budget)
 		}
 		if !strings.Contains(depth.Summary, "PARTIAL: the depth budget") {
 			t.Errorf("summary: %s", depth.Summary)
 		}
 		size, _ := g.BlastRadius(ctx, BlastParams{Asset: "bench://a1", MaxDepth: 5000, MaxAssets: 100})
-		if !size.Partial || size.Budget != BudgetSize || size.Total != 100 {
+		if !size.Partial || size.Budget != graphindex.BudgetSize || size.Total != 100 {
 			t.Errorf("size: total %d partial %v budget %q", size.Total, size.Partial, size.Budget)
 		}
 		tm, _ := g.BlastRadius(ctx, BlastParams{Asset: "bench://a1", MaxDepth: 5000, MaxAssets: 100000, Timeout: "1ns"})
-		if !tm.Partial || tm.Budget != BudgetTime || tm.Total >= 4999 {
+		if !tm.Partial || tm.Budget != graphindex.BudgetTime || tm.Total >= 4999 {
 			t.Errorf("time: total %d partial %v budget %q", tm.Total, tm.Partial, tm.Budget)
 		}
 		// A budget that is reached exactly but leaves nothing out is not partial.
@@ -239,10 +240,10 @@ func TestWalkDistancesMatchReference(t *testing.T) {
 			adj[i] = append(adj[i], j)
 		}
 	}
-	ix := &Index{seqs: make([]int64, n)}
+	ix := &graphindex.Index{Seqs: make([]int64, n)}
 	kinds := make([]uint8, len(src))
-	ix.outOff, ix.outDst, ix.outKind = buildCSR(n, src, dst, kinds)
-	ix.inOff, ix.inSrc, ix.inKind = buildCSR(n, dst, src, kinds)
+	ix.OutOff, ix.OutDst, ix.OutKind = graphindex.BuildCSR(n, src, dst, kinds)
+	ix.InOff, ix.InSrc, ix.InKind = graphindex.BuildCSR(n, dst, src, kinds)
 	ref := make([]int32, n)
 	for i := range ref {
 		ref[i] = -1
@@ -257,23 +258,23 @@ func TestWalkDistancesMatchReference(t *testing.T) {
 			}
 		}
 	}
-	for _, lim := range []limits{{maxDepth: 1000, maxNodes: n}, {maxDepth: 1000, maxNodes: 700}, {maxDepth: 3, maxNodes: n}} {
-		w := ix.bfs(context.Background(), []int32{0}, false, lim)
-		for p := range w.order {
-			node, d := w.order[p], w.distance(int32(p))
+	for _, lim := range []graphindex.Limits{{MaxDepth: 1000, MaxNodes: n}, {MaxDepth: 1000, MaxNodes: 700}, {MaxDepth: 3, MaxNodes: n}} {
+		w := ix.BFS(context.Background(), []int32{0}, false, lim)
+		for p := range w.Order {
+			node, d := w.Order[p], w.Distance(int32(p))
 			if d != ref[node] {
 				t.Fatalf("limits %+v: node %d at distance %d, reference %d", lim, node, d, ref[node])
 			}
-			path := w.path(int32(p))
+			path := w.Path(int32(p))
 			if len(path) != int(d)+1 || path[0] != 0 || path[len(path)-1] != node {
 				t.Fatalf("limits %+v: path to %d is %v", lim, node, path)
 			}
-			if d > int32(lim.maxDepth) {
+			if d > int32(lim.MaxDepth) {
 				t.Fatalf("node beyond the depth budget")
 			}
 		}
-		if lim.maxNodes < n && (w.budget != BudgetSize || len(w.order) != lim.maxNodes+1) {
-			t.Errorf("size budget: %q, %d", w.budget, len(w.order))
+		if lim.MaxNodes < n && (w.Budget != graphindex.BudgetSize || len(w.Order) != lim.MaxNodes+1) {
+			t.Errorf("size budget: %q, %d", w.Budget, len(w.Order))
 		}
 	}
 }

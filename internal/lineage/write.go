@@ -14,11 +14,11 @@ import (
 	"github.com/dataworkers/dw/internal/store"
 )
 
-// assetInput is what one ingestion says about one asset. Names are every
+// AssetInput is what one ingestion says about one asset. Names are every
 // canonical name it knows the asset by (ID among them); Weak are partial
 // names (schema.table) that link it to an asset named without a database
 // only when that is unambiguous.
-type assetInput struct {
+type AssetInput struct {
 	ID          string
 	Names       []string
 	Weak        []string
@@ -139,8 +139,9 @@ type ImportStats struct {
 	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why"`
 }
 
-// writer applies ingested facts inside one store transaction.
-type writer struct {
+// Writer applies ingested facts inside one store transaction: the ingest
+// formats (internal/lineage/ingest) and notes write the graph through it.
+type Writer struct {
 	ctx     context.Context
 	tx      *store.Tx
 	now     int64
@@ -153,7 +154,7 @@ type writer struct {
 	// kinds caches asset kinds the writer wrote or read, for the default
 	// edge kind of every link.
 	kinds map[int64]Kind
-	// pending holds edges linkLater queued, written in multi-row
+	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
 }
@@ -162,10 +163,10 @@ type writer struct {
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const edgeRows = 400
 
-// linkLater is link with the kind chosen from the two assets' kinds, no
+// LinkLater is Link with the kind chosen from the two assets' kinds, no
 // column lineage and no override, queued so a bulk import writes its new
 // edges a few hundred per statement.
-func (w *writer) linkLater(from, to int64, src Source) error {
+func (w *Writer) LinkLater(from, to int64, src Source) error {
 	fk, err := w.kindOf(from)
 	if err != nil {
 		return err
@@ -181,7 +182,7 @@ func (w *writer) linkLater(from, to int64, src Source) error {
 // flushEdges writes the queued edges: the ones already stored go through
 // upsertEdge one by one (their sources and kind may need merging); the new
 // ones, first mention of a pair kept, in multi-row INSERTs.
-func (w *writer) flushEdges() error {
+func (w *Writer) flushEdges() error {
 	if len(w.pending) == 0 {
 		return nil
 	}
@@ -260,7 +261,7 @@ func (w *writer) flushEdges() error {
 }
 
 // stmt returns the prepared statement for query, preparing it once.
-func (w *writer) stmt(query string) (*sql.Stmt, error) {
+func (w *Writer) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
 	}
@@ -275,7 +276,7 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func (w *writer) exec(query string, args ...any) (sql.Result, error) {
+func (w *Writer) exec(query string, args ...any) (sql.Result, error) {
 	st, err := w.stmt(query)
 	if err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func (w *writer) exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(w.ctx, args...)
 }
 
-func (w *writer) query(query string, args ...any) (*sql.Rows, error) {
+func (w *Writer) query(query string, args ...any) (*sql.Rows, error) {
 	st, err := w.stmt(query)
 	if err != nil {
 		return nil, err
@@ -291,7 +292,7 @@ func (w *writer) query(query string, args ...any) (*sql.Rows, error) {
 	return st.QueryContext(w.ctx, args...)
 }
 
-func (w *writer) queryRow(query string, args ...any) *sql.Row {
+func (w *Writer) queryRow(query string, args ...any) *sql.Row {
 	st, err := w.stmt(query)
 	if err != nil {
 		// The unprepared query reports the same error through its Row.
@@ -301,19 +302,19 @@ func (w *writer) queryRow(query string, args ...any) *sql.Row {
 }
 
 // close releases the prepared statements.
-func (w *writer) close() {
+func (w *Writer) close() {
 	for _, st := range w.stmts {
 		st.Close()
 	}
 	w.stmts = nil
 }
 
-// write runs fn in a transaction and bumps the graph version when it
+// Write runs fn in a transaction and bumps the graph version when it
 // changed anything, so every agent's index reloads.
-func (g *Graph) write(ctx context.Context, fn func(w *writer) error) (ImportStats, error) {
+func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
 	var stats ImportStats
 	err := g.db.InTx(ctx, func(tx *store.Tx) error {
-		w := &writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
+		w := &Writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
 		defer w.close()
 		if err := fn(w); err != nil {
 			return err
@@ -341,7 +342,7 @@ func bindVars(n int) string {
 }
 
 // lookupAliases returns alias -> (seq, weak) for the names present.
-func (w *writer) lookupAliases(names []string) (map[string]aliasHit, error) {
+func (w *Writer) lookupAliases(names []string) (map[string]aliasHit, error) {
 	out := map[string]aliasHit{}
 	if len(names) == 0 {
 		return out, nil
@@ -374,7 +375,7 @@ type aliasHit struct {
 // conflictsWithWeak reports whether asset seq already carries a full name
 // on the same platform that shares our partial name but not our full names:
 // then the partial name is someone else's table, not ours.
-func (w *writer) conflictsWithWeak(seq int64, in *assetInput) (bool, error) {
+func (w *Writer) conflictsWithWeak(seq int64, in *AssetInput) (bool, error) {
 	rows, err := w.query("SELECT alias FROM lineage_aliases WHERE asset_seq = ? AND weak = 0", seq)
 	if err != nil {
 		return false, err
@@ -399,10 +400,10 @@ func (w *writer) conflictsWithWeak(seq int64, in *assetInput) (bool, error) {
 	return false, rows.Err()
 }
 
-// upsertAsset finds the asset the input describes (through any of its
+// UpsertAsset finds the asset the input describes (through any of its
 // names), creates it when new, folds in the new facts and registers the
 // names. It returns the asset's seq.
-func (w *writer) upsertAsset(in *assetInput) (int64, error) {
+func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
 	if in.ID == "" {
 		return 0, errors.New("asset id is empty")
 	}
@@ -470,7 +471,7 @@ func (w *writer) upsertAsset(in *assetInput) (int64, error) {
 	return seq, nil
 }
 
-func (w *writer) insertAsset(in *assetInput) (int64, error) {
+func (w *Writer) insertAsset(in *AssetInput) (int64, error) {
 	r := w.newRow(in)
 	var seq int64
 	err := w.queryRow(insertAssetSQL+assetRowSQL+" RETURNING seq", assetArgs(r)...).Scan(&seq)
@@ -493,7 +494,7 @@ const (
 )
 
 // newRow is the stored form of a new asset described by in.
-func (w *writer) newRow(in *assetInput) *assetRow {
+func (w *Writer) newRow(in *AssetInput) *assetRow {
 	r := &assetRow{ID: in.ID, FirstSeen: w.now, LastSeen: w.now, Kind: in.KindIfNew}
 	applyInput(r, in)
 	if r.Kind == "" {
@@ -511,13 +512,13 @@ func assetArgs(r *assetRow) []any {
 		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen}
 }
 
-// upsertAssets is upsertAsset over many inputs, returning their seqs in
+// UpsertAssets is UpsertAsset over many inputs, returning their seqs in
 // order. The inputs none of whose names (strong or partial) is stored or
 // shared with another input are plainly new: they and their names are
-// inserted a few hundred per statement. The rest go through upsertAsset
+// inserted a few hundred per statement. The rest go through UpsertAsset
 // one by one, in order; they share no name with the new ones, so the
 // order between the two groups does not matter.
-func (w *writer) upsertAssets(ins []*assetInput) ([]int64, error) {
+func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 	seqs := make([]int64, len(ins))
 	uses := map[string]int{}
 	var names []string
@@ -561,7 +562,7 @@ func (w *writer) upsertAssets(ins []*assetInput) ([]int64, error) {
 			fresh = append(fresh, i)
 			continue
 		}
-		seq, err := w.upsertAsset(in)
+		seq, err := w.UpsertAsset(in)
 		if err != nil {
 			return nil, err
 		}
@@ -644,7 +645,7 @@ func mustJSON(v any) string {
 // applyInput folds an ingestion's facts into a row. The last non-empty
 // value wins for single facts; tags and columns accumulate; a kind only
 // moves to one that says more (a table stays a dbt model once dbt says so).
-func applyInput(r *assetRow, in *assetInput) {
+func applyInput(r *assetRow, in *AssetInput) {
 	newRank, oldRank := kindRank(in.Kind), kindRank(r.Kind)
 	if isExposureID(r.ID) && in.ID != "" && !strings.HasPrefix(in.ID, "dbt://") {
 		// A dbt exposure only declares a dashboard, app or job that lives in
@@ -691,7 +692,7 @@ func applyInput(r *assetRow, in *assetInput) {
 		tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(rm, t) })
 	}
 	r.Tags = tags
-	r.Columns = mergeColumns(r.Columns, in.Columns)
+	r.Columns = MergeColumns(r.Columns, in.Columns)
 	if in.Source != "" && !slices.Contains(r.Sources, string(in.Source)) {
 		r.Sources = append(slices.Clone(r.Sources), string(in.Source))
 		sort.Strings(r.Sources)
@@ -702,15 +703,15 @@ func isExposureID(id string) bool { return strings.HasPrefix(id, "dbt://exposure
 
 // exposureFacts is what an exposure may still add to an asset another tool
 // names: everything but its kind and platform.
-func exposureFacts(in *assetInput) *assetInput {
+func exposureFacts(in *AssetInput) *AssetInput {
 	c := *in
 	c.Kind, c.Platform = "", ""
 	return &c
 }
 
-// mergeColumns keeps existing columns in order, refreshes their type and
+// MergeColumns keeps existing columns in order, refreshes their type and
 // description from the new list and appends new ones.
-func mergeColumns(old, add []Column) []Column {
+func MergeColumns(old, add []Column) []Column {
 	out := slices.Clone(old)
 	for _, c := range add {
 		c.Name = strings.TrimSpace(c.Name)
@@ -732,7 +733,7 @@ func mergeColumns(old, add []Column) []Column {
 	return out
 }
 
-func (w *writer) saveAsset(r *assetRow) error {
+func (w *Writer) saveAsset(r *assetRow) error {
 	_, err := w.exec(`UPDATE lineage_assets SET id = ?, name = ?, name_key = ?, title = ?, kind = ?, platform = ?,
 		owner = ?, owner_email = ?, domain = ?, description = ?, tags = ?, flags = ?, cron = ?, timezone = ?, columns_json = ?,
 		sql_text = ?, url = ?, sources = ?, first_seen_ms = ?, last_seen_ms = ? WHERE seq = ?`,
@@ -750,7 +751,7 @@ func (w *writer) saveAsset(r *assetRow) error {
 
 // registerAliases points every strong name at seq and records the partial
 // names, marking a partial name two assets share as ambiguous (seq 0).
-func (w *writer) registerAliases(seq int64, in *assetInput) error {
+func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
 	for _, n := range in.Names {
 		res, err := w.exec(`INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 0)
 			ON CONFLICT (alias) DO UPDATE SET asset_seq = excluded.asset_seq, weak = 0
@@ -780,7 +781,7 @@ func (w *writer) registerAliases(seq int64, in *assetInput) error {
 // that says most (a dbt node over a table, then the oldest), re-pointing
 // names, edges and column lineage. It returns the survivor as stored and
 // the survivor with the others' facts folded in, not yet saved.
-func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
+func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	if err := w.flushEdges(); err != nil {
 		return nil, nil, err
 	}
@@ -805,10 +806,10 @@ func (w *writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	m := *keep
 	for _, d := range rows[1:] {
 		// The dropped asset fills gaps; the survivor's own facts win.
-		applyInput(&m, &assetInput{Kind: d.Kind, Platform: d.Platform, Title: d.Title, Owner: d.Owner,
+		applyInput(&m, &AssetInput{Kind: d.Kind, Platform: d.Platform, Title: d.Title, Owner: d.Owner,
 			OwnerEmail: d.OwnerEmail, Domain: d.Domain, Description: d.Description, URL: d.URL, SQL: d.SQL, Tags: d.Tags,
 			Schedule: scheduleOf(d), Columns: d.Columns})
-		applyInput(&m, &assetInput{Kind: keep.Kind, Platform: keep.Platform, Title: keep.Title, Owner: keep.Owner,
+		applyInput(&m, &AssetInput{Kind: keep.Kind, Platform: keep.Platform, Title: keep.Title, Owner: keep.Owner,
 			OwnerEmail: keep.OwnerEmail, Domain: keep.Domain, Description: keep.Description, URL: keep.URL, SQL: keep.SQL,
 			Schedule: scheduleOf(keep)})
 		for _, s := range d.Sources {
@@ -848,7 +849,7 @@ func scheduleOf(r *assetRow) *Schedule {
 }
 
 // repoint moves names, edges and column lineage from asset drop to keep.
-func (w *writer) repoint(drop, keep int64) error {
+func (w *Writer) repoint(drop, keep int64) error {
 	if _, err := w.exec("UPDATE lineage_aliases SET asset_seq = ? WHERE asset_seq = ?", keep, drop); err != nil {
 		return err
 	}
@@ -938,7 +939,7 @@ type edgeInput struct {
 // upsertEdge records an edge; the first kind recorded stays unless a note
 // overrides it, so sources that name the same edge differently don't
 // flip it on every import.
-func (w *writer) upsertEdge(e edgeInput) error {
+func (w *Writer) upsertEdge(e edgeInput) error {
 	if e.From == e.To {
 		return nil
 	}
@@ -978,7 +979,7 @@ func (w *writer) upsertEdge(e edgeInput) error {
 	return nil
 }
 
-func (w *writer) replaceEdgeColumns(e edgeInput) error {
+func (w *Writer) replaceEdgeColumns(e edgeInput) error {
 	want := normalizeMappings(e.Columns)
 	rows, err := w.query("SELECT from_col, to_col FROM lineage_edge_columns WHERE from_seq = ? AND to_seq = ? AND source = ?", e.From, e.To, string(e.Source))
 	if err != nil {
@@ -1032,7 +1033,7 @@ func normalizeMappings(ms []ColumnMapping) []ColumnMapping {
 }
 
 // kindOf reads a stored asset's kind, for default edge kinds.
-func (w *writer) kindOf(seq int64) (Kind, error) {
+func (w *Writer) kindOf(seq int64) (Kind, error) {
 	if k, ok := w.kinds[seq]; ok {
 		return k, nil
 	}
@@ -1044,16 +1045,16 @@ func (w *writer) kindOf(seq int64) (Kind, error) {
 	return Kind(k), nil
 }
 
-func (w *writer) setKind(seq int64, k Kind) {
+func (w *Writer) setKind(seq int64, k Kind) {
 	if w.kinds == nil {
 		w.kinds = map[int64]Kind{}
 	}
 	w.kinds[seq] = k
 }
 
-// link records from -> to with the given kind, or one chosen from the two
+// Link records from -> to with the given kind, or one chosen from the two
 // assets' kinds when kind is "".
-func (w *writer) link(from, to int64, kind EdgeKind, src Source, cols []ColumnMapping, override bool) error {
+func (w *Writer) Link(from, to int64, kind EdgeKind, src Source, cols []ColumnMapping, override bool) error {
 	if err := w.flushEdges(); err != nil {
 		return err
 	}

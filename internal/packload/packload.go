@@ -8,6 +8,8 @@ package packload
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
+	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -81,7 +83,7 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 	rep.GraphAssets += nres.AssetsCreated
 	rep.GraphEdges += nres.EdgesCreated
 	if len(p.Manifest) > 0 {
-		res, err := g.ImportDBTManifest(ctx, strings.NewReader(string(p.Manifest)), lineage.DBTOptions{})
+		res, err := ingest.DBTManifest(ctx, g, strings.NewReader(string(p.Manifest)), ingest.DBTOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("pack %s manifest: %w", p.Name, err)
 		}
@@ -89,7 +91,7 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 		rep.GraphEdges += res.EdgesCreated
 	}
 	for i, ev := range p.LineageEvents {
-		res, err := g.ImportRunEvents(ctx, ev, lineage.OpenLineageOptions{})
+		res, err := ingest.RunEvents(ctx, g, ev, ingest.OpenLineageOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("pack %s OpenLineage event %d: %w", p.Name, i, err)
 		}
@@ -97,7 +99,7 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 		rep.GraphEdges += res.EdgesCreated
 	}
 	if specs := connectorSpecs(p.Connectors); len(specs) > 0 {
-		res, err := g.ImportConnectors(ctx, specs, lineage.ConnectorOptions{Cluster: "prod"})
+		res, err := ingest.Connectors(ctx, g, specs, ingest.ConnectorOptions{Cluster: "prod"})
 		if err != nil {
 			return nil, fmt.Errorf("pack %s connectors: %w", p.Name, err)
 		}
@@ -106,7 +108,7 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 	}
 	svc := &incidents.Service{DB: db, Clock: clk}
 	for _, c := range p.Changes {
-		params := incidents.RecordChangeParams{
+		params := changelog.RecordChangeParams{
 			Key: "pack:" + p.Name + ":" + c.ID, At: c.At, Kind: c.Kind, System: c.System, Assets: c.Assets,
 			Actor: c.Actor, Source: c.Source, Summary: c.Summary, Details: map[string]string{},
 		}
@@ -117,13 +119,13 @@ func LoadStore(ctx context.Context, db *store.DB, clk clock.Clock, p *demo.Pack,
 			params.Details[k] = fmt.Sprint(v)
 		}
 		for _, f := range c.Fields {
-			how := incidents.FieldOp(f.Change)
+			how := changelog.FieldOp(f.Change)
 			if f.Change == "changed" {
-				how = incidents.FieldTypeChanged
+				how = changelog.FieldTypeChanged
 			}
-			params.Fields = append(params.Fields, incidents.FieldChange{Name: f.Name, How: how})
+			params.Fields = append(params.Fields, changelog.FieldChange{Name: f.Name, How: how})
 		}
-		res, err := svc.RecordChange(ctx, params)
+		res, err := (&changelog.Log{DB: db, Clock: clk}).RecordChange(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("pack %s change %s: %w", p.Name, c.ID, err)
 		}
@@ -206,8 +208,8 @@ func convertNotes(n demo.Notes) (lineage.Note, error) {
 // connectorSpecs turns the pack's connectors into graph hops. In the packs
 // the warehouse the connectors write to is the demo DuckDB file, so the
 // tables are recorded on the duckdb platform where the checks find them.
-func connectorSpecs(cs []demo.Connector) []lineage.ConnectorSpec {
-	var out []lineage.ConnectorSpec
+func connectorSpecs(cs []demo.Connector) []ingest.ConnectorSpec {
+	var out []ingest.ConnectorSpec
 	for _, c := range cs {
 		cfg := c.Info.Config
 		dataset := cfg["defaultDataset"]
@@ -220,7 +222,7 @@ func connectorSpecs(cs []demo.Connector) []lineage.ConnectorSpec {
 			if dataset != "" {
 				table = dataset + "." + table
 			}
-			out = append(out, lineage.ConnectorSpec{Name: c.Info.Name, Class: cfg["connector.class"], Direction: c.Info.Type,
+			out = append(out, ingest.ConnectorSpec{Name: c.Info.Name, Class: cfg["connector.class"], Direction: c.Info.Type,
 				Topic: topic, Table: table, Platform: "duckdb"})
 		}
 	}

@@ -2,6 +2,7 @@ package routines
 
 import (
 	"context"
+	"github.com/dataworkers/dw/internal/changelog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/flink/flinktest"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -84,8 +84,8 @@ func TestChangesGoToTheChangeLog(t *testing.T) {
 	if f := find(runs, "flink"); f.Status != "ok" {
 		t.Errorf("the same restore recorded twice: %+v", f)
 	}
-	svc := &incidents.Service{DB: db, Clock: clk}
-	list, err := svc.ListChanges(context.Background(), incidents.ChangeFilter{})
+	svc := &changelog.Log{DB: db, Clock: clk}
+	list, err := svc.ListChanges(context.Background(), changelog.ChangeFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -288,7 +289,7 @@ func (r *Runner) observeChanges(ctx context.Context, rc config.Routine, o *obser
 			f := Finding{Kind: "flink", Target: job, Asset: flink.Asset(job), Status: "ok", Detail: rep.Summary()}
 			var recorded []string
 			for _, rs := range rep.Restores {
-				res, rerr := svc.RecordChange(ctx, flink.RestoreChange(rs, client.URL(), "dw watch ("+rc.Name+")"))
+				res, rerr := (&changelog.Log{DB: svc.DB, Clock: svc.Clock}).RecordChange(ctx, flink.RestoreChange(rs, client.URL(), "dw watch ("+rc.Name+")"))
 				if rerr != nil {
 					o.fail("flink", job, rerr)
 					continue

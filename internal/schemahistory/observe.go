@@ -3,11 +3,11 @@ package schemahistory
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/changelog"
 	"strconv"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/compat"
-	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -49,7 +49,7 @@ func ReadSubject(ctx context.Context, db *store.DB, c *registry.Client, subject,
 	if len(fresh) == 0 || len(fresh) == len(stored) {
 		return stored, fresh, nil
 	}
-	svc := &incidents.Service{DB: db, Clock: clk}
+	svc := &changelog.Log{DB: db, Clock: clk}
 	for _, v := range fresh {
 		if _, err := svc.RecordChange(ctx, VersionChange(stored, v, source)); err != nil {
 			return nil, nil, err
@@ -62,8 +62,8 @@ func ReadSubject(ctx context.Context, db *store.DB, c *registry.Client, subject,
 // with the fields it added, removed, renamed or retyped against the
 // version before it. The registry keeps no registration time: the change
 // is dated when first seen, and says so.
-func VersionChange(stored []SubjectVersion, v SubjectVersion, source string) incidents.RecordChangeParams {
-	params := incidents.RecordChangeParams{
+func VersionChange(stored []SubjectVersion, v SubjectVersion, source string) changelog.RecordChangeParams {
+	params := changelog.RecordChangeParams{
 		Key: "schema-registry:" + v.Subject + ":" + strconv.Itoa(v.Version), At: v.FirstSeen, Kind: "schema_version",
 		System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Source: source,
 		Summary: fmt.Sprintf("%s version %d seen in the registry", v.Subject, v.Version),
@@ -84,21 +84,21 @@ func VersionChange(stored []SubjectVersion, v SubjectVersion, source string) inc
 		return params
 	}
 	for _, c := range changes {
-		var how incidents.FieldOp
+		var how changelog.FieldOp
 		switch c.Kind {
 		case "removed":
-			how = incidents.FieldRemoved
+			how = changelog.FieldRemoved
 		case "added":
-			how = incidents.FieldAdded
+			how = changelog.FieldAdded
 		case "renamed":
-			how = incidents.FieldRenamed
+			how = changelog.FieldRenamed
 		case "type_changed":
-			how = incidents.FieldTypeChanged
+			how = changelog.FieldTypeChanged
 		default:
 			continue
 		}
-		fc := incidents.FieldChange{Name: c.Path, How: how}
-		if how == incidents.FieldRenamed {
+		fc := changelog.FieldChange{Name: c.Path, How: how}
+		if how == changelog.FieldRenamed {
 			fc.Name, fc.NewName = c.OldPath, c.Path
 		}
 		params.Fields = append(params.Fields, fc)

@@ -1,10 +1,11 @@
-package lineage
+package ingest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage"
 	"io"
 	"regexp"
 	"sort"
@@ -29,7 +30,7 @@ type DBTOptions struct {
 
 // DBTImportResult says what a manifest import found and changed.
 type DBTImportResult struct {
-	ImportStats
+	lineage.ImportStats
 	Project       string         `json:"project" jsonschema:"dbt project name"`
 	SchemaVersion string         `json:"schema_version" jsonschema:"manifest schema version, e.g. v12"`
 	DBTVersion    string         `json:"dbt_version,omitempty" jsonschema:"dbt version that wrote the manifest"`
@@ -87,7 +88,7 @@ type dbtGroup struct {
 	Owner dbtOwner `json:"owner"`
 }
 
-// ImportDBTManifest reads a dbt manifest.json (schema v9 to v12) into the
+// DBTManifest reads a dbt manifest.json (schema v9 to v12) into the
 // graph: models, seeds, snapshots and sources as assets named both by
 // their dbt id and by their warehouse relation, exposures as the
 // dashboards and applications that read them, and the dependency edges.
@@ -95,7 +96,7 @@ type dbtGroup struct {
 // exposure owners. The import is one transaction and idempotent; a
 // malformed or unsupported manifest names the JSON path that failed and
 // changes nothing.
-func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOptions) (*DBTImportResult, error) {
+func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOptions) (*DBTImportResult, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read dbt manifest: %w", err)
@@ -109,8 +110,8 @@ func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOpti
 	for _, n := range m.nodes {
 		res.Counts[n.ResourceType]++
 	}
-	stats, err := g.write(ctx, func(w *writer) error {
-		ins := make([]*assetInput, 0, len(m.nodes))
+	stats, err := g.Write(ctx, func(w *lineage.Writer) error {
+		ins := make([]*lineage.AssetInput, 0, len(m.nodes))
 		for _, n := range m.nodes {
 			in, err := m.assetInput(n, opts)
 			if err != nil {
@@ -118,7 +119,7 @@ func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOpti
 			}
 			ins = append(ins, in)
 		}
-		got, err := w.upsertAssets(ins)
+		got, err := w.UpsertAssets(ins)
 		if err != nil {
 			return err
 		}
@@ -127,7 +128,7 @@ func (g *Graph) ImportDBTManifest(ctx context.Context, r io.Reader, opts DBTOpti
 			seqs[n.UniqueID] = got[i]
 		}
 		for _, e := range m.edges {
-			if err := w.linkLater(seqs[e[0]], seqs[e[1]], SourceDBT); err != nil {
+			if err := w.LinkLater(seqs[e[0]], seqs[e[1]], lineage.SourceDBT); err != nil {
 				return fmt.Errorf("edge %s -> %s: %w", e[0], e[1], err)
 			}
 		}
@@ -208,7 +209,7 @@ func parseManifest(data []byte) (*manifest, error) {
 	if strings.TrimSpace(meta.Adapter) == "" {
 		return nil, fmt.Errorf("dbt manifest metadata.adapter_type: missing; it names the warehouse the relations live in")
 	}
-	m := &manifest{version: version, dbtVersion: meta.DBTVersion, adapter: NormalizePlatform(meta.Adapter), project: meta.Project, groups: map[string]dbtGroup{}}
+	m := &manifest{version: version, dbtVersion: meta.DBTVersion, adapter: lineage.NormalizePlatform(meta.Adapter), project: meta.Project, groups: map[string]dbtGroup{}}
 	if raw, ok := top["groups"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &m.groups); err != nil {
 			return nil, jsonPathError("groups", err)
@@ -356,14 +357,14 @@ func metaString(key string, metas ...map[string]any) string {
 }
 
 // exposureKind maps a dbt exposure type to an asset kind.
-func exposureKind(t string) Kind {
+func exposureKind(t string) lineage.Kind {
 	switch strings.ToLower(t) {
 	case "dashboard":
-		return KindDashboard
+		return lineage.KindDashboard
 	case "notebook", "analysis":
-		return KindReport
+		return lineage.KindReport
 	}
-	return KindApplication // application, ml
+	return lineage.KindApplication // application, ml
 }
 
 // relation returns the canonical warehouse id of a node's relation, or ""
@@ -373,7 +374,7 @@ func (m *manifest) relation(n *dbtNode) (id, weak string) {
 		return "", ""
 	}
 	if n.RelationName != "" {
-		if id, weak, err := TableID(m.adapter, n.RelationName); err == nil {
+		if id, weak, err := lineage.TableID(m.adapter, n.RelationName); err == nil {
 			return id, weak
 		}
 	}
@@ -391,16 +392,16 @@ func (m *manifest) relation(n *dbtNode) (id, weak string) {
 	if q := n.Quoting["identifier"]; q != nil {
 		quoted = *q
 	}
-	id, weak, err := RelationID(m.adapter, quoted, n.Database, n.Schema, ident)
+	id, weak, err := lineage.RelationID(m.adapter, quoted, n.Database, n.Schema, ident)
 	if err != nil {
 		return "", ""
 	}
 	return id, weak
 }
 
-func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*assetInput, error) {
+func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*lineage.AssetInput, error) {
 	dbtID := "dbt://" + n.UniqueID
-	in := &assetInput{ID: dbtID, Names: []string{dbtID}, Platform: m.adapter, Source: SourceDBT, Description: strings.TrimSpace(n.Description)}
+	in := &lineage.AssetInput{ID: dbtID, Names: []string{dbtID}, Platform: m.adapter, Source: lineage.SourceDBT, Description: strings.TrimSpace(n.Description)}
 	tags, _ := tagList(n.Tags)
 	ctags, _ := tagList(n.Config.Tags)
 	in.Tags = append(tags, ctags...)
@@ -426,17 +427,17 @@ func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*assetInput, error) 
 		if name == "" {
 			name = k
 		}
-		in.Columns = append(in.Columns, Column{Name: name, Type: c.DataType, Description: strings.TrimSpace(c.Description)})
+		in.Columns = append(in.Columns, lineage.Column{Name: name, Type: c.DataType, Description: strings.TrimSpace(c.Description)})
 	}
 	switch n.ResourceType {
 	case "model":
-		in.Kind = KindDBTModel
+		in.Kind = lineage.KindDBTModel
 	case "seed":
-		in.Kind = KindSeed
+		in.Kind = lineage.KindSeed
 	case "snapshot":
-		in.Kind = KindSnapshot
+		in.Kind = lineage.KindSnapshot
 	case "source":
-		in.Kind = KindSource
+		in.Kind = lineage.KindSource
 		if in.Description == "" {
 			in.Description = strings.TrimSpace(n.SourceDesc)
 		}

@@ -1,4 +1,4 @@
-package lineage
+package ingest
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage"
 	"io"
 	"net/url"
 	"regexp"
@@ -23,7 +24,7 @@ type OpenLineageOptions struct {
 
 // OpenLineageImportResult says what a batch of run events changed.
 type OpenLineageImportResult struct {
-	ImportStats
+	lineage.ImportStats
 	Events          int `json:"events" jsonschema:"run events read"`
 	Imported        int `json:"imported" jsonschema:"events that named at least one dataset and were recorded"`
 	WithoutDatasets int `json:"without_datasets" jsonschema:"events with no inputs or outputs (nothing to link)"`
@@ -106,14 +107,14 @@ func splitEvents(data []byte) ([]json.RawMessage, error) {
 	return nil, fmt.Errorf("OpenLineage events must be a JSON object, an array of objects or one object per line; the input starts with %q", data[:1])
 }
 
-// ImportRunEvents records OpenLineage run events: each input and output
+// RunEvents records OpenLineage run events: each input and output
 // dataset and the job become assets, inputs -> job -> outputs become edges,
 // the schema facet gives columns and the columnLineage facet gives column
 // edges (the fields a job reads from each input, and which input field
 // feeds which output field). Events from integration tests are tolerated:
 // stand-ins like ${json-unit.any-string} mean absent values, and an
 // event with no job name links its inputs straight to its outputs.
-func (g *Graph) ImportRunEvents(ctx context.Context, data []byte, opts OpenLineageOptions) (*OpenLineageImportResult, error) {
+func RunEvents(ctx context.Context, g *lineage.Graph, data []byte, opts OpenLineageOptions) (*OpenLineageImportResult, error) {
 	raws, err := splitEvents(data)
 	if err != nil {
 		return nil, err
@@ -148,12 +149,12 @@ func (g *Graph) ImportRunEvents(ctx context.Context, data []byte, opts OpenLinea
 	}
 	jobs, datasets := map[string]bool{}, map[string]bool{}
 	var warnings []string
-	stats, err := g.write(ctx, func(w *writer) error {
+	stats, err := g.Write(ctx, func(w *lineage.Writer) error {
 		res.ColumnEdges = 0
 		for _, p := range plans {
 			seqs := map[string]int64{}
 			for _, in := range p.assets {
-				seq, err := w.upsertAsset(in)
+				seq, err := w.UpsertAsset(in)
 				if err != nil {
 					return err
 				}
@@ -163,7 +164,7 @@ func (g *Graph) ImportRunEvents(ctx context.Context, data []byte, opts OpenLinea
 				if e.cols != nil {
 					res.ColumnEdges++
 				}
-				if err := w.link(seqs[e.from], seqs[e.to], e.kind, SourceOpenLineage, e.cols, false); err != nil {
+				if err := w.Link(seqs[e.from], seqs[e.to], e.kind, lineage.SourceOpenLineage, e.cols, false); err != nil {
 					return fmt.Errorf("edge %s -> %s: %w", e.from, e.to, err)
 				}
 			}
@@ -198,13 +199,13 @@ func jsonEventError(i int, err error) error {
 
 type olEdge struct {
 	from, to string
-	kind     EdgeKind
-	cols     []ColumnMapping
+	kind     lineage.EdgeKind
+	cols     []lineage.ColumnMapping
 }
 
 // olPlan is one event turned into asset inputs and edges (by asset id).
 type olPlan struct {
-	assets   []*assetInput
+	assets   []*lineage.AssetInput
 	edges    []olEdge
 	job      string
 	datasets []string
@@ -229,37 +230,37 @@ func facet[T any](facets map[string]json.RawMessage, name string) *T {
 // warehouse namespaces (snowflake://account, bigquery, postgres://host:port)
 // become canonical table ids without the account or host, so they meet the
 // same table seen by dbt; kafka://broker:port becomes kafka://cluster/topic.
-func datasetAsset(ns, name string, opts OpenLineageOptions) (*assetInput, error) {
+func datasetAsset(ns, name string, opts OpenLineageOptions) (*lineage.AssetInput, error) {
 	ns, name = strings.TrimSpace(ns), strings.TrimSpace(name)
 	if ns == "" || name == "" || isStandIn(ns) || isStandIn(name) {
 		return nil, fmt.Errorf("dataset namespace %q name %q: both are required", ns, name)
 	}
 	alias := "openlineage://" + ns + "/" + name
 	platform := opts.Namespaces[ns]
-	scheme, auth := namespaceAuthority(ns)
+	scheme, auth := lineage.NamespaceAuthority(ns)
 	if platform == "" {
-		platform = NormalizePlatform(scheme)
+		platform = lineage.NormalizePlatform(scheme)
 	} else {
-		platform = NormalizePlatform(platform)
+		platform = lineage.NormalizePlatform(platform)
 	}
-	in := &assetInput{Source: SourceOpenLineage, Platform: platform, Kind: KindDataset}
+	in := &lineage.AssetInput{Source: lineage.SourceOpenLineage, Platform: platform, Kind: lineage.KindDataset}
 	switch {
 	case platform == "kafka":
 		cluster := auth
 		if c, ok := opts.KafkaClusters[auth]; ok {
 			cluster = c
 		}
-		id, err := TopicID(cluster, name)
+		id, err := lineage.TopicID(cluster, name)
 		if err != nil {
 			return nil, err
 		}
-		in.ID, in.Kind = id, KindTopic
-	case IsWarehouse(platform):
-		id, weak, err := TableID(platform, name)
+		in.ID, in.Kind = id, lineage.KindTopic
+	case lineage.IsWarehouse(platform):
+		id, weak, err := lineage.TableID(platform, name)
 		if err != nil {
 			return nil, fmt.Errorf("dataset %s: %w", alias, err)
 		}
-		in.ID, in.Kind = id, KindTable
+		in.ID, in.Kind = id, lineage.KindTable
 		if weak != "" {
 			in.Weak = []string{weak}
 		}
@@ -277,18 +278,18 @@ func datasetAsset(ns, name string, opts OpenLineageOptions) (*assetInput, error)
 	return in, nil
 }
 
-func flattenFields(prefix string, fs []olField, out *[]Column) {
+func flattenFields(prefix string, fs []olField, out *[]lineage.Column) {
 	for _, f := range fs {
 		if f.Name == "" {
 			continue
 		}
 		name := prefix + f.Name
-		*out = append(*out, Column{Name: name, Type: f.Type, Description: f.Description})
+		*out = append(*out, lineage.Column{Name: name, Type: f.Type, Description: f.Description})
 		flattenFields(name+".", f.Fields, out)
 	}
 }
 
-func jobAsset(ev *olEvent) *assetInput {
+func jobAsset(ev *olEvent) *lineage.AssetInput {
 	ns, name := strings.TrimSpace(ev.Job.Namespace), strings.TrimSpace(ev.Job.Name)
 	if name == "" || isStandIn(name) {
 		return nil
@@ -304,31 +305,31 @@ func jobAsset(ev *olEvent) *assetInput {
 	}
 	integration := strings.ToLower(strings.TrimSpace(jt.Integration))
 	streaming := strings.EqualFold(jt.ProcessingType, "STREAMING")
-	kind := KindJob
+	kind := lineage.KindJob
 	if streaming {
-		kind = KindStreamJob
+		kind = lineage.KindStreamJob
 	}
 	alias := "openlineage://" + ns + "/" + name
-	in := &assetInput{Source: SourceOpenLineage, Kind: kind, Platform: integration}
+	in := &lineage.AssetInput{Source: lineage.SourceOpenLineage, Kind: kind, Platform: integration}
 	switch {
 	case integration == "dbt" && (strings.HasPrefix(name, "model.") || strings.HasPrefix(name, "seed.") || strings.HasPrefix(name, "snapshot.")):
 		in.ID = "dbt://" + name
-		in.Kind = map[string]Kind{"model": KindDBTModel, "seed": KindSeed, "snapshot": KindSnapshot}[name[:strings.Index(name, ".")]]
+		in.Kind = map[string]lineage.Kind{"model": lineage.KindDBTModel, "seed": lineage.KindSeed, "snapshot": lineage.KindSnapshot}[name[:strings.Index(name, ".")]]
 		in.Platform = ""
 	case integration == "airflow":
-		in.Kind = KindOrchestratorJob
+		in.Kind = lineage.KindOrchestratorJob
 		if strings.EqualFold(jt.JobType, "DAG") {
 			in.ID = "airflow://dag/" + name
 		} else {
 			in.ID = "airflow://task/" + name
 		}
 	case integration == "dagster" || integration == "prefect":
-		in.Kind = KindOrchestratorJob
+		in.Kind = lineage.KindOrchestratorJob
 		in.ID = integration + "://" + name
 	case integration == "flink":
-		in.Kind = KindStreamJob
+		in.Kind = lineage.KindStreamJob
 		in.ID = "flink://" + name
-	case integration != "" && platformToken.MatchString(integration):
+	case integration != "" && lineage.PlatformToken.MatchString(integration):
 		in.ID = integration + "://" + name
 	default:
 		in.ID = alias
@@ -364,7 +365,7 @@ func ownershipFacet(facets map[string]json.RawMessage) string {
 // planEvent turns one event into assets and edges.
 func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 	p := &olPlan{}
-	byID := map[string]*assetInput{}
+	byID := map[string]*lineage.AssetInput{}
 	var inputs, outputs []string
 	add := func(d olDataset, side string, i int) (string, error) {
 		in, err := datasetAsset(d.Namespace, d.Name, opts)
@@ -396,7 +397,7 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 			}
 		}
 		if prev, ok := byID[in.ID]; ok {
-			prev.Columns = mergeColumns(prev.Columns, in.Columns)
+			prev.Columns = lineage.MergeColumns(prev.Columns, in.Columns)
 			return in.ID, nil
 		}
 		byID[in.ID] = in
@@ -422,9 +423,9 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 	// Column lineage, per output: which input fields feed which output
 	// fields (to "*" for dataset-wide influence such as filters and joins).
 	type pair struct{ in, out string }
-	reads := map[string][]ColumnMapping{}
-	viaJob := map[string][]ColumnMapping{}
-	direct := map[pair][]ColumnMapping{}
+	reads := map[string][]lineage.ColumnMapping{}
+	viaJob := map[string][]lineage.ColumnMapping{}
+	direct := map[pair][]lineage.ColumnMapping{}
 	type cll struct {
 		Fields map[string]struct {
 			InputFields []olInputField `json:"inputFields"`
@@ -441,7 +442,7 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 			continue
 		}
 		out := outIn.ID
-		viaJob[out] = []ColumnMapping{}
+		viaJob[out] = []lineage.ColumnMapping{}
 		note := func(f olInputField, to string) {
 			src, err := datasetAsset(f.Namespace, f.Name, opts)
 			if err != nil || strings.TrimSpace(f.Field) == "" {
@@ -455,10 +456,10 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 				p.datasets = append(p.datasets, src.ID)
 				inputs = appendUnique(inputs, src.ID)
 			}
-			reads[src.ID] = append(reads[src.ID], ColumnMapping{From: f.Field})
-			viaJob[out] = append(viaJob[out], ColumnMapping{From: f.Field, To: to})
+			reads[src.ID] = append(reads[src.ID], lineage.ColumnMapping{From: f.Field})
+			viaJob[out] = append(viaJob[out], lineage.ColumnMapping{From: f.Field, To: to})
 			k := pair{src.ID, out}
-			direct[k] = append(direct[k], ColumnMapping{From: f.Field, To: to})
+			direct[k] = append(direct[k], lineage.ColumnMapping{From: f.Field, To: to})
 		}
 		cols := make([]string, 0, len(c.Fields))
 		for k := range c.Fields {
@@ -489,7 +490,7 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 		return p, nil
 	}
 	// A dbt model's run writes the model's own relation: they are one asset.
-	if job.Kind == KindDBTModel || job.Kind == KindSeed || job.Kind == KindSnapshot {
+	if job.Kind == lineage.KindDBTModel || job.Kind == lineage.KindSeed || job.Kind == lineage.KindSnapshot {
 		if len(outputs) == 1 {
 			out := byID[outputs[0]]
 			job.Names = append(job.Names, out.Names...)
@@ -541,7 +542,7 @@ func removeString(list []string, s string) []string {
 	return out
 }
 
-func removeAsset(list []*assetInput, id string) []*assetInput {
+func removeAsset(list []*lineage.AssetInput, id string) []*lineage.AssetInput {
 	out := list[:0:0]
 	for _, x := range list {
 		if x.ID != id {

@@ -1,4 +1,4 @@
-package lineage
+package graphindex
 
 import (
 	"context"
@@ -13,39 +13,39 @@ const (
 	BudgetTime  = "time"
 )
 
-// limits bound one traversal. A zero deadline means no time budget.
-type limits struct {
-	maxDepth int
-	maxNodes int
-	deadline time.Time
+// Limits bound one traversal. A zero deadline means no time budget.
+type Limits struct {
+	MaxDepth int
+	MaxNodes int
+	Deadline time.Time
 }
 
-// walk is a breadth-first traversal: nodes in the order reached (starts
+// Walk is a breadth-first traversal: nodes in the order reached (starts
 // first), each with the position of the node it was reached from.
 // Positions, not node numbers, keep path reconstruction free of any
 // node-sized lookup table. Distances come from levels (the position where
 // each distance begins) for a plain walk, or per node for a column walk,
 // whose revisits break level order.
-type walk struct {
-	order  []int32
-	parent []int32
+type Walk struct {
+	Order  []int32
+	Parent []int32
 	dist   []int32
 	levels []int32
-	starts int
-	budget string
+	Starts int
+	Budget string
 }
 
 // closeLevels records the level of nodes reached but not yet expanded when
 // a budget stops the walk early.
-func (w *walk) closeLevels(next int) *walk {
-	if next < len(w.order) && int32(next) > w.levels[len(w.levels)-1] {
+func (w *Walk) closeLevels(next int) *Walk {
+	if next < len(w.Order) && int32(next) > w.levels[len(w.levels)-1] {
 		w.levels = append(w.levels, int32(next))
 	}
 	return w
 }
 
-// distance is the hop count of the node at position p.
-func (w *walk) distance(p int32) int32 {
+// Distance is the hop count of the node at position p.
+func (w *Walk) Distance(p int32) int32 {
 	if w.dist != nil {
 		return w.dist[p]
 	}
@@ -62,17 +62,17 @@ func (w *walk) distance(p int32) int32 {
 	return int32(lo - 1)
 }
 
-func (w *walk) add(node, parent, dist int32) {
-	w.order = append(w.order, node)
-	w.parent = append(w.parent, parent)
+func (w *Walk) add(node, parent, dist int32) {
+	w.Order = append(w.Order, node)
+	w.Parent = append(w.Parent, parent)
 	w.dist = append(w.dist, dist)
 }
 
-// path returns the node numbers from the start to the node at position p.
-func (w *walk) path(p int32) []int32 {
+// Path returns the node numbers from the start to the node at position p.
+func (w *Walk) Path(p int32) []int32 {
 	var out []int32
-	for ; p >= 0; p = w.parent[p] {
-		out = append(out, w.order[p])
+	for ; p >= 0; p = w.Parent[p] {
+		out = append(out, w.Order[p])
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
@@ -97,53 +97,53 @@ func (ix *Index) getScratch() *scratch {
 		}
 		return s
 	}
-	return &scratch{mark: make([]uint8, len(ix.seqs)), epoch: 1}
+	return &scratch{mark: make([]uint8, len(ix.Seqs)), epoch: 1}
 }
 
 func (ix *Index) adjacency(up bool) (off, adj []int32, kinds []uint8) {
 	if up {
-		return ix.inOff, ix.inSrc, ix.inKind
+		return ix.InOff, ix.InSrc, ix.InKind
 	}
-	return ix.outOff, ix.outDst, ix.outKind
+	return ix.OutOff, ix.OutDst, ix.OutKind
 }
 
-// bfs walks from the starts along edges (upstream when up) within the
+// BFS walks from the starts along edges (upstream when up) within the
 // limits. A budget that stops it is recorded only when something was
 // actually left unexplored, so an answer is never marked partial for a
 // limit it merely touched.
-func (ix *Index) bfs(ctx context.Context, starts []int32, up bool, lim limits) *walk {
+func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *Walk {
 	sc := ix.getScratch()
 	defer ix.scratch.Put(sc)
 	mark, epoch := sc.mark, sc.epoch
 	off, adj, _ := ix.adjacency(up)
-	w := &walk{order: make([]int32, 0, 256), parent: make([]int32, 0, 256), levels: []int32{0}}
+	w := &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
 	for _, s := range starts {
 		if mark[s] != epoch {
 			mark[s] = epoch
-			w.order = append(w.order, s)
-			w.parent = append(w.parent, -1)
+			w.Order = append(w.Order, s)
+			w.Parent = append(w.Parent, -1)
 		}
 	}
-	w.starts = len(w.order)
-	maxDepth, maxNodes := int32(lim.maxDepth), lim.maxNodes+w.starts
-	timed := !lim.deadline.IsZero()
-	d, levelEnd := int32(0), len(w.order)
-	for head := 0; head < len(w.order); head++ {
+	w.Starts = len(w.Order)
+	maxDepth, maxNodes := int32(lim.MaxDepth), lim.MaxNodes+w.Starts
+	timed := !lim.Deadline.IsZero()
+	d, levelEnd := int32(0), len(w.Order)
+	for head := 0; head < len(w.Order); head++ {
 		if head == levelEnd {
 			d++
-			levelEnd = len(w.order)
+			levelEnd = len(w.Order)
 			w.levels = append(w.levels, int32(head))
 		}
-		if head&1023 == 1023 && (timed && time.Now().After(lim.deadline) || ctx.Err() != nil) {
-			w.budget = BudgetTime
+		if head&1023 == 1023 && (timed && time.Now().After(lim.Deadline) || ctx.Err() != nil) {
+			w.Budget = BudgetTime
 			return w.closeLevels(levelEnd)
 		}
-		u := w.order[head]
+		u := w.Order[head]
 		next := adj[off[u]:off[u+1]]
 		if d >= maxDepth {
 			for _, v := range next {
 				if mark[v] != epoch {
-					w.budget = BudgetDepth
+					w.Budget = BudgetDepth
 					break
 				}
 			}
@@ -153,26 +153,26 @@ func (ix *Index) bfs(ctx context.Context, starts []int32, up bool, lim limits) *
 			if mark[v] == epoch {
 				continue
 			}
-			if len(w.order) >= maxNodes {
-				w.budget = BudgetSize
+			if len(w.Order) >= maxNodes {
+				w.Budget = BudgetSize
 				return w.closeLevels(levelEnd)
 			}
 			mark[v] = epoch
-			w.order = append(w.order, v)
-			w.parent = append(w.parent, int32(head))
+			w.Order = append(w.Order, v)
+			w.Parent = append(w.Parent, int32(head))
 		}
 	}
 	return w
 }
 
-// colSet is the set of a node's columns a change may affect; all means
+// ColSet is the set of a node's columns a change may affect; all means
 // every column (no narrowing is possible).
-type colSet struct {
+type ColSet struct {
 	all  bool
 	cols map[string]struct{}
 }
 
-func (c *colSet) union(o *colSet) bool {
+func (c *ColSet) union(o *ColSet) bool {
 	if c.all {
 		return false
 	}
@@ -193,7 +193,8 @@ func (c *colSet) union(o *colSet) bool {
 	return grew
 }
 
-func (c *colSet) list() []string {
+// List is the set's columns; nil when the set is every column.
+func (c *ColSet) List() []string {
 	if c.all {
 		return nil
 	}
@@ -209,21 +210,21 @@ func (c *colSet) list() []string {
 // column lineage: mapped columns, columns a job reads (to ""), everything
 // when a read column affects the whole target (to "*"). nil means nothing
 // the change touches flows along the edge.
-func transfer(in *colSet, maps []colMap) *colSet {
+func transfer(in *ColSet, maps []colMap) *ColSet {
 	if in.all {
-		return &colSet{all: true}
+		return &ColSet{all: true}
 	}
-	var out *colSet
+	var out *ColSet
 	for _, m := range maps {
 		if _, ok := in.cols[m.from]; !ok {
 			continue
 		}
 		if out == nil {
-			out = &colSet{cols: map[string]struct{}{}}
+			out = &ColSet{cols: map[string]struct{}{}}
 		}
 		switch m.to {
 		case "*":
-			return &colSet{all: true}
+			return &ColSet{all: true}
 		case "":
 			out.cols[m.from] = struct{}{}
 		default:
@@ -233,22 +234,22 @@ func transfer(in *colSet, maps []colMap) *colSet {
 	return out
 }
 
-// columnWalk is bfs narrowed by column lineage: from the start's columns,
+// ColumnWalk is BFS narrowed by column lineage: from the start's columns,
 // an edge is followed only when it carries one of the affected columns. An
 // edge without column lineage is followed conservatively (the far end is
 // affected in full) and reported, so the answer says where it widened.
 // Column sets only grow, so revisiting a node whose set grew terminates,
 // cycles included.
-func (ix *Index) columnWalk(ctx context.Context, start int32, cols []string, lim limits) (*walk, []*colSet, [][2]int32) {
-	w := &walk{}
+func (ix *Index) ColumnWalk(ctx context.Context, start int32, cols []string, lim Limits) (*Walk, []*ColSet, [][2]int32) {
+	w := &Walk{}
 	pos := map[int32]int32{start: 0}
-	startSet := &colSet{cols: map[string]struct{}{}}
+	startSet := &ColSet{cols: map[string]struct{}{}}
 	for _, c := range cols {
 		startSet.cols[c] = struct{}{}
 	}
-	states := []*colSet{startSet}
+	states := []*ColSet{startSet}
 	w.add(start, -1, 0)
-	w.starts = 1
+	w.Starts = 1
 	var unknown [][2]int32
 	seenUnknown := map[uint64]bool{}
 	queue := []int32{0}
@@ -259,24 +260,24 @@ func (ix *Index) columnWalk(ctx context.Context, start int32, cols []string, lim
 		queue = queue[1:]
 		queued[p] = false
 		steps++
-		if steps&255 == 0 && (!lim.deadline.IsZero() && time.Now().After(lim.deadline) || ctx.Err() != nil) {
-			w.budget = BudgetTime
+		if steps&255 == 0 && (!lim.Deadline.IsZero() && time.Now().After(lim.Deadline) || ctx.Err() != nil) {
+			w.Budget = BudgetTime
 			break
 		}
-		u, d, su := w.order[p], w.dist[p], states[p]
-		if d >= int32(lim.maxDepth) {
-			for _, v := range ix.outDst[ix.outOff[u]:ix.outOff[u+1]] {
+		u, d, su := w.Order[p], w.dist[p], states[p]
+		if d >= int32(lim.MaxDepth) {
+			for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
 				if _, seen := pos[v]; !seen {
 					if maps, ok := ix.cols[edgeKey(u, v)]; !ok || transfer(su, maps) != nil {
-						w.budget = BudgetDepth
+						w.Budget = BudgetDepth
 						break
 					}
 				}
 			}
 			continue
 		}
-		for _, v := range ix.outDst[ix.outOff[u]:ix.outOff[u+1]] {
-			var sv *colSet
+		for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+			var sv *ColSet
 			if maps, ok := ix.cols[edgeKey(u, v)]; ok {
 				sv = transfer(su, maps)
 			} else {
@@ -286,18 +287,18 @@ func (ix *Index) columnWalk(ctx context.Context, start int32, cols []string, lim
 						unknown = append(unknown, [2]int32{u, v})
 					}
 				}
-				sv = &colSet{all: true}
+				sv = &ColSet{all: true}
 			}
 			if sv == nil {
 				continue
 			}
 			q, seen := pos[v]
 			if !seen {
-				if len(w.order)-w.starts >= lim.maxNodes {
-					w.budget = BudgetSize
+				if len(w.Order)-w.Starts >= lim.MaxNodes {
+					w.Budget = BudgetSize
 					return w, states, unknown
 				}
-				q = int32(len(w.order))
+				q = int32(len(w.Order))
 				pos[v] = q
 				w.add(v, p, d+1)
 				states = append(states, sv)

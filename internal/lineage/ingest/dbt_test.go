@@ -1,9 +1,10 @@
-package lineage
+package ingest
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/dataworkers/dw/internal/lineage"
 	"slices"
 	"strings"
 	"testing"
@@ -13,12 +14,12 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-func TestImportDBTManifestV10(t *testing.T) {
+func TestDBTManifestV10(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, clk := newGraph(t, db)
 		data := fixture(t, "dbt/dbt-bouncer__dbt_16__manifest.json")
-		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
+		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestImportDBTManifestV10(t *testing.T) {
 		}
 
 		pay := mustLineage(t, g, "dbt://model.dbt_bouncer_test_project.stg_payments")
-		if pay.Asset.Kind != KindDBTModel || pay.Asset.Platform != "duckdb" || pay.Asset.Domain != "analytics" {
+		if pay.Asset.Kind != lineage.KindDBTModel || pay.Asset.Platform != "duckdb" || pay.Asset.Domain != "analytics" {
 			t.Errorf("stg_payments: %+v", pay.Asset)
 		}
 		if got := neighborIDs(pay.Upstream); !slices.Equal(got, []string{"dbt://seed.dbt_bouncer_test_project.raw_payments"}) {
@@ -57,7 +58,7 @@ func TestImportDBTManifestV10(t *testing.T) {
 		}
 
 		exp := mustLineage(t, g, "dbt://exposure.dbt_bouncer_test_project.customers")
-		if exp.Asset.Kind != KindDashboard || exp.Asset.Owner != "Anna Anderson" || exp.Asset.OwnerEmail != "anna.anderson@example.com" {
+		if exp.Asset.Kind != lineage.KindDashboard || exp.Asset.Owner != "Anna Anderson" || exp.Asset.OwnerEmail != "anna.anderson@example.com" {
 			t.Errorf("exposure: %+v", exp.Asset)
 		}
 		if got := neighborIDs(exp.Upstream); !slices.Equal(got, []string{"dbt://model.dbt_bouncer_test_project.customers"}) {
@@ -66,12 +67,12 @@ func TestImportDBTManifestV10(t *testing.T) {
 
 		// A source is known by its table; meta gives owner, contact email and tags.
 		src := mustLineage(t, g, "duckdb://dbt.sources_that_dont_really_exist.source_1")
-		if src.Asset.Kind != KindSource || src.Asset.Owner != "Anna" || src.Asset.OwnerEmail != "anna@email.com" ||
+		if src.Asset.Kind != lineage.KindSource || src.Asset.Owner != "Anna" || src.Asset.OwnerEmail != "anna@email.com" ||
 			!slices.Contains(src.Asset.Tags, "example_tag") {
 			t.Errorf("source_1: %+v", src.Asset)
 		}
 		snap := mustLineage(t, g, "snapshot_orders")
-		if snap.Asset.Kind != KindSnapshot || !slices.Contains(snap.Asset.Tags, "payment") {
+		if snap.Asset.Kind != lineage.KindSnapshot || !slices.Contains(snap.Asset.Tags, "payment") {
 			t.Errorf("snapshot: %+v", snap.Asset)
 		}
 
@@ -85,13 +86,13 @@ func TestImportDBTManifestV10(t *testing.T) {
 
 		// Importing again changes nothing, even later.
 		before := graphDump(t, db)
-		v1, _, _ := GraphVersion(ctx, db)
+		v1, _, _ := lineage.GraphVersion(ctx, db)
 		clk.Advance(time.Hour)
-		res2, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
+		res2, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		v2, _, _ := GraphVersion(ctx, db)
+		v2, _, _ := lineage.GraphVersion(ctx, db)
 		if !res2.Unchanged || res2.AssetsCreated+res2.AssetsUpdated+res2.EdgesCreated+res2.EdgesUpdated != 0 || v1 != v2 {
 			t.Errorf("re-import changed the graph: %+v (version %d -> %d)", res2.ImportStats, v1, v2)
 		}
@@ -101,11 +102,11 @@ func TestImportDBTManifestV10(t *testing.T) {
 	})
 }
 
-func TestImportDBTManifestV12(t *testing.T) {
+func TestDBTManifestV12(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(fixture(t, "dbt/whyline-denver__manifest.json")), DBTOptions{})
+		res, err := DBTManifest(ctx, g, bytes.NewReader(fixture(t, "dbt/whyline-denver__manifest.json")), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +123,7 @@ func TestImportDBTManifestV12(t *testing.T) {
 			t.Errorf("edges = %d (reported %d), want 48", n, res.Edges)
 		}
 		app := mustLineage(t, g, "dbt://exposure.whyline_denver_dbt.whyline_denver_app")
-		if app.Asset.Kind != KindApplication || app.Asset.Owner != "WhyLine Team" || app.Asset.OwnerEmail != "team@example.com" ||
+		if app.Asset.Kind != lineage.KindApplication || app.Asset.Owner != "WhyLine Team" || app.Asset.OwnerEmail != "team@example.com" ||
 			app.Asset.URL != "https://whylinedenver.com" {
 			t.Errorf("exposure: %+v", app.Asset)
 		}
@@ -137,7 +138,7 @@ func TestImportDBTManifestV12(t *testing.T) {
 		if id, err := g.Resolve(ctx, "bigquery://WHYLINE-DENVER.stg_denver.stg_denver_tracts"); err != nil || id != "dbt://model.whyline_denver_dbt.stg_denver_tracts" {
 			t.Errorf("project case: %s, %v", id, err)
 		}
-		if _, err := g.Resolve(ctx, "bigquery://whyline-denver.STG_DENVER.stg_denver_tracts"); !errors.Is(err, ErrUnknownAsset) {
+		if _, err := g.Resolve(ctx, "bigquery://whyline-denver.STG_DENVER.stg_denver_tracts"); !errors.Is(err, lineage.ErrUnknownAsset) {
 			t.Errorf("dataset case should matter in BigQuery, got %v", err)
 		}
 		// The marts are tagged in config and carry meta.
@@ -148,7 +149,7 @@ func TestImportDBTManifestV12(t *testing.T) {
 	})
 }
 
-func TestImportDBTManifestRejectsBadInput(t *testing.T) {
+func TestDBTManifestRejectsBadInput(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
@@ -173,7 +174,7 @@ func TestImportDBTManifestRejectsBadInput(t *testing.T) {
 				[]string{"nodes: missing"}},
 		}
 		for _, c := range cases {
-			_, err := g.ImportDBTManifest(ctx, strings.NewReader(c.doc), DBTOptions{})
+			_, err := DBTManifest(ctx, g, strings.NewReader(c.doc), DBTOptions{})
 			if err == nil {
 				t.Errorf("%s: no error", c.name)
 				continue
@@ -187,7 +188,7 @@ func TestImportDBTManifestRejectsBadInput(t *testing.T) {
 		if n := count(t, db, "lineage_assets"); n != 0 {
 			t.Errorf("bad manifests wrote %d assets", n)
 		}
-		if v, _, _ := GraphVersion(ctx, db); v != 0 {
+		if v, _, _ := lineage.GraphVersion(ctx, db); v != 0 {
 			t.Errorf("graph version moved to %d", v)
 		}
 	})

@@ -1,73 +1,29 @@
-package lineage
+// Package graphindex is the context graph's traversal index: an immutable,
+// compact snapshot of the lineage tables (assets numbered 0..n-1, edges in
+// compressed sparse rows both ways, per-asset kind, flags, owner and domain,
+// column lineage by edge) and the walks over it: breadth-first within depth,
+// size and time budgets, column walks, field walks. It only reads the
+// store; lineage loads it, holds it per graph version and turns node
+// numbers back into assets.
+package graphindex
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 )
 
-// Graph is the context graph as one agent process sees it: the shared store
-// plus a traversal index that is reloaded whenever another process (or
-// this one) has changed the graph since it was built. It is safe for
-// concurrent use.
-type Graph struct {
-	db    *store.DB
-	clock clock.Clock
-
-	mu  sync.Mutex
-	idx *Index
-}
-
-// New returns the graph kept in db. The clock dates ingested facts and
-// computes schedules' next runs.
-func New(db *store.DB, c clock.Clock) *Graph {
-	if c == nil {
-		c = clock.System{}
-	}
-	return &Graph{db: db, clock: c}
-}
-
-// DB is the store the graph lives in.
-func (g *Graph) DB() *store.DB { return g.db }
-
-// Index returns a traversal index no older than the store's graph version,
-// loading a fresh one when the version has moved. Loading reads the version
-// first, so a write racing the load makes the next call reload again rather
-// than leaving a stale index marked current.
-func (g *Graph) Index(ctx context.Context) (*Index, error) {
-	v, _, err := GraphVersion(ctx, g.db)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.idx != nil && g.idx.Version == v {
-		return g.idx, nil
-	}
-	start := time.Now()
-	idx, err := LoadIndex(ctx, g.db)
-	if err != nil {
-		return nil, err
-	}
-	slog.Debug("lineage: index loaded", "version", idx.Version, "assets", idx.Len(), "edges", idx.EdgeCount(), "took", time.Since(start))
-	g.idx = idx
-	return idx, nil
-}
-
-// nodeMeta is what a blast radius needs per asset reached, packed so that
+// NodeMeta is what a blast radius needs per asset reached, packed so that
 // reading it costs one cache line, not four.
-type nodeMeta struct {
-	owner  int32 // index into strs; -1 when unowned
-	domain int32
-	kind   uint8
-	flags  uint8
+type NodeMeta struct {
+	Owner  int32 // index into strs; -1 when unowned
+	Domain int32
+	Kind   uint8
+	Flags  uint8
 }
 
 // colMap is one column mapping on an edge, lower-cased: column names match
@@ -84,19 +40,24 @@ type Index struct {
 	// Version is the store's graph version the index was built from.
 	Version int64
 
-	seqs   []int64 // node -> asset seq
+	Seqs   []int64 // node -> asset seq
 	seqIdx []int32 // seq -> node + 1 when seqs are dense enough, else nil
 	seqMap map[int64]int32
 
-	meta []nodeMeta
-	strs []string
+	// Meta is per node; its Owner and Domain index Strs.
+	Meta []NodeMeta
+	Strs []string
 
-	outOff  []int32
-	outDst  []int32
-	outKind []uint8
-	inOff   []int32
-	inSrc   []int32
-	inKind  []uint8
+	// The edges in compressed sparse rows: node u's successors are
+	// OutDst[OutOff[u]:OutOff[u+1]] with kinds OutKind (codes from Codes),
+	// its predecessors InSrc[InOff[u]:InOff[u+1]] with kinds InKind. The
+	// index is immutable: callers read these, never write them.
+	OutOff  []int32
+	OutDst  []int32
+	OutKind []uint8
+	InOff   []int32
+	InSrc   []int32
+	InKind  []uint8
 
 	// cols holds column lineage by edge (from<<32 | to), only for the
 	// edges that have it.
@@ -106,13 +67,13 @@ type Index struct {
 }
 
 // Len is the number of assets.
-func (ix *Index) Len() int { return len(ix.seqs) }
+func (ix *Index) Len() int { return len(ix.Seqs) }
 
 // EdgeCount is the number of edges.
-func (ix *Index) EdgeCount() int { return len(ix.outDst) }
+func (ix *Index) EdgeCount() int { return len(ix.OutDst) }
 
-// node maps an asset seq to its node number.
-func (ix *Index) node(seq int64) (int32, bool) {
+// Node maps an asset seq to its node number.
+func (ix *Index) Node(seq int64) (int32, bool) {
 	if ix.seqIdx != nil {
 		if seq < 0 || seq >= int64(len(ix.seqIdx)) || ix.seqIdx[seq] == 0 {
 			return 0, false
@@ -125,10 +86,10 @@ func (ix *Index) node(seq int64) (int32, bool) {
 
 // Bytes estimates the memory the index holds, for the benchmark's report.
 func (ix *Index) Bytes() int64 {
-	b := int64(len(ix.seqs))*8 + int64(len(ix.seqIdx))*4 + int64(len(ix.seqMap))*24 +
-		int64(len(ix.meta))*12 +
-		int64(len(ix.outOff)+len(ix.outDst)+len(ix.inOff)+len(ix.inSrc))*4 + int64(len(ix.outKind)+len(ix.inKind))
-	for _, s := range ix.strs {
+	b := int64(len(ix.Seqs))*8 + int64(len(ix.seqIdx))*4 + int64(len(ix.seqMap))*24 +
+		int64(len(ix.Meta))*12 +
+		int64(len(ix.OutOff)+len(ix.OutDst)+len(ix.InOff)+len(ix.InSrc))*4 + int64(len(ix.OutKind)+len(ix.InKind))
+	for _, s := range ix.Strs {
 		b += int64(len(s)) + 16
 	}
 	for _, ms := range ix.cols {
@@ -140,39 +101,48 @@ func (ix *Index) Bytes() int64 {
 	return b
 }
 
-func kindCode(k string) uint8 {
-	for i, known := range Kinds {
-		if string(known) == k {
+// Codes names the small numbers an index keeps for kinds: an asset's kind
+// (NodeMeta.Kind) is its position in Kinds, an edge's (OutKind, InKind) its
+// position in EdgeKinds. The index does not know what the kinds mean; the
+// graph that loads it does.
+type Codes struct {
+	Kinds     []string
+	EdgeKinds []string
+	// FallbackKind and FallbackEdge are the codes of a stored kind not in
+	// the lists (written by a newer version, say).
+	FallbackKind, FallbackEdge uint8
+}
+
+func (c Codes) kindCode(k string) uint8 {
+	for i, known := range c.Kinds {
+		if known == k {
 			return uint8(i)
 		}
 	}
-	return uint8(len(Kinds) - 1) // an unknown stored kind counts as a dataset
+	return c.FallbackKind
 }
 
-func edgeKindCode(k []byte) uint8 {
-	for i, known := range EdgeKinds {
-		if string(known) == string(k) {
+func (c Codes) edgeKindCode(k []byte) uint8 {
+	for i, known := range c.EdgeKinds {
+		if known == string(k) {
 			return uint8(i)
 		}
 	}
-	return uint8(2) // feeds
+	return c.FallbackEdge
 }
 
-// LoadIndex builds an index from the store. Assets and edges are read on
-// two connections at once; an edge whose asset a concurrent write added
-// after the asset read is left out, and the version read first makes the
-// next Graph.Index call load again.
-func LoadIndex(ctx context.Context, db *store.DB) (*Index, error) {
-	v, _, err := GraphVersion(ctx, db)
-	if err != nil {
-		return nil, err
-	}
+// Load builds an index from the store's lineage tables, marked as
+// built from graph version v, which the caller reads before calling. Assets
+// and edges are read on two connections at once; an edge whose asset a
+// concurrent write added after the asset read is left out, and the version
+// read first makes the next load happen.
+func Load(ctx context.Context, db *store.DB, v int64, codes Codes) (*Index, error) {
 	ix := &Index{Version: v}
 	var edges rawEdges
 	var assetErr, edgeErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { assetErr = ix.loadAssets(ctx, db) })
-	wg.Go(func() { edges, edgeErr = readEdges(ctx, db) })
+	wg.Go(func() { assetErr = ix.loadAssets(ctx, db, codes) })
+	wg.Go(func() { edges, edgeErr = readEdges(ctx, db, codes) })
 	wg.Wait()
 	if assetErr != nil {
 		return nil, fmt.Errorf("load lineage assets: %w", assetErr)
@@ -187,7 +157,7 @@ func LoadIndex(ctx context.Context, db *store.DB) (*Index, error) {
 	return ix, nil
 }
 
-func (ix *Index) loadAssets(ctx context.Context, q store.Querier) error {
+func (ix *Index) loadAssets(ctx context.Context, q store.Querier, codes Codes) error {
 	var count int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets").Scan(&count); err != nil {
 		return err
@@ -197,8 +167,8 @@ func (ix *Index) loadAssets(ctx context.Context, q store.Querier) error {
 		return err
 	}
 	defer rows.Close()
-	ix.seqs = make([]int64, 0, count)
-	ix.meta = make([]nodeMeta, 0, count)
+	ix.Seqs = make([]int64, 0, count)
+	ix.Meta = make([]NodeMeta, 0, count)
 	intern := map[string]int32{}
 	id := func(b []byte) int32 {
 		if len(b) == 0 {
@@ -207,9 +177,9 @@ func (ix *Index) loadAssets(ctx context.Context, q store.Querier) error {
 		if i, ok := intern[string(b)]; ok {
 			return i
 		}
-		i := int32(len(ix.strs))
+		i := int32(len(ix.Strs))
 		s := string(b)
-		ix.strs = append(ix.strs, s)
+		ix.Strs = append(ix.Strs, s)
 		intern[s] = i
 		return i
 	}
@@ -223,24 +193,24 @@ func (ix *Index) loadAssets(ctx context.Context, q store.Querier) error {
 		}
 		kc, ok := kinds[string(kind)]
 		if !ok {
-			kc = kindCode(string(kind))
+			kc = codes.kindCode(string(kind))
 			kinds[string(kind)] = kc
 		}
-		ix.seqs = append(ix.seqs, seq)
-		ix.meta = append(ix.meta, nodeMeta{owner: id(owner), domain: id(domain), kind: kc, flags: uint8(flags)})
+		ix.Seqs = append(ix.Seqs, seq)
+		ix.Meta = append(ix.Meta, NodeMeta{Owner: id(owner), Domain: id(domain), Kind: kc, Flags: uint8(flags)})
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	n := len(ix.seqs)
-	if n > 0 && ix.seqs[n-1] < int64(4*n+1024) {
-		ix.seqIdx = make([]int32, ix.seqs[n-1]+1)
-		for i, s := range ix.seqs {
+	n := len(ix.Seqs)
+	if n > 0 && ix.Seqs[n-1] < int64(4*n+1024) {
+		ix.seqIdx = make([]int32, ix.Seqs[n-1]+1)
+		for i, s := range ix.Seqs {
 			ix.seqIdx[s] = int32(i) + 1
 		}
 	} else {
 		ix.seqMap = make(map[int64]int32, n)
-		for i, s := range ix.seqs {
+		for i, s := range ix.Seqs {
 			ix.seqMap[s] = int32(i)
 		}
 	}
@@ -253,7 +223,7 @@ type rawEdges struct {
 	kind     []uint8
 }
 
-func readEdges(ctx context.Context, q store.Querier) (rawEdges, error) {
+func readEdges(ctx context.Context, q store.Querier, codes Codes) (rawEdges, error) {
 	var e rawEdges
 	var count int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_edges").Scan(&count); err != nil {
@@ -275,7 +245,7 @@ func readEdges(ctx context.Context, q store.Querier) (rawEdges, error) {
 		}
 		e.from = append(e.from, from)
 		e.to = append(e.to, to)
-		e.kind = append(e.kind, edgeKindCode(kind))
+		e.kind = append(e.kind, codes.edgeKindCode(kind))
 	}
 	return e, rows.Err()
 }
@@ -286,8 +256,8 @@ func (ix *Index) buildEdges(e rawEdges) {
 	dst := make([]int32, 0, len(e.from))
 	kinds := make([]uint8, 0, len(e.from))
 	for i := range e.from {
-		f, ok1 := ix.node(e.from[i])
-		t, ok2 := ix.node(e.to[i])
+		f, ok1 := ix.Node(e.from[i])
+		t, ok2 := ix.Node(e.to[i])
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -295,14 +265,14 @@ func (ix *Index) buildEdges(e rawEdges) {
 		dst = append(dst, t)
 		kinds = append(kinds, e.kind[i])
 	}
-	n := len(ix.seqs)
-	ix.outOff, ix.outDst, ix.outKind = buildCSR(n, src, dst, kinds)
-	ix.inOff, ix.inSrc, ix.inKind = buildCSR(n, dst, src, kinds)
+	n := len(ix.Seqs)
+	ix.OutOff, ix.OutDst, ix.OutKind = BuildCSR(n, src, dst, kinds)
+	ix.InOff, ix.InSrc, ix.InKind = BuildCSR(n, dst, src, kinds)
 }
 
-// buildCSR lays out edges grouped by their first endpoint with a counting
+// BuildCSR lays out edges grouped by their first endpoint with a counting
 // sort: two passes, no comparison sort, no per-node slices.
-func buildCSR(n int, a, b []int32, kinds []uint8) (off, targets []int32, tkinds []uint8) {
+func BuildCSR(n int, a, b []int32, kinds []uint8) (off, targets []int32, tkinds []uint8) {
 	off = make([]int32, n+1)
 	for _, x := range a {
 		off[x+1]++
@@ -338,8 +308,8 @@ func (ix *Index) loadColumns(ctx context.Context, q store.Querier) error {
 		if err := rows.Scan(&from, &to, &fc, &tc); err != nil {
 			return err
 		}
-		f, ok1 := ix.node(from)
-		t, ok2 := ix.node(to)
+		f, ok1 := ix.Node(from)
+		t, ok2 := ix.Node(to)
 		if !ok1 || !ok2 {
 			continue
 		}

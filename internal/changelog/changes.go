@@ -1,4 +1,8 @@
-package incidents
+// Package changelog is the log of changes made to the data stack: deploys,
+// releases, schema versions, restores, config changes. Agents and feeds
+// record them here; incidents reads them to diagnose a breakage. It is the
+// one writer of incident_changes and incident_change_assets.
+package changelog
 
 import (
 	"context"
@@ -13,10 +17,38 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 )
+
+// Log records changes to the data stack and lists them. It is the one
+// writer of incident_changes and incident_change_assets; a diagnosis reads
+// them through LoadWindow and ByID.
+type Log struct {
+	// DB is the shared store.
+	DB *store.DB
+	// Clock tells the time; clock.System when nil.
+	Clock clock.Clock
+}
+
+func (l *Log) now() time.Time {
+	if l.Clock == nil {
+		return time.Now().UTC()
+	}
+	return l.Clock.Now().UTC()
+}
+
+// ByID reads one change with its details; found is false when there is no
+// change with that id.
+func ByID(ctx context.Context, q store.Querier, id int64) (c Change, found bool, err error) {
+	chs, err := queryChanges(ctx, q, true, changeSelect+" WHERE id = ?", id)
+	if err != nil || len(chs) == 0 {
+		return Change{}, false, err
+	}
+	return chs[0], true, nil
+}
 
 // ChangeKind is what sort of change was made.
 type ChangeKind string
@@ -66,7 +98,7 @@ var FieldOps = []FieldOp{FieldRemoved, FieldAdded, FieldTypeChanged, FieldRename
 
 // breaks reports whether readers of the field's old shape stop getting
 // values: they read nulls, fail to parse, or read a different unit.
-func (o FieldOp) breaks() bool { return o != FieldAdded }
+func (o FieldOp) Breaks() bool { return o != FieldAdded }
 
 // FieldChange is one field a change touched.
 type FieldChange struct {
@@ -99,7 +131,7 @@ type Change struct {
 }
 
 // loadDetails decodes details left raw by a diagnosis read.
-func (c *Change) loadDetails() error {
+func (c *Change) LoadDetails() error {
 	if c.Details != nil {
 		return nil
 	}
@@ -133,11 +165,11 @@ type RecordChangeResult struct {
 }
 
 // futureSkew tolerates clocks of other systems running slightly ahead.
-const futureSkew = time.Minute
+const FutureSkew = time.Minute
 
 const maxAssetLen = 500
 
-func cleanAsset(field, a string) (string, error) {
+func CleanAsset(field, a string) (string, error) {
 	a = strings.TrimSpace(a)
 	switch {
 	case a == "":
@@ -161,7 +193,7 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 	if p.At.IsZero() {
 		return c, invalid("at is required: when the change took effect, RFC 3339 (e.g. 2026-10-13T14:05:00Z)")
 	}
-	if p.At.After(now.Add(futureSkew)) {
+	if p.At.After(now.Add(FutureSkew)) {
 		return c, invalid("at %s is in the future (now %s): record a change once it has taken effect",
 			p.At.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
@@ -179,7 +211,7 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 	}
 	var assets []string
 	for _, a := range p.Assets {
-		a, err := cleanAsset("assets", a)
+		a, err := CleanAsset("assets", a)
 		if err != nil {
 			return c, err
 		}
@@ -244,13 +276,13 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 // RecordChange adds a change to the log. With a key, recording the same
 // event again (a registry version seen on every poll, a restore reported
 // twice) returns the first record and changes nothing.
-func (s *Service) RecordChange(ctx context.Context, p RecordChangeParams) (*RecordChangeResult, error) {
-	c, err := p.validate(s.now())
+func (l *Log) RecordChange(ctx context.Context, p RecordChangeParams) (*RecordChangeResult, error) {
+	c, err := p.validate(l.now())
 	if err != nil {
 		return nil, err
 	}
 	res := &RecordChangeResult{}
-	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
+	err = l.DB.InTx(ctx, func(tx *store.Tx) error {
 		got, created, err := insertChange(ctx, tx, c)
 		res.Change, res.Created = got, created
 		return err
@@ -313,7 +345,7 @@ type ChangeList struct {
 }
 
 // ListChanges lists recorded changes, newest first.
-func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, error) {
+func (l *Log) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, error) {
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 		return nil, invalid("until (%s) must be after since (%s)", f.Until.UTC().Format(time.RFC3339), f.Since.UTC().Format(time.RFC3339))
 	}
@@ -325,7 +357,7 @@ func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList,
 	var args []any
 	from := "incident_changes c"
 	if f.Asset != "" {
-		a, err := cleanAsset("asset", f.Asset)
+		a, err := CleanAsset("asset", f.Asset)
 		if err != nil {
 			return nil, err
 		}
@@ -358,13 +390,13 @@ func (s *Service) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList,
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	var total int
-	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+from+cond, args...).Scan(&total); err != nil {
+	if err := l.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+from+cond, args...).Scan(&total); err != nil {
 		return nil, fmt.Errorf("count changes: %w", err)
 	}
 	q := `SELECT c.id, c.external_key, c.at_ms, c.kind, c.system, c.assets, c.fields, c.state_skipped,
 		c.actor, c.source, c.summary, c.details, c.recorded_ms FROM ` + from + cond +
 		" ORDER BY c.at_ms DESC, c.id DESC LIMIT ? OFFSET ?"
-	changes, err := queryChanges(ctx, s.DB, true, q, append(args, pg.Limit, pg.Offset)...)
+	changes, err := queryChanges(ctx, l.DB, true, q, append(args, pg.Limit, pg.Offset)...)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +409,7 @@ const changeSelect = `SELECT id, external_key, at_ms, kind, system, assets, fiel
 // loadChanges reads the changes in [from, to), oldest first, leaving their
 // details undecoded (see Change.loadDetails). The time index keeps this to
 // the window however long the log grows.
-func loadChanges(ctx context.Context, q store.Querier, from, to time.Time) ([]Change, error) {
+func LoadWindow(ctx context.Context, q store.Querier, from, to time.Time) ([]Change, error) {
 	return queryChanges(ctx, q, false, changeSelect+" WHERE at_ms >= ? AND at_ms < ? ORDER BY at_ms, id",
 		store.Millis(from), store.Millis(to))
 }
@@ -413,7 +445,7 @@ func queryChanges(ctx context.Context, q store.Querier, withDetails bool, query 
 		}
 		c.rawDetails = details
 		if withDetails {
-			if err := c.loadDetails(); err != nil {
+			if err := c.LoadDetails(); err != nil {
 				return nil, err
 			}
 		}
@@ -423,7 +455,7 @@ func queryChanges(ctx context.Context, q store.Querier, withDetails bool, query 
 }
 
 // describeFields is "removed response_bytes; added response_kib".
-func describeFields(fs []FieldChange) string {
+func DescribeFields(fs []FieldChange) string {
 	byOp := map[FieldOp][]string{}
 	for _, f := range fs {
 		name := f.Name
@@ -446,11 +478,25 @@ func describeFields(fs []FieldChange) string {
 	return strings.Join(parts, "; ")
 }
 
+// ErrInvalid is matched (errors.Is) by every error caused by bad input, so
+// a tool can tell the model to fix its call rather than retry it.
+// incidents.ErrInvalid is the same value.
+var ErrInvalid = errors.New("invalid input")
+
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only plain structs, slices and maps of strings are stored.
-		panic(fmt.Sprintf("incidents: encode %T: %v", v, err))
+		panic(fmt.Sprintf("changelog: encode %T: %v", v, err))
 	}
 	return string(b)
 }

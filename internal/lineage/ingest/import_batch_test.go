@@ -1,8 +1,9 @@
-package lineage
+package ingest
 
 import (
 	"bytes"
 	"context"
+	"github.com/dataworkers/dw/internal/lineage"
 	"testing"
 
 	"github.com/dataworkers/dw/internal/store"
@@ -16,9 +17,9 @@ import (
 func TestImportEdgesBatched(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		g := New(db, nil)
+		g := lineage.New(db, nil)
 		data, edges := importManifest(900) // more pairs than one statement carries
-		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{})
+		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +31,7 @@ func TestImportEdgesBatched(t *testing.T) {
 			t.Fatalf("stored %d edges (%v), want %d", stored, err, len(edges))
 		}
 		v1 := res.GraphVersion
-		again, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{})
+		again, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func TestImportEdgesBatched(t *testing.T) {
 			t.Fatalf("re-import: %+v (version before %d)", again.ImportStats, v1)
 		}
 		grown, grownEdges := importManifest(950)
-		more, err := g.ImportDBTManifest(ctx, bytes.NewReader(grown), DBTOptions{})
+		more, err := DBTManifest(ctx, g, bytes.NewReader(grown), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

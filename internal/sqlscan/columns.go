@@ -1,11 +1,11 @@
-package lineage
+package sqlscan
 
 import (
 	"sort"
 	"strings"
 )
 
-// sqlKeywords are words SQLColumns never reports as columns: clauses,
+// sqlKeywords are words Columns never reports as columns: clauses,
 // operators, literals, types and the windowing words Flink SQL uses.
 var sqlKeywords = map[string]bool{}
 
@@ -34,7 +34,7 @@ type sqlToken struct {
 }
 
 // tokenizeSQL is scanSQL without positions, with numbers and string
-// literals reduced to a marker: SQLColumns needs only words and structure.
+// literals reduced to a marker: Columns needs only words and structure.
 func tokenizeSQL(s string) []sqlToken {
 	toks := scanSQL(s)
 	out := make([]sqlToken, 0, len(toks))
@@ -51,12 +51,12 @@ func tokenizeSQL(s string) []sqlToken {
 	return out
 }
 
-// SQLColumns extracts the column identifiers a simple SQL statement
+// Columns extracts the column identifiers a simple SQL statement
 // mentions: words that are not keywords, not function names, not table
 // names after FROM/JOIN/INTO/TABLE, not aliases after AS, with qualified
 // names (t.col) reduced to the column. It is a heuristic for the fields a
 // stream job reads; callers narrow it with the input's known columns.
-func SQLColumns(sqlText string) []string {
+func Columns(sqlText string) []string {
 	toks := tokenizeSQL(sqlText)
 	set := map[string]bool{}
 	word := func(i int) (string, bool) {
@@ -120,11 +120,11 @@ func SQLColumns(sqlText string) []string {
 	return out
 }
 
-// SQLMentions returns the known columns a SQL statement mentions anywhere
+// Mentions returns the known columns a SQL statement mentions anywhere
 // as an identifier, keywords included (a column may be called "date"), but
 // not as an output alias. With the input's columns known this is exact
-// where SQLColumns has to guess.
-func SQLMentions(sqlText string, columns []string) []string {
+// where Columns has to guess.
+func Mentions(sqlText string, columns []string) []string {
 	toks := tokenizeSQL(sqlText)
 	words := map[string]bool{}
 	for i, t := range toks {

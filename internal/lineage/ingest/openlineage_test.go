@@ -1,9 +1,10 @@
-package lineage
+package ingest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dataworkers/dw/internal/lineage"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,23 +15,13 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-func edgeCols(t *testing.T, g *Graph, from, to string) ([]ColumnMapping, bool) {
-	t.Helper()
-	for _, n := range mustLineage(t, g, from).Downstream {
-		if n.Edge.To == to {
-			return n.Edge.Columns, true
-		}
-	}
-	return nil, false
-}
-
-func TestImportRunEventsMarquez(t *testing.T) {
+func TestRunEventsMarquez(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
 		data := fixture(t, "openlineage/marquez__docker_metadata.json")
 		opts := OpenLineageOptions{Namespaces: map[string]string{"food_delivery": "postgres"}}
-		res, err := g.ImportRunEvents(ctx, data, opts)
+		res, err := RunEvents(ctx, g, data, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,25 +34,25 @@ func TestImportRunEventsMarquez(t *testing.T) {
 			t.Errorf("datasets %d, assets %d, edges %d", res.Datasets, count(t, db, "lineage_assets"), count(t, db, "lineage_edges"))
 		}
 		job := mustLineage(t, g, "openlineage://food_delivery/etl_orders_7_days")
-		if job.Asset.Kind != KindJob || !strings.Contains(job.Asset.SQL, "INSERT INTO orders_7_days") {
+		if job.Asset.Kind != lineage.KindJob || !strings.Contains(job.Asset.SQL, "INSERT INTO orders_7_days") {
 			t.Errorf("job: %+v", job.Asset)
 		}
 		// The dataset namespace maps to Postgres, so the table gets a table id.
 		cols, ok := edgeCols(t, g, "postgres://public.orders", "openlineage://food_delivery/etl_orders_7_days")
-		if !ok || !slices.Contains(cols, ColumnMapping{From: "id"}) || !slices.Contains(cols, ColumnMapping{From: "placed_on"}) {
+		if !ok || !slices.Contains(cols, lineage.ColumnMapping{From: "id"}) || !slices.Contains(cols, lineage.ColumnMapping{From: "placed_on"}) {
 			t.Errorf("orders -> job reads = %v (edge found %v)", cols, ok)
 		}
 		cols, _ = edgeCols(t, g, "openlineage://food_delivery/etl_orders_7_days", "postgres://public.orders_7_days")
-		if !slices.Contains(cols, ColumnMapping{From: "id", To: "order_id"}) {
+		if !slices.Contains(cols, lineage.ColumnMapping{From: "id", To: "order_id"}) {
 			t.Errorf("job -> orders_7_days = %v", cols)
 		}
 		out := mustLineage(t, g, "postgres://public.orders_7_days")
-		if out.Asset.Kind != KindTable || len(out.Asset.Columns) == 0 || out.Asset.Description == "" {
+		if out.Asset.Kind != lineage.KindTable || len(out.Asset.Columns) == 0 || out.Asset.Description == "" {
 			t.Errorf("orders_7_days: %+v", out.Asset)
 		}
 		// Column impact: a change to orders.discount_id reaches orders_7_days
 		// through the job, but the drivers table's id does not reach orders_7_days.
-		br, err := g.BlastRadius(ctx, BlastParams{Asset: "postgres://public.orders", Columns: []string{"discount_id"}})
+		br, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: "postgres://public.orders", Columns: []string{"discount_id"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,18 +66,18 @@ func TestImportRunEventsMarquez(t *testing.T) {
 			t.Errorf("orders.discount_id blast radius: %+v", br.Assets)
 		}
 		before := graphDump(t, db)
-		again, err := g.ImportRunEvents(ctx, data, opts)
+		again, err := RunEvents(ctx, g, data, opts)
 		if err != nil || !again.Unchanged || !slices.Equal(before, graphDump(t, db)) {
 			t.Errorf("re-import changed the graph: %+v %v", again, err)
 		}
 	})
 }
 
-func TestImportRunEventsColumnLineageWithoutJobName(t *testing.T) {
+func TestRunEventsColumnLineageWithoutJobName(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		res, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/openlineage__spark__pysparkCLLEnd.json"), OpenLineageOptions{})
+		res, err := RunEvents(ctx, g, fixture(t, "openlineage/openlineage__spark__pysparkCLLEnd.json"), OpenLineageOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,41 +88,41 @@ func TestImportRunEventsColumnLineageWithoutJobName(t *testing.T) {
 		if !ok {
 			t.Fatal("no edge cll_source1 -> tbl1")
 		}
-		for _, want := range []ColumnMapping{{From: "a", To: "ident"}, {From: "b", To: "trans"}, {From: "b", To: "ident"}} {
+		for _, want := range []lineage.ColumnMapping{{From: "a", To: "ident"}, {From: "b", To: "trans"}, {From: "b", To: "ident"}} {
 			if !slices.Contains(cols, want) {
 				t.Errorf("cll_source1 -> tbl1 misses %v: %v", want, cols)
 			}
 		}
 		// source2's c feeds only agg; its a feeds all three output columns.
-		br, err := g.BlastRadius(ctx, BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"c"}})
+		br, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"c"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if br.Total != 1 || !slices.Equal(br.Assets[0].AffectedColumns, []string{"agg"}) || len(br.NoColumnLineage) != 0 {
 			t.Errorf("cll_source2.c: %+v", br)
 		}
-		br, _ = g.BlastRadius(ctx, BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"a"}})
+		br, _ = g.BlastRadius(ctx, lineage.BlastParams{Asset: "file:///tmp/cll_test/cll_source2", Columns: []string{"a"}})
 		if br.Total != 1 || !slices.Equal(br.Assets[0].AffectedColumns, []string{"agg", "ident", "trans"}) {
 			t.Errorf("cll_source2.a: %+v", br)
 		}
 	})
 }
 
-func TestImportRunEventsAirflowAndSpark(t *testing.T) {
+func TestRunEventsAirflowAndSpark(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/compat-tests__airflow__line_03.json"), OpenLineageOptions{}); err != nil {
+		if _, err := RunEvents(ctx, g, fixture(t, "openlineage/compat-tests__airflow__line_03.json"), OpenLineageOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		task := mustLineage(t, g, "airflow://task/BQ.upload")
-		if task.Asset.Kind != KindOrchestratorJob || len(task.Upstream) != 2 || len(task.Downstream) != 1 {
+		if task.Asset.Kind != lineage.KindOrchestratorJob || len(task.Upstream) != 2 || len(task.Downstream) != 1 {
 			t.Fatalf("task: %+v up %v down %v", task.Asset, neighborIDs(task.Upstream), neighborIDs(task.Downstream))
 		}
-		if task.Downstream[0].Asset.ID != "bigquery://mock-project.test.upload" || task.Downstream[0].Asset.Kind != KindTable {
+		if task.Downstream[0].Asset.ID != "bigquery://mock-project.test.upload" || task.Downstream[0].Asset.Kind != lineage.KindTable {
 			t.Errorf("output %+v", task.Downstream[0].Asset)
 		}
-		if cols := task.Downstream[0].Edge.Columns; !slices.Contains(cols, ColumnMapping{From: "c", To: "c"}) {
+		if cols := task.Downstream[0].Edge.Columns; !slices.Contains(cols, lineage.ColumnMapping{From: "c", To: "c"}) {
 			t.Errorf("task -> table columns %v", cols)
 		}
 		if cols := task.Upstream[0].Edge.Columns; len(cols) != 4 {
@@ -142,7 +133,7 @@ func TestImportRunEventsAirflowAndSpark(t *testing.T) {
 			t.Errorf("resolve by namespace/name: %s %v", id, err)
 		}
 
-		if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/compat-tests__spark_dataproc_bigquery_shakespare__1729097631761.json"), OpenLineageOptions{}); err != nil {
+		if _, err := RunEvents(ctx, g, fixture(t, "openlineage/compat-tests__spark_dataproc_bigquery_shakespare__1729097631761.json"), OpenLineageOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		sp := mustLineage(t, g, "bigquery://bigquery-public-data.samples.shakespeare")
@@ -152,30 +143,30 @@ func TestImportRunEventsAirflowAndSpark(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsKafkaAndPlaceholders(t *testing.T) {
+func TestRunEventsKafkaAndPlaceholders(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
 		opts := OpenLineageOptions{KafkaClusters: map[string]string{"kafka-cluster-prod:9092": "prod"}}
 		for _, f := range []string{"openlineage__flink1__expected_kafka.json", "openlineage__flink2__expected_sql_kafka.json",
 			"openlineage__spark__pysparkKafkaWriteCompleteEvent.json", "openlineage__spark__pysparkKafkaReadCompleteEvent.json"} {
-			if _, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/"+f), opts); err != nil {
+			if _, err := RunEvents(ctx, g, fixture(t, "openlineage/"+f), opts); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
 		}
 		job := mustLineage(t, g, "flink://flink_examples_stateful")
-		if job.Asset.Kind != KindStreamJob {
+		if job.Asset.Kind != lineage.KindStreamJob {
 			t.Errorf("flink job kind %s", job.Asset.Kind)
 		}
 		if got := neighborIDs(job.Upstream); !slices.Equal(got, []string{"kafka://prod/io.openlineage.flink.kafka.input1", "kafka://prod/io.openlineage.flink.kafka.input2"}) {
 			t.Errorf("flink inputs %v", got)
 		}
 		in1 := mustLineage(t, g, "kafka://prod/io.openlineage.flink.kafka.input1")
-		if in1.Asset.Kind != KindTopic || len(in1.Downstream) != 2 {
+		if in1.Asset.Kind != lineage.KindTopic || len(in1.Downstream) != 2 {
 			t.Errorf("input1 %+v downstream %v", in1.Asset, neighborIDs(in1.Downstream))
 		}
 		// Spark wrote topic1, Spark read it back.
-		tr, err := g.Trace(ctx, TraceParams{Asset: "kafka://prod/topic1"})
+		tr, err := g.Trace(ctx, lineage.TraceParams{Asset: "kafka://prod/topic1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,11 +176,11 @@ func TestImportRunEventsKafkaAndPlaceholders(t *testing.T) {
 	})
 }
 
-func TestImportRunEventsDBTIntegration(t *testing.T) {
+func TestRunEventsDBTIntegration(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		res, err := g.ImportRunEvents(ctx, fixture(t, "openlineage/openlineage__dbt__postgres__successful_run_ol_events.json"), OpenLineageOptions{})
+		res, err := RunEvents(ctx, g, fixture(t, "openlineage/openlineage__dbt__postgres__successful_run_ol_events.json"), OpenLineageOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,13 +199,13 @@ func TestImportRunEventsDBTIntegration(t *testing.T) {
 			t.Errorf("relation resolves to %s, %v", id, err)
 		}
 		c := mustLineage(t, g, "dbt://model.jaffle_shop.customers")
-		if c.Asset.Kind != KindDBTModel || c.Asset.Platform != "postgres" || len(c.Upstream) != 3 {
+		if c.Asset.Kind != lineage.KindDBTModel || c.Asset.Platform != "postgres" || len(c.Upstream) != 3 {
 			t.Errorf("customers %+v upstream %v", c.Asset, neighborIDs(c.Upstream))
 		}
 	})
 }
 
-func TestImportRunEventsEveryFixture(t *testing.T) {
+func TestRunEventsEveryFixture(t *testing.T) {
 	files, err := filepath.Glob("testdata/openlineage/*.json")
 	if err != nil || len(files) != 13 {
 		t.Fatalf("fixtures: %v %d", err, len(files))
@@ -223,14 +214,14 @@ func TestImportRunEventsEveryFixture(t *testing.T) {
 		g, _ := newGraph(t, db)
 		for _, f := range files {
 			data, _ := os.ReadFile(f)
-			if _, err := g.ImportRunEvents(context.Background(), data, OpenLineageOptions{}); err != nil {
+			if _, err := RunEvents(context.Background(), g, data, OpenLineageOptions{}); err != nil {
 				t.Errorf("%s: %v", filepath.Base(f), err)
 			}
 		}
 	})
 }
 
-func TestImportRunEventsRejectsBadInput(t *testing.T) {
+func TestRunEventsRejectsBadInput(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		g, _ := newGraph(t, db)
 		for doc, want := range map[string]string{
@@ -240,13 +231,13 @@ func TestImportRunEventsRejectsBadInput(t *testing.T) {
 			`{"job": {"namespace": "a", "name": "b"}, "outputs": [{"namespace": "postgres://h:5432", "name": "db..t"}]}`: "empty part",
 			`{"job": "x"}`: "job",
 		} {
-			_, err := g.ImportRunEvents(context.Background(), []byte(doc), OpenLineageOptions{})
+			_, err := RunEvents(context.Background(), g, []byte(doc), OpenLineageOptions{})
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%q: error %v, want mention of %q", doc, err, want)
 			}
 		}
 		// With validation on, an event missing producer is refused before anything is written.
-		_, err := g.ImportRunEvents(context.Background(), fixture(t, "openlineage/openlineage__spark__openlineage-event.json"), OpenLineageOptions{Validate: true})
+		_, err := RunEvents(context.Background(), g, fixture(t, "openlineage/openlineage__spark__openlineage-event.json"), OpenLineageOptions{Validate: true})
 		if err == nil || !strings.Contains(err.Error(), "producer") {
 			t.Errorf("validate: %v", err)
 		}

@@ -1,8 +1,9 @@
-package lineage
+package ingest
 
 import (
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage"
 	"strings"
 )
 
@@ -37,7 +38,7 @@ var classPlatforms = []struct{ word, platform string }{
 
 func connectorPlatform(s ConnectorSpec) (string, error) {
 	if s.Platform != "" {
-		return NormalizePlatform(s.Platform), nil
+		return lineage.NormalizePlatform(s.Platform), nil
 	}
 	c := strings.ToLower(s.Class)
 	for _, cp := range classPlatforms {
@@ -65,16 +66,16 @@ func connectorDirection(s ConnectorSpec) (string, error) {
 	return d, nil
 }
 
-// ImportConnectors records Kafka Connect connectors as edges between topics
+// Connectors records Kafka Connect connectors as edges between topics
 // and tables through the connector: a sink as topic -> connector -> table,
 // a source as table -> connector -> topic. Every spec is checked before
 // anything is written.
-func (g *Graph) ImportConnectors(ctx context.Context, specs []ConnectorSpec, opts ConnectorOptions) (*ImportStats, error) {
+func Connectors(ctx context.Context, g *lineage.Graph, specs []ConnectorSpec, opts ConnectorOptions) (*lineage.ImportStats, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("no connectors given")
 	}
 	type plan struct {
-		conn, topic, table *assetInput
+		conn, topic, table *lineage.AssetInput
 		sink               bool
 	}
 	var plans []plan
@@ -95,7 +96,7 @@ func (g *Graph) ImportConnectors(ctx context.Context, specs []ConnectorSpec, opt
 		if cluster == "" {
 			cluster = opts.Cluster
 		}
-		topicID, err := TopicID(cluster, s.Topic)
+		topicID, err := lineage.TopicID(cluster, s.Topic)
 		if err != nil {
 			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
 		}
@@ -103,49 +104,49 @@ func (g *Graph) ImportConnectors(ctx context.Context, specs []ConnectorSpec, opt
 		if table == "" {
 			return nil, fmt.Errorf("%s (%s).table is empty", where, s.Name)
 		}
-		tableIn := &assetInput{Source: SourceConnect, Platform: platform, Kind: KindTable}
-		if IsWarehouse(platform) {
-			id, weak, err := TableID(platform, table)
+		tableIn := &lineage.AssetInput{Source: lineage.SourceConnect, Platform: platform, Kind: lineage.KindTable}
+		if lineage.IsWarehouse(platform) {
+			id, weak, err := lineage.TableID(platform, table)
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s).table: %w", where, s.Name, err)
 			}
 			tableIn.ID, tableIn.Weak = id, []string{weak}
 		} else {
-			tableIn.ID, tableIn.Kind = platform+"://"+table, KindDataset
+			tableIn.ID, tableIn.Kind = platform+"://"+table, lineage.KindDataset
 		}
 		tableIn.Names = []string{tableIn.ID}
 		connID := "connect://" + strings.TrimSpace(s.Name)
 		plans = append(plans, plan{
-			conn: &assetInput{ID: connID, Names: []string{connID}, Kind: KindConnector, Platform: "kafka-connect", Source: SourceConnect,
+			conn: &lineage.AssetInput{ID: connID, Names: []string{connID}, Kind: lineage.KindConnector, Platform: "kafka-connect", Source: lineage.SourceConnect,
 				Owner: s.Owner, Domain: s.Domain, Tags: s.Tags, Description: s.Class},
-			topic: &assetInput{ID: topicID, Names: []string{topicID}, Kind: KindTopic, Platform: "kafka", Source: SourceConnect},
+			topic: &lineage.AssetInput{ID: topicID, Names: []string{topicID}, Kind: lineage.KindTopic, Platform: "kafka", Source: lineage.SourceConnect},
 			table: tableIn,
 			sink:  dir == "sink",
 		})
 	}
-	stats, err := g.write(ctx, func(w *writer) error {
+	stats, err := g.Write(ctx, func(w *lineage.Writer) error {
 		for _, p := range plans {
-			c, err := w.upsertAsset(p.conn)
+			c, err := w.UpsertAsset(p.conn)
 			if err != nil {
 				return err
 			}
-			t, err := w.upsertAsset(p.topic)
+			t, err := w.UpsertAsset(p.topic)
 			if err != nil {
 				return err
 			}
-			tb, err := w.upsertAsset(p.table)
+			tb, err := w.UpsertAsset(p.table)
 			if err != nil {
 				return err
 			}
 			if p.sink {
-				err = w.link(t, c, EdgeConsumes, SourceConnect, nil, false)
+				err = w.Link(t, c, lineage.EdgeConsumes, lineage.SourceConnect, nil, false)
 				if err == nil {
-					err = w.link(c, tb, EdgeWrites, SourceConnect, nil, false)
+					err = w.Link(c, tb, lineage.EdgeWrites, lineage.SourceConnect, nil, false)
 				}
 			} else {
-				err = w.link(tb, c, EdgeReads, SourceConnect, nil, false)
+				err = w.Link(tb, c, lineage.EdgeReads, lineage.SourceConnect, nil, false)
 				if err == nil {
-					err = w.link(c, t, EdgeProduces, SourceConnect, nil, false)
+					err = w.Link(c, t, lineage.EdgeProduces, lineage.SourceConnect, nil, false)
 				}
 			}
 			if err != nil {

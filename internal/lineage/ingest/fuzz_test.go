@@ -1,55 +1,9 @@
-package lineage
+package ingest
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
-	"unicode/utf8"
 )
-
-// FuzzSQLScanner: the SQL scanner reads job SQL from notes and events.
-// Whatever the text, it never panics, token positions stay inside the
-// input and in order, and every column SQLColumns reports is a word of the
-// input.
-func FuzzSQLScanner(f *testing.F) {
-	for _, s := range []string{
-		"SELECT a, b FROM t WHERE c > 1",
-		"INSERT INTO out SELECT user_id, SUM(response_bytes) AS total FROM `api-usage` GROUP BY TUMBLE(ts, INTERVAL '1' HOUR), user_id",
-		`SELECT "Quoted ""Col""", t.x FROM s.t AS t JOIN u ON t.id = u.id -- trailing`,
-		"/* unclosed comment SELECT a",
-		"SELECT 'unclosed string",
-		"SELECT `unclosed",
-		"SELECT 1.5e10, x FROM y; DROP TABLE z",
-		"select ünïcode, col$1 from tab",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		toks := scanSQL(s)
-		last := 0
-		for _, tk := range toks {
-			if tk.start < last || tk.end < tk.start || tk.end > len(s) {
-				t.Fatalf("%q: token %+v out of place (previous end %d)", s, tk, last)
-			}
-			last = tk.end
-		}
-		lower := strings.ToLower(s)
-		for _, c := range SQLColumns(s) {
-			if c == "" {
-				t.Fatalf("%q: empty column", s)
-			}
-			if utf8.ValidString(s) && !strings.Contains(lower, strings.ToLower(c)) && !strings.Contains(c, `"`) && !strings.Contains(c, "`") {
-				t.Fatalf("%q: column %q is not in the text", s, c)
-			}
-		}
-		cols := SQLColumns(s)
-		for _, m := range SQLMentions(s, append(cols, "never_mentioned_xyz")) {
-			if m == "never_mentioned_xyz" && !strings.Contains(lower, "never_mentioned_xyz") {
-				t.Fatalf("%q: mentions a column it does not contain", s)
-			}
-		}
-	})
-}
 
 // FuzzDBTManifest: a manifest is a file from anywhere. Parsing and turning
 // every node into an asset never panics, and every edge joins two nodes the

@@ -1,4 +1,4 @@
-package lineage
+package ingest
 
 import (
 	"encoding/json"

@@ -1,9 +1,10 @@
-package lineage
+package ingest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/dataworkers/dw/internal/lineage"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,9 +80,9 @@ func BenchmarkImportDBT(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g := New(db, nil)
+		g := lineage.New(db, nil)
 		t := time.Now()
-		res, err := g.ImportDBTManifest(ctx, bytes.NewReader(data), DBTOptions{})
+		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		took := time.Since(t)
 		if err != nil {
 			b.Fatal(err)

@@ -1,0 +1,93 @@
+package graphindex
+
+import "sort"
+
+// FieldRead is one read found by a field walk, in node numbers.
+type FieldRead struct {
+	Reader, From int32
+	Field        string // as the caller named it
+	ReadAs       string // the (lower-cased) name the reader reads it under
+	To           string // "" for a read, "*" for a filter or join key
+	Dist         int32
+}
+
+// FieldReads walks from start carrying field names (lower-cased name at the
+// node -> the caller's name). A node is expanded again when its set of
+// names grows, so a field reaching a node by two paths is followed under
+// both names; sets only grow, so cycles end.
+func (ix *Index) FieldReads(start int32, fields map[string]string, maxDepth int) []FieldRead {
+	type state struct {
+		names map[string]string
+		dist  int32
+	}
+	states := map[int32]*state{start: {names: fields}}
+	queue := []int32{start}
+	queued := map[int32]bool{start: true}
+	type readKey struct {
+		reader int32
+		field  string
+	}
+	seen := map[readKey]bool{}
+	var out []FieldRead
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		queued[u] = false
+		su := states[u]
+		if int(su.dist) >= maxDepth {
+			continue
+		}
+		for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+			carried := map[string]string{}
+			maps, hasCols := ix.cols[edgeKey(u, v)]
+			if !hasCols {
+				for k, orig := range su.names {
+					carried[k] = orig
+				}
+			}
+			for _, m := range maps {
+				orig, ok := su.names[m.from]
+				if !ok {
+					continue
+				}
+				switch m.to {
+				case "", "*":
+					key := readKey{v, orig}
+					if !seen[key] {
+						seen[key] = true
+						out = append(out, FieldRead{Reader: v, From: u, Field: orig, ReadAs: m.from, To: m.to, Dist: su.dist + 1})
+					}
+					if m.to == "" {
+						// The job's own outputs refer to what it read by
+						// the input's name.
+						carried[m.from] = orig
+					}
+				default:
+					carried[m.to] = orig
+				}
+			}
+			if len(carried) == 0 {
+				continue
+			}
+			sv, ok := states[v]
+			grew := false
+			if !ok {
+				sv = &state{names: map[string]string{}, dist: su.dist + 1}
+				states[v] = sv
+				grew = true
+			}
+			for k, orig := range carried {
+				if _, has := sv.names[k]; !has {
+					sv.names[k] = orig
+					grew = true
+				}
+			}
+			if grew && !queued[v] {
+				queued[v] = true
+				queue = append(queue, v)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Dist < out[j].Dist })
+	return out
+}
