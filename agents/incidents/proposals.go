@@ -133,65 +133,38 @@ var proposeTool = mcpserver.Tool{
 	}),
 }
 
-// prepared is a proposal checked and ready to send.
-type prepared struct {
-	draft *incidents.ProposalDraft
-	np    approvals.NewProposal
-}
-
 func (h *handlers) propose(ctx context.Context, in ProposeIn) (*ProposeOut, string, error) {
-	if len(in.Proposals) == 0 {
-		return nil, "", errors.New("proposals is empty: give at least one remediation (kind, what, targets, undo)")
-	}
-	if len(in.Proposals) > 20 {
-		return nil, "", fmt.Errorf("%d proposals in one call; at most 20", len(in.Proposals))
+	if len(in.Proposals) > incidents.MaxRemediations {
+		return nil, "", fmt.Errorf("%d proposals in one call; at most %d", len(in.Proposals), incidents.MaxRemediations)
 	}
 	e, err := h.env(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	inc, err := e.svc.GetIncident(ctx, in.Incident)
-	if err != nil {
-		return nil, "", err
-	}
-	// Check every proposal before sending any, so bad input sends nothing.
-	var ready []prepared
-	for i, spec := range in.Proposals {
-		p, err := h.prepare(ctx, e, inc, spec)
+	var rems []incidents.Remediation
+	if len(in.Proposals) > 0 {
+		inc, err := e.svc.GetIncident(ctx, in.Incident)
 		if err != nil {
-			return nil, "", fmt.Errorf("proposals[%d] (%s): %w", i, strings.TrimSpace(spec.What), err)
-		}
-		ready = append(ready, *p)
-	}
-	copies := h.involvedOwners(inc, ready)
-	if err := h.recordCause(ctx, e, inc); err != nil {
-		return nil, "", err
-	}
-	out := &ProposeOut{Incident: inc.ID, ReceiptID: inc.ID, Proposals: []Proposed{}}
-	var ids []string
-	for _, r := range ready {
-		r.np.Copy = copies
-		p, err := e.apv.Propose(ctx, r.np)
-		if err != nil {
-			if len(ids) > 0 {
-				// Record what was sent so the incident still points at it.
-				if _, merr := e.svc.MarkProposed(ctx, inc.ID, ids, Name); merr != nil {
-					err = errors.Join(err, merr)
-				}
-				return nil, "", fmt.Errorf("%s were sent to their approvers, then %q failed: %w", strings.Join(ids, ", "), r.np.What, err)
-			}
 			return nil, "", err
 		}
-		ids = append(ids, p.ID)
-		out.Proposals = append(out.Proposals, h.proposed(p))
+		for i, spec := range in.Proposals {
+			r, err := h.bind(ctx, e, inc, spec)
+			if err != nil {
+				return nil, "", fmt.Errorf("proposals[%d] (%s): %w", i, strings.TrimSpace(spec.What), err)
+			}
+			rems = append(rems, *r)
+		}
 	}
-	updated, err := e.svc.MarkProposed(ctx, inc.ID, ids, Name)
+	res, err := e.svc.ProposeRemediations(ctx, e.apv, incidents.ProposeParams{IncidentID: in.Incident, Remediations: rems, Proposer: Name})
 	if err != nil {
 		return nil, "", err
 	}
-	out.Status = string(updated.Status)
+	out := &ProposeOut{Incident: res.Incident.ID, Status: string(res.Incident.Status), ReceiptID: res.Incident.ID, Proposals: []Proposed{}}
+	for _, p := range res.Proposals {
+		out.Proposals = append(out.Proposals, h.proposed(p))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s is proposed: %d proposal(s) sent; nothing changes until a person approves.", inc.ID, len(out.Proposals))
+	fmt.Fprintf(&b, "%s is proposed: %d proposal(s) sent; nothing changes until a person approves.", out.Incident, len(out.Proposals))
 	for _, p := range out.Proposals {
 		fmt.Fprintf(&b, "\n- %s %s (%s): approver %s", p.ID, p.What, p.Kind, p.ApproverName)
 		if len(p.Copied) > 0 {
@@ -219,9 +192,10 @@ func (h *handlers) proposed(p *approvals.Proposal) Proposed {
 	}
 }
 
-// prepare validates one proposal against the incident's diagnosis and the
-// approval rules, binding a schema version's hash.
-func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident, spec ProposalSpec) (*prepared, error) {
+// bind decodes one proposal into a remediation: the schema version's
+// hash, the replacement pair, the run or event the approval allows.
+// Drafting, routing and recording are incidents.ProposeRemediations'.
+func (h *handlers) bind(ctx context.Context, e *env, inc *incidents.Incident, spec ProposalSpec) (*incidents.Remediation, error) {
 	details := map[string]any{}
 	for k, v := range spec.Details {
 		details[k] = v
@@ -257,32 +231,11 @@ func (h *handlers) prepare(ctx context.Context, e *env, inc *incidents.Incident,
 			return nil, fmt.Errorf("a lineage_event proposal targets the event's job %s (targets: %s); leave targets out and it is set", action.Asset, strings.Join(spec.Targets, ", "))
 		}
 	}
-	draft, err := e.svc.DraftProposal(ctx, incidents.DraftParams{
-		IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
-		Undo: spec.Undo, CauseRank: spec.CauseRank, Details: details,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := h.checkRoute(ctx, e, draft); err != nil {
-		return nil, err
-	}
-	why := "Addresses " + draft.Why
-	if w := strings.TrimSpace(spec.Why); w != "" {
-		why = strings.TrimSuffix(w, ".") + ". " + why
-	}
-	var det map[string]any
-	if len(draft.Details) > 0 {
-		det = draft.Details
-	}
-	np := approvals.NewProposal{
-		IncidentID: inc.ID, Kind: draft.ApprovalKind, What: draft.What, Why: why, Targets: draft.Targets,
-		Scope: draft.Scope, Undo: draft.Undo, Action: action, Details: det, Proposer: Name,
-	}
-	if err := e.apv.Check(ctx, np); err != nil {
-		return nil, err
-	}
-	return &prepared{draft: draft, np: np}, nil
+	return &incidents.Remediation{
+		Draft: incidents.DraftParams{IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
+			Undo: spec.Undo, CauseRank: spec.CauseRank, Details: details},
+		Why: spec.Why, Action: action,
+	}, nil
 }
 
 // bindAction builds the action the approval will allow: a run on a
@@ -418,83 +371,8 @@ func checkVerifyDetails(details map[string]any) error {
 	return nil
 }
 
-// checkRoute refuses, before anything is sent, a proposal approvals would
-// refuse: targets in no domain or in several, or no approver to ask.
-func (h *handlers) checkRoute(ctx context.Context, e *env, d *incidents.ProposalDraft) error {
-	var domain string
-	for _, t := range d.Targets {
-		dom, ok := approvals.DomainForAsset(h.d.Config, t)
-		if !ok {
-			return fmt.Errorf("target %s is in no domain: add a glob matching it to a domain's assets in dw.yaml so an owner can approve it", t)
-		}
-		if domain != "" && dom.Name != domain {
-			return fmt.Errorf("targets span domains %s and %s, which have different approvers: propose one change per domain", domain, dom.Name)
-		}
-		domain = dom.Name
-	}
-	dom, _ := approvals.DomainForAsset(h.d.Config, d.Targets[0])
-	if len(dom.Owners) > 0 || len(dom.Approvers) > 0 {
-		return nil
-	}
-	owner, ok := ownerLookup(e.graph)(ctx, d.Targets[0])
-	if !ok {
-		return fmt.Errorf("domain %s names no owners and the catalog records no owner for %s: add owners to the domain in dw.yaml", dom.Name, d.Targets[0])
-	}
-	if _, isPerson := h.d.Config.Person(owner); !isPerson {
-		return fmt.Errorf("the owner of %s is %q, who is not a person in dw.yaml: add them under people: so they can decide", d.Targets[0], owner)
-	}
-	return nil
-}
-
-// involvedOwners are the first owners of the domains the incident touches:
-// its symptomatic assets, the top cause's changed asset and every
-// proposal's targets and scope. Each request copies them (approvals leaves
-// out the approver), so the data owner hears of the platform owner's
-// decision and the reverse.
-func (h *handlers) involvedOwners(inc *incidents.Incident, ready []prepared) []string {
-	assets := append([]string{}, inc.Assets...)
-	if c := inc.CitedCause(); c != nil && len(c.Path) > 0 {
-		assets = append(assets, c.Path[0])
-	}
-	for _, r := range ready {
-		assets = append(assets, r.draft.Targets...)
-		assets = append(assets, r.draft.Scope...)
-	}
-	var out []string
-	for _, a := range assets {
-		if d, ok := approvals.DomainForAsset(h.d.Config, a); ok && len(d.Owners) > 0 {
-			if _, isPerson := h.d.Config.Person(d.Owners[0]); isPerson {
-				out = uniq(out, d.Owners[0])
-			}
-		}
-	}
-	return out
-}
-
-// recordCause writes the incident's cited cause (a credible top cause, or
-// the one a person named, under their name) to its receipt once, before
-// the proposals, so the receipt reads cause, then approvals, then steps.
-func (h *handlers) recordCause(ctx context.Context, e *env, inc *incidents.Incident) error {
-	f, actor := inc.CauseFacts(Name)
-	if f == nil {
-		return nil
-	}
-	entries, err := approvals.Entries(ctx, e.db, inc.ID)
-	if err != nil {
-		return err
-	}
-	for _, en := range entries {
-		var got incidents.CauseFacts
-		if en.Kind == approvals.EntryCause && json.Unmarshal(en.Payload, &got) == nil && got.ChangeID == f.ChangeID && got.AttributedBy == f.AttributedBy {
-			return nil
-		}
-	}
-	// Dated by the approvals clock, so the cause never reads later than
-	// the proposals after it (DW_CLOCK dates nothing on a normal store).
-	now, err := e.apv.Now(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = approvals.AppendReceipt(ctx, e.db, now, inc.ID, approvals.EntryCause, actor, f)
-	return err
+// involvedOwners are who the incident's requests copy, by approvals' rule:
+// the first owners of the domains of its assets, its cited cause and extra.
+func (h *handlers) involvedOwners(inc *incidents.Incident, extra []string) []string {
+	return approvals.InvolvedOwners(h.d.Config, append(inc.InvolvedAssets(), extra...))
 }

@@ -38,8 +38,10 @@ type RemediateOut struct {
 	Notes       []string                `json:"notes" jsonschema:"what was not judged and why, history scans, anomalies from before the onset"`
 	Proposals   []ProposalState         `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
 	EscalatedTo []string                `json:"escalated_to,omitempty" jsonschema:"people the failed verification goes to: the approvers of the fix"`
-	ReceiptID   string                  `json:"receipt_id" jsonschema:"receipt holding the verification (get_receipt, dw receipt verify)"`
-	ReceiptSeq  int64                   `json:"receipt_seq" jsonschema:"position of the verification entry in the receipt"`
+	// Replacements say which table was read instead of which.
+	Replacements []remediate.Replacement `json:"replacements,omitempty" jsonschema:"approved replacements read instead of the tables they replace (also in the receipt)"`
+	ReceiptID    string                  `json:"receipt_id" jsonschema:"receipt holding the verification (get_receipt, dw receipt verify)"`
+	ReceiptSeq   int64                   `json:"receipt_seq" jsonschema:"position of the verification entry in the receipt"`
 }
 
 var remediateTool = mcpserver.Tool{
@@ -69,7 +71,7 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 	ver := res.Verification
 	out := &RemediateOut{Incident: res.Incident.ID, Status: string(res.Incident.Status), Verified: ver.Verified, Outcome: ver.Outcome,
 		Unjudged: ver.Unjudged, Reason: ver.Reason, Assertions: res.Assertions, Checks: res.Checks, Notes: res.Notes,
-		Proposals: []ProposalState{}, EscalatedTo: res.EscalatedTo, ReceiptID: res.Incident.ID, ReceiptSeq: res.Receipt.Seq}
+		Proposals: []ProposalState{}, EscalatedTo: res.EscalatedTo, Replacements: res.Replacements, ReceiptID: res.Incident.ID, ReceiptSeq: res.Receipt.Seq}
 	for _, p := range res.Proposals {
 		out.Proposals = append(out.Proposals, proposalState(p))
 	}
@@ -96,6 +98,9 @@ func remediateSummary(h *handlers, out *RemediateOut) string {
 			who = append(who, h.personLabel(p))
 		}
 		fmt.Fprintf(&b, "%s is NOT verified and is escalated to %s.", out.Incident, strings.Join(who, ", "))
+	}
+	for _, r := range out.Replacements {
+		fmt.Fprintf(&b, "\nRead %s instead of %s (approved in %s by %s).", r.With, orDefault(r.Replaces, "the symptomatic table"), r.Proposal, r.ApprovedBy)
 	}
 	for _, a := range out.Assertions {
 		mark := "pass"

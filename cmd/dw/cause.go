@@ -32,7 +32,8 @@ func causeSet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.service(ctx); err != nil {
+	apv, err := e.service(ctx)
+	if err != nil {
 		return err
 	}
 	by, err := e.terminalDecider()
@@ -45,7 +46,14 @@ func causeSet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	facts, actor := inc.CauseFacts(by.PersonID)
-	entry, err := approvals.AppendReceipt(ctx, e.db, e.clock.Now(), inc.ID, approvals.EntryCause, actor, facts)
+	// Dated by the approvals clock, as every receipt entry is: DW_CLOCK on
+	// a store not made for replay dates nothing, so the chain never reads
+	// a cause later (or earlier) than the decisions around it.
+	now, err := apv.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("the cause is recorded on %s but not in its receipt: %w", inc.ID, err)
+	}
+	entry, err := approvals.AppendReceipt(ctx, e.db, now, inc.ID, approvals.EntryCause, actor, facts)
 	if err != nil {
 		return fmt.Errorf("the cause is recorded on %s but not in its receipt: %w", inc.ID, err)
 	}

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dataworkers/dw/internal/changelog"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
+
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/storeconfig"
 )
@@ -84,4 +90,54 @@ func TestCauseSetRecordsWhoNamedIt(t *testing.T) {
 			t.Fatalf("receipt not intact: %+v %v", v, err)
 		}
 	})
+}
+
+// DW_CLOCK years ahead or behind on a store not made for replay: the cause
+// entry is dated by the approvals clock (the real time), like every other
+// receipt entry, never by the replayed clock, and the chain verifies.
+func TestCauseSetDatesItsEntryByTheApprovalsClock(t *testing.T) {
+	for name, years := range map[string]int{"ahead": 5, "behind": -5} {
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				db := svcDB(t, h)
+				replayed := clock.NewOffset(time.Now().AddDate(years, 0, 0)) // as DW_CLOCK makes it
+				svc := &incidents.Service{DB: db, Clock: replayed}
+				ch, err := (&changelog.Log{DB: db, Clock: replayed}).RecordChange(ctx, changelog.RecordChangeParams{At: replayed.Now().Add(-2 * time.Hour), Kind: "deploy", System: "dbt",
+					Assets: []string{"duckdb://wh.sales.orders_view"}, Summary: "orders view rewritten"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: []incidents.Symptom{{Kind: incidents.SymptomVolume,
+					Asset: "duckdb://wh.sales.orders", Observed: 10, At: replayed.Now().Add(-time.Hour).Truncate(time.Hour)}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := rep.Incidents[0].ID
+				var out, errb bytes.Buffer
+				e := &env{stdout: &out, stderr: &errb, osUser: "bob", clock: replayed,
+					loadConfig: func() (*config.Config, error) { return config.Parse(h.path, h.data) },
+					log:        slog.New(slog.NewTextHandler(io.Discard, nil))}
+				before := time.Now().UTC()
+				if code := run(ctx, e, []string{"cause", "set", id, fmt.Sprintf("CHANGE-%d", ch.Change.ID), "--reason", "the view drops late orders"}); code != 0 {
+					t.Fatalf("cause set: exit %d\n%s%s", code, out.String(), errb.String())
+				}
+				after := time.Now().UTC()
+				entries, err := approvals.Entries(ctx, db, id)
+				if err != nil || len(entries) == 0 {
+					t.Fatalf("entries %v %v", entries, err)
+				}
+				last := entries[len(entries)-1]
+				if last.Kind != approvals.EntryCause {
+					t.Fatalf("last entry is %s, want %s", last.Kind, approvals.EntryCause)
+				}
+				if at := last.At.UTC(); at.Before(before.Add(-time.Second)) || at.After(after.Add(time.Second)) {
+					t.Fatalf("cause entry dated %s under DW_CLOCK %+d years; want the real time %s..%s", at, years, before, after)
+				}
+				if v, err := approvals.Verify(ctx, db, id); err != nil || !v.OK {
+					t.Fatalf("receipt not intact: %+v %v", v, err)
+				}
+			})
+		})
+	}
 }

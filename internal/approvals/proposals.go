@@ -49,32 +49,36 @@ func (s *Service) Propose(ctx context.Context, np NewProposal) (*Proposal, error
 	if err != nil {
 		return nil, err
 	}
-	now := p.CreatedAt
-	err = s.db.InTx(ctx, func(tx *store.Tx) error {
-		id, err := insertProposal(ctx, tx, p, now)
-		if err != nil {
-			return err
-		}
-		p.ID, p.ReceiptID = id, receiptFor(p.IncidentID, id)
-		// Fix who may decide, and seal the proposal (records.go).
-		if err := s.recordApprovers(ctx, tx, p, now); err != nil {
-			return err
-		}
-		if err := openRequest(ctx, tx, p.ID, 0, p.Approver, now, p.ExpiresAt); err != nil {
-			return err
-		}
-		if _, err := s.appendEntry(ctx, tx, now, p.ReceiptID, EntryProposal, p.Proposer, proposalFacts(p)); err != nil {
-			return err
-		}
-		_, err = s.appendEntry(ctx, tx, now, p.ReceiptID, EntryRequest, p.Proposer, map[string]any{
-			"proposal": p.ID, "round": 0, "approver": p.Approver, "expires_at": p.ExpiresAt,
-		})
-		return err
-	})
-	if err != nil {
+	if err := s.db.InTx(ctx, func(tx *store.Tx) error { return s.record(ctx, tx, p) }); err != nil {
 		return nil, err
 	}
 	return s.Get(ctx, p.ID)
+}
+
+// record writes a prepared proposal inside tx: the row, who may decide
+// (sealed), the first request and the receipt entries. It sets p.ID and
+// p.ReceiptID, and is safe to run again when the transaction is retried.
+func (s *Service) record(ctx context.Context, tx *store.Tx, p *Proposal) error {
+	now := p.CreatedAt
+	id, err := insertProposal(ctx, tx, p, now)
+	if err != nil {
+		return err
+	}
+	p.ID, p.ReceiptID = id, receiptFor(p.IncidentID, id)
+	// Fix who may decide, and seal the proposal (records.go).
+	if err := s.recordApprovers(ctx, tx, p, now); err != nil {
+		return err
+	}
+	if err := openRequest(ctx, tx, p.ID, 0, p.Approver, now, p.ExpiresAt); err != nil {
+		return err
+	}
+	if _, err := s.appendEntry(ctx, tx, now, p.ReceiptID, EntryProposal, p.Proposer, proposalFacts(p)); err != nil {
+		return err
+	}
+	_, err = s.appendEntry(ctx, tx, now, p.ReceiptID, EntryRequest, p.Proposer, map[string]any{
+		"proposal": p.ID, "round": 0, "approver": p.Approver, "expires_at": p.ExpiresAt,
+	})
+	return err
 }
 
 // Check validates a new proposal as Propose would, recording nothing, so

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/warehouse"
@@ -372,7 +373,7 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		pc.inputs["bad"] = add("COUNT(CASE WHEN "+strings.Join(conds, " OR ")+" THEN 1 END)", combineSum)
 	case KindPredicate:
 		name := strings.TrimSpace(s.Name)
-		if !predicateNameRE.MatchString(name) {
+		if !predicateNameRE().MatchString(name) {
 			return pc, fmt.Errorf("predicate name %q: use 1 to 64 letters, digits, _ or -", s.Name)
 		}
 		e, _, err := parsePredicate(s.SQL, t, sp)
@@ -452,7 +453,7 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 	return pc, nil
 }
 
-var predicateNameRE = regexp.MustCompile(`^[A-Za-z0-9_\-]{1,64}$`)
+var predicateNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_\-]{1,64}$`) })
 
 func checkBounds(lo, hi *float64, what string, nonNegative bool) error {
 	if nonNegative {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -73,7 +74,9 @@ type RoutineLag struct {
 	Topic string `yaml:"topic"`
 }
 
-var routineNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+// Compiled on first use: a counted repetition like {0,254} compiles to
+// one instruction per count, hundreds of KB built at every agent start.
+var routineNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 // RoutineKinds lists the keys a routine may observe with, for messages.
 var RoutineKinds = []string{"checks", "metrics", "consumer_lag", "topics", "connectors", "schema_subjects", "flink_jobs"}
@@ -101,7 +104,7 @@ func (c *Config) validateRoutines() []fieldError {
 		switch {
 		case r.Name == "":
 			add(p+".name", "missing; every routine needs a name (lower-case letters, digits, . _ -)")
-		case !routineNameRE.MatchString(r.Name):
+		case !routineNameRE().MatchString(r.Name):
 			add(p+".name", "%q is not a valid routine name: use 1 to 63 lower-case letters, digits, . _ or -, starting with a letter or digit", r.Name)
 		case names[r.Name]:
 			add(p+".name", "duplicate routine name %q", r.Name)

@@ -130,7 +130,7 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 		return nil, err
 	}
 	if !CanMove(inc.Status, StatusDiagnosed) {
-		return nil, invalid("incident %s is %s; diagnosis applies to open, diagnosed or escalated incidents", inc.ID, inc.Status)
+		return nil, invalid("incident %s is %s; diagnosis applies to open, diagnosed, proposed or escalated incidents", inc.ID, inc.Status)
 	}
 	if len(inc.Symptoms) == 0 {
 		return nil, fmt.Errorf("incident %s has no symptoms to diagnose", inc.ID)
@@ -152,7 +152,13 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 			return fmt.Errorf("incident %s gained symptoms during the diagnosis; diagnose it again", cur.ID)
 		}
 		from := cur.Status
-		cur.Status, cur.Causes, cur.DiagnosedAt = StatusDiagnosed, causes, now
+		// A re-diagnosis refreshes the causes and never moves the
+		// incident back: proposals already sent still point at it.
+		to := StatusDiagnosed
+		if cur.Status == StatusProposed {
+			to = StatusProposed
+		}
+		cur.Status, cur.Causes, cur.DiagnosedAt = to, causes, now
 		note := "no recorded change in the window"
 		switch {
 		case len(causes) > 0 && causes[0].Credible:

@@ -660,28 +660,35 @@ func (s *Service) MarkProposed(ctx context.Context, incidentID string, proposalI
 	}
 	now := s.now()
 	var out string
-	err := s.DB.InTx(ctx, func(tx *store.Tx) error {
-		inc, err := loadIncident(ctx, tx, incidentID)
-		if err != nil {
-			return err
-		}
-		if err := move(inc, StatusProposed); err != nil {
-			return err
-		}
-		from := inc.Status
-		for _, id := range ids {
-			if !slices.Contains(inc.Proposals, id) {
-				inc.Proposals = append(inc.Proposals, id)
-			}
-		}
-		inc.Status = StatusProposed
-		out = inc.ID
-		return save(ctx, tx, inc, from, orText(actor, "dw-incidents"), "proposed: "+strings.Join(ids, ", "), now)
+	err := s.DB.InTx(ctx, func(tx *store.Tx) (err error) {
+		out, err = markProposedTx(ctx, tx, incidentID, ids, actor, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return loadIncident(ctx, s.DB, out)
+}
+
+// markProposedTx is MarkProposed inside the caller's transaction, so the
+// proposals and the incident's move to proposed commit together. It
+// returns the incident's id.
+func markProposedTx(ctx context.Context, tx *store.Tx, incidentID string, ids []string, actor string, now time.Time) (string, error) {
+	inc, err := loadIncident(ctx, tx, incidentID)
+	if err != nil {
+		return "", err
+	}
+	if err := move(inc, StatusProposed); err != nil {
+		return "", err
+	}
+	from := inc.Status
+	for _, id := range ids {
+		if !slices.Contains(inc.Proposals, id) {
+			inc.Proposals = append(inc.Proposals, id)
+		}
+	}
+	inc.Status = StatusProposed
+	return inc.ID, save(ctx, tx, inc, from, orText(actor, "dw-incidents"), "proposed: "+strings.Join(ids, ", "), now)
 }
 
 // IncidentFilter selects incidents to list.

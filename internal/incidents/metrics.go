@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/changelog"
@@ -78,7 +79,7 @@ type DefineMetricParams struct {
 	MovesWith   []string `json:"moves_with,omitempty" jsonschema:"names of defined metrics that normally move with this one (rides and ride_starts); when they move apart a divergence is reported"`
 }
 
-var metricNameRE = regexp.MustCompile(`^[a-z][a-z0-9_.\-]{0,99}$`)
+var metricNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_.\-]{0,99}$`) })
 
 // DefineMetric records a metric definition, replacing an earlier one of
 // the same name. A SQL definition is judged by its warehouse's engine to be
@@ -86,7 +87,7 @@ var metricNameRE = regexp.MustCompile(`^[a-z][a-z0-9_.\-]{0,99}$`)
 // could ever run.
 func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*MetricDefinition, error) {
 	name := strings.TrimSpace(p.Name)
-	if !metricNameRE.MatchString(name) {
+	if !metricNameRE().MatchString(name) {
 		return nil, invalid("metric name %q: use lower-case letters, digits, _ . or -, starting with a letter, at most 100 characters", p.Name)
 	}
 	d := MetricDefinition{Name: name, Description: strings.TrimSpace(p.Description), Unit: strings.TrimSpace(p.Unit),
@@ -168,7 +169,7 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 		if m == name {
 			return nil, invalid("moves_with names the metric itself (%s)", m)
 		}
-		if !metricNameRE.MatchString(m) {
+		if !metricNameRE().MatchString(m) {
 			return nil, invalid("moves_with %q is not a metric name: use lower-case letters, digits, _ . or -, starting with a letter", m)
 		}
 		if !slices.Contains(d.MovesWith, m) {

@@ -137,6 +137,13 @@ func parseSpelling(ref string) (spelling, error) {
 	if len(parts) > 3 {
 		return spelling{}, fmt.Errorf("%q has %d parts; a table is at most database.schema.table", ref, len(parts))
 	}
+	for _, p := range parts {
+		if !p.quoted && !regularIdent.MatchString(p.s) {
+			// api-usage is more likely a topic than a table: without a
+			// platform only a plain or quoted identifier is taken as one.
+			return spelling{}, fmt.Errorf("%q is not a table name (quote identifiers with other characters) and has no platform; give an id like kafka://prod/%s", ref, ref)
+		}
+	}
 	return spelling{parts: parts}, nil
 }
 

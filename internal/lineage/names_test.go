@@ -66,7 +66,7 @@ func TestCanonicalSpellings(t *testing.T) {
 			t.Errorf("Canonical(%q) = %q, %v; the canonical id must map to itself", c.want, got, err)
 		}
 	}
-	for _, bad := range []string{"", "a..b", `"open`, "a.b.c.d", "duckdb://", "sales orders.x.y.z.w"} {
+	for _, bad := range []string{"", "a..b", `"open`, "a.b.c.d", "duckdb://", "sales orders.x.y.z.w", "api-usage", "prod/api-usage", "sales.*"} {
 		if got, err := namesOf(duckWH).Canonical(bad); err == nil {
 			t.Errorf("Canonical(%q) = %q; want an error", bad, got)
 		}

@@ -32,8 +32,14 @@ const maxArgErrors = 5
 
 // argChecker holds what checking one tool's arguments needs.
 type argChecker struct {
-	schema   *jsonschema.Schema
-	resolved *jsonschema.Resolved
+	schema *jsonschema.Schema
+	// resolved is the schema resolved on the first call, not at start:
+	// an agent starts with every tool and resolving is most of what
+	// registering one costs, while most tools of a session are never
+	// called. The SDK's AddTool resolves the same schema with the same
+	// options at registration and panics if it does not resolve, so
+	// resolving here later loses no check at start.
+	resolved func() (*jsonschema.Resolved, error)
 	// decode decodes an arguments object into the tool's input type.
 	decode func([]byte) error
 }
@@ -59,13 +65,11 @@ func (a *argCheckers) get(name string) *argChecker {
 }
 
 func newArgChecker[In any](schema *jsonschema.Schema) *argChecker {
-	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
-		panic(fmt.Sprintf("input schema: %v", err))
-	}
 	return &argChecker{
-		schema:   schema,
-		resolved: resolved,
+		schema: schema,
+		resolved: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+			return schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+		}),
 		decode: func(b []byte) error {
 			var in In
 			return json.Unmarshal(b, &in)
@@ -119,9 +123,13 @@ func (c *argChecker) check(raw json.RawMessage) error {
 	}
 	// Anything the walk does not cover (a $ref, anyOf) is still checked,
 	// with the library's words cut short.
+	resolved, err := c.resolved()
+	if err != nil { // not reached: the SDK refused to register the tool
+		return fmt.Errorf("the tool's input schema does not resolve: %v", err)
+	}
 	withDefaults := any(args)
-	if err := c.resolved.ApplyDefaults(&withDefaults); err == nil {
-		if err := c.resolved.Validate(&withDefaults); err != nil {
+	if err := resolved.ApplyDefaults(&withDefaults); err == nil {
+		if err := resolved.Validate(&withDefaults); err != nil {
 			return fmt.Errorf("arguments: %s", clip(strings.TrimPrefix(err.Error(), "validating root: "), 300))
 		}
 	}

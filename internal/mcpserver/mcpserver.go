@@ -19,7 +19,10 @@
 //     refused before the handler runs, with an error naming the argument
 //     and what is valid (args.go);
 //   - every tool returns structured output plus a short text summary a
-//     person can read in the client.
+//     person can read in the client;
+//   - the output schema a tool advertises is its answer's shape cut to
+//     OutputSchemaBudget characters (outschema.go), so tools/list stays
+//     small: clients check answers against it, models read the answers.
 package mcpserver
 
 import (

@@ -162,5 +162,9 @@ func TestEveryAnswerConformsToItsAdvertisedSchema(t *testing.T) {
 		if word == "full" && !strings.Contains(string(sc), `"leaves"`) {
 			t.Errorf("answer lost its nested data: %s", sc)
 		}
+		// A nil answer is the zero value, its fields present.
+		if m, _ := v.(map[string]any); word == "nil" && (m == nil || m["count"] != 0.0 || m["id"] != "") {
+			t.Errorf("nil answer is %s, want the zero value", sc)
+		}
 	}
 }

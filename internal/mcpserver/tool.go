@@ -104,9 +104,9 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 		if out != nil { // render.go: the text carries the summary and the key data
 			appendText(res, s.demoNote(), render(out))
 		} else if res == nil || res.InputRequests == nil {
-			// The SDK sends a nil answer as null, which no object schema
-			// admits; an empty answer is the zero value, as the SDK does
-			// for a schema it inferred itself.
+			// A nil answer is sent as the zero value with its fields, as
+			// the SDK does only for a schema it inferred itself (for ours
+			// it would send {}).
 			out = new(Out)
 		}
 		return res, out, err

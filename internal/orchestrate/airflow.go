@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
@@ -73,13 +74,15 @@ func (r *AirflowRunner) Location(string) approvals.ActionLocation {
 }
 
 // dagIDPattern is Airflow's rule for DAG ids (airflow.utils.helpers.KEY_REGEX).
-var dagIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,250}$`)
+// Compiled on first use: a counted repetition like {0,254} compiles to
+// one instruction per count, hundreds of KB built at every agent start.
+var dagIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,250}$`) })
 
 var airflowParams = []string{"conf"}
 
 // Validate checks the DAG id and the params (conf: an object).
 func (r *AirflowRunner) Validate(req RunRequest) error {
-	if !dagIDPattern.MatchString(req.Target) {
+	if !dagIDPattern().MatchString(req.Target) {
 		return invalid("airflow DAG id %q is not valid; DAG ids use letters, digits, '_', '.' and '-' (e.g. sync_metered_usage_to_stripe)", req.Target)
 	}
 	if err := knownParams(Airflow, req.Params, airflowParams); err != nil {

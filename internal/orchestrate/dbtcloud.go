@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -41,7 +42,7 @@ type DBTCloudRunner struct {
 // the API token named by svc.TokenEnv.
 func NewDBTCloudRunner(svc *config.Service) (*DBTCloudRunner, error) {
 	acct := strings.TrimSpace(svc.AccountID)
-	if !digits.MatchString(acct) {
+	if !digits().MatchString(acct) {
 		return nil, fmt.Errorf("dbt_cloud: orchestrators.dbt_cloud.account_id %q is not valid; it is the number after /accounts/ in dbt Cloud URLs", svc.AccountID)
 	}
 	if svc.TokenEnv == "" {
@@ -63,7 +64,7 @@ func NewDBTCloudRunner(svc *config.Service) (*DBTCloudRunner, error) {
 	return &DBTCloudRunner{c: c, account: acct}, nil
 }
 
-var digits = regexp.MustCompile(`^[0-9]{1,19}$`)
+var digits = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,19}$`) })
 
 // dbtMessage reads the status envelope of a dbt Cloud error answer.
 func dbtMessage(body []byte) string {
@@ -108,7 +109,7 @@ var DBTCloudParams = []string{"git_branch", "git_sha", "schema_override", "dbt_v
 
 // Validate checks the job id and the overrides.
 func (r *DBTCloudRunner) Validate(req RunRequest) error {
-	if !digits.MatchString(req.Target) {
+	if !digits().MatchString(req.Target) {
 		return invalid("dbt Cloud job id %q is not valid; it is the number after /jobs/ in the job's URL", req.Target)
 	}
 	if err := knownParams(DBTCloud, req.Params, DBTCloudParams); err != nil {

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -113,15 +114,19 @@ func (r *StepFunctionsRunner) Location(target string) approvals.ActionLocation {
 	return loc
 }
 
-var stateMachineARN = regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}(:[A-Za-z0-9_-]{1,80})?$`)
+// Compiled on first use: a counted repetition like {0,254} compiles to
+// one instruction per count, hundreds of KB built at every agent start.
+var stateMachineARN = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}(:[A-Za-z0-9_-]{1,80})?$`)
+})
 
 // sfnName is the rule for execution names (letters, digits, '-', '_', at
 // most 80), which every idempotency key follows.
-var sfnName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+var sfnName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`) })
 
 // Validate checks the state machine ARN and the params (input: an object).
 func (r *StepFunctionsRunner) Validate(req RunRequest) error {
-	if !stateMachineARN.MatchString(req.Target) {
+	if !stateMachineARN().MatchString(req.Target) {
 		return invalid("state machine ARN %q is not valid; want arn:aws:states:<region>:<account>:stateMachine:<name>", req.Target)
 	}
 	if err := knownParams(StepFunctions, req.Params, []string{"input"}); err != nil {
@@ -132,7 +137,7 @@ func (r *StepFunctionsRunner) Validate(req RunRequest) error {
 			return invalid("step_functions input must be an object (the execution's JSON input), got %T", in)
 		}
 	}
-	if !sfnName.MatchString(req.Key) {
+	if !sfnName().MatchString(req.Key) {
 		return invalid("execution name %q is not valid: letters, digits, '-' and '_', at most 80", req.Key)
 	}
 	return nil

@@ -109,6 +109,9 @@ func TestApprovedReplacementIsWhatVerificationReads(t *testing.T) {
 			if res.Verification.Outcome != incidents.OutcomeVerified {
 				t.Fatalf("with the approved replacement: %s (%s)\n%+v", res.Verification.Outcome, res.Verification.Reason, res.Assertions)
 			}
+			if len(res.Replacements) != 1 || res.Replacements[0].With != "duckdb://shop.orders_v2" || res.Replacements[0].Proposal != props[0].ID {
+				t.Errorf("replacements read %+v", res.Replacements)
+			}
 			for _, a := range res.Assertions {
 				if !a.Passed || !strings.Contains(a.Checked, "orders_v2") {
 					t.Errorf("assertion %+v should have passed on the replacement", a)

@@ -17,11 +17,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/dataworkers/dw/internal/suggest"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dataworkers/dw/internal/suggest"
 )
 
 // Warehouse is one configured warehouse connection.
@@ -155,13 +157,15 @@ type Dialect interface {
 	MaxStatementBytes() int
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$\-]{0,254}$`)
+// Compiled on first use: a counted repetition like {0,254} compiles to
+// one instruction per count, hundreds of KB built at every agent start.
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$\-]{0,254}$`) })
 
 // ValidIdentifier refuses text that cannot be a table, schema or column
 // name before anything is looked up: no quotes, dots, spaces or
 // statement text. Hyphens are allowed because BigQuery project ids have them.
 func ValidIdentifier(s string) error {
-	if !identRE.MatchString(s) {
+	if !identRE().MatchString(s) {
 		return fmt.Errorf("%s is not a valid identifier: use letters, digits, _ , $ or -, starting with a letter or _, at most 255 characters", quoteShort(s))
 	}
 	return nil

@@ -1,0 +1,70 @@
+package seeded
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	duckdbdriver "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+)
+
+// writeWait is how long the writer waits for agents' read-only opens of
+// the file to close.
+const writeWait = 15 * time.Second
+
+// WriteDuckDB writes the scenario's table into the DuckDB file at path as
+// it stood at asOf: only rows that had landed by then. The table is
+// replaced, so a test can move the file through a week one day at a time.
+func (s *Scenario) WriteDuckDB(ctx context.Context, path string, asOf time.Time) error {
+	t := s.Table
+	d := warehouse.DuckDB{}
+	qualified := d.Table(warehouse.TableRef{Schema: t.Schema, Name: t.Name})
+	db, err := duckdb.OpenWrite(ctx, path, writeWait)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, stmt := range []string{
+		"CREATE SCHEMA IF NOT EXISTS " + d.QuoteIdent(t.Schema),
+		"CREATE OR REPLACE TABLE " + qualified + " " + t.Columns,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		dconn, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("append to %s: connection is %T, not a DuckDB connection", t.Ref(), dc)
+		}
+		a, err := duckdbdriver.NewAppenderFromConn(dconn, t.Schema, t.Name)
+		if err != nil {
+			return fmt.Errorf("append to %s: %w", t.Ref(), err)
+		}
+		vals := make([]driver.Value, 0, 8)
+		for i, row := range t.Rows {
+			if row.Landed.After(asOf) {
+				continue
+			}
+			vals = vals[:0]
+			for _, v := range row.Values {
+				vals = append(vals, v)
+			}
+			if err := a.AppendRow(vals...); err != nil {
+				a.Close()
+				return fmt.Errorf("append to %s row %d: %w", t.Ref(), i, err)
+			}
+		}
+		return a.Close()
+	})
+}
