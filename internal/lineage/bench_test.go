@@ -195,7 +195,7 @@ func BenchmarkTraversal(b *testing.B) {
 }
 
 // BenchmarkBlastRadius times the whole BlastRadius call (version check,
-// resolution, walk, counts by kind, owners, the 100 most urgent assets read
+// resolution, walk, counts by kind, owners, the first page of the most urgent assets read
 // from the store with paths and next runs) against the floor.
 func BenchmarkBlastRadius(b *testing.B) {
 	benchGraph(b)
@@ -211,7 +211,7 @@ func BenchmarkBlastRadius(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if res.Total != want || res.Partial || len(res.Assets) != 100 || len(res.Assets[0].Critical) == 0 {
+	if res.Total != want || res.Partial || len(res.Assets) != defaultLimit || len(res.Assets[0].Critical) == 0 {
 		b.Fatalf("blast radius total %d partial %v listed %d; want %d", res.Total, res.Partial, len(res.Assets), want)
 	}
 	var floorTotal time.Duration

@@ -190,6 +190,9 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 		w = idx.BFS(ctx, []int32{start}, false, lim)
 	}
 	res.Partial, res.Budget = w.Budget != "", w.Budget
+	// The answer keeps no slice of the walk (paths are copied out as ids),
+	// so its arrays go back for the next call.
+	defer idx.Release(w)
 	return res, g.describeBlast(ctx, idx, w, states, unknown, pg, res)
 }
 

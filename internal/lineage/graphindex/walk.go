@@ -100,6 +100,27 @@ func (ix *Index) getScratch() *scratch {
 	return &scratch{mark: make([]uint8, len(ix.Seqs)), epoch: 1}
 }
 
+// walkBufs are the backing arrays of a released walk.
+type walkBufs struct{ order, parent []int32 }
+
+// newWalk starts a walk on released arrays when there are some.
+func (ix *Index) newWalk() *Walk {
+	if b, ok := ix.walks.Get().(*walkBufs); ok {
+		return &Walk{Order: b.order[:0], Parent: b.parent[:0], levels: []int32{0}}
+	}
+	return &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
+}
+
+// Release hands a plain walk's arrays back for the next BFS on this index.
+// The caller must not use w, nor any slice of its Order or Parent, after.
+func (ix *Index) Release(w *Walk) {
+	if w == nil || w.dist != nil || cap(w.Order) == 0 {
+		return
+	}
+	ix.walks.Put(&walkBufs{order: w.Order, parent: w.Parent})
+	w.Order, w.Parent = nil, nil
+}
+
 func (ix *Index) adjacency(up bool) (off, adj []int32, kinds []uint8) {
 	if up {
 		return ix.InOff, ix.InSrc, ix.InKind
@@ -116,7 +137,7 @@ func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *
 	defer ix.scratch.Put(sc)
 	mark, epoch := sc.mark, sc.epoch
 	off, adj, _ := ix.adjacency(up)
-	w := &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
+	w := ix.newWalk()
 	for _, s := range starts {
 		if mark[s] != epoch {
 			mark[s] = epoch
