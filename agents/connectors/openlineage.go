@@ -86,7 +86,7 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 		if err != nil {
 			return nil, "", err
 		}
-		exec, err = svc.BeginExecution(ctx, approvals.Action{Kind: approvals.KindLineageEvent, ProposalID: pid, Spec: spec}, Name, lineageLease)
+		exec, err = svc.BeginExecution(ctx, approvals.Action{Kind: approvals.KindLineageEvent, ProposalID: pid, Spec: spec}, Name, lineageLease(ol))
 		if err != nil {
 			if approvals.IsRefusal(err) {
 				return nil, "", fmt.Errorf("%w; nothing was stored or forwarded", err)
@@ -112,8 +112,8 @@ func (h *handlers) emitLineage(ctx context.Context, in EmitLineageIn) (*EmitLine
 			if rerr := svc.ReleaseExecution(bg, exec); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
-		} else if _, ferr := svc.FinishExecution(bg, exec, out); ferr != nil {
-			err = ferr
+		} else {
+			err = h.recordForward(bg, svc, exec, out)
 		}
 	}
 	if err != nil {
@@ -135,8 +135,36 @@ func orEmpty(o *EmitLineageOut) *EmitLineageOut {
 }
 
 // lineageLease is how long a forward's claim on an approval holds before
-// another call may take it over: one post at the longest timeout, doubled.
-const lineageLease = time.Minute
+// another call may take it over (its holder died): the post at the
+// configured timeout, doubled, and never under a minute. A lease shorter
+// than the post would let a second process post the same approved event
+// while the first is still waiting for the endpoint.
+func lineageLease(ol *config.Service) time.Duration {
+	return max(time.Minute, 2*forwardTimeout(ol)+10*time.Second)
+}
+
+// recordForward leaves the forward on the proposal's receipt (the step,
+// then executed) and finishes the claim. A claim found lost means another
+// process took the approval over: said as an error, never as success.
+func (h *handlers) recordForward(ctx context.Context, svc *approvals.Service, exec *approvals.Execution, out *EmitLineageOut) error {
+	f := out.Forwarded
+	if _, err := svc.RecordStep(ctx, exec.ProposalID, approvals.Step{Actor: Name,
+		Description: fmt.Sprintf("posted the OpenLineage event (sha256 %s) to %s: HTTP %d", out.EventSHA256, f.URL, f.Status),
+		Details:     map[string]any{"event_sha256": out.EventSHA256, "url": f.URL, "status": f.Status}}); err != nil {
+		return fmt.Errorf("the event was forwarded, but its step could not be recorded on %s: %w", exec.ProposalID, err)
+	}
+	if _, err := svc.MarkExecuted(ctx, exec.ProposalID, Name, "lineage event "+out.EventSHA256+" posted to "+f.URL); err != nil {
+		return fmt.Errorf("the event was forwarded, but %s could not be marked executed: %w", exec.ProposalID, err)
+	}
+	ok, err := svc.FinishExecution(ctx, exec, out)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the event was forwarded, but the claim on %s was lost to another call while posting; check the receipt before emitting again", exec.ProposalID)
+	}
+	return nil
+}
 
 // storeAndForward stores the event in the context graph and, under an
 // execution claim, posts it to the endpoint.
@@ -193,6 +221,14 @@ func (h *handlers) kafkaNamespaces() map[string]string {
 // defaultForwardTimeout bounds the post when openlineage.timeout is unset.
 const defaultForwardTimeout = 10 * time.Second
 
+// forwardTimeout is how long one post may take.
+func forwardTimeout(ol *config.Service) time.Duration {
+	if ol.Timeout <= 0 {
+		return defaultForwardTimeout
+	}
+	return ol.Timeout
+}
+
 // maxForwardAnswer caps what is read of the endpoint's answer: only its
 // status and the start of an error body are used.
 const maxForwardAnswer = 1 << 20
@@ -207,20 +243,16 @@ func forward(ctx context.Context, ol *config.Service, token string, raw []byte) 
 		f.Error = fmt.Sprintf("openlineage.url %q in dw.yaml is not an http(s) URL such as http://marquez:5000", ol.URL)
 		return f
 	}
-	timeout := ol.Timeout
-	if timeout <= 0 {
-		timeout = defaultForwardTimeout
-	}
-	c := rest.New(base, rest.Options{Name: "openlineage", Timeout: timeout, MaxResponseBytes: maxForwardAnswer, Auth: rest.BearerAuth(token)})
+	c := rest.New(base, rest.Options{Name: "openlineage", Timeout: forwardTimeout(ol), MaxResponseBytes: maxForwardAnswer, Auth: rest.BearerAuth(token)})
 	f.URL = c.Endpoint(path, nil)
 	resp, err := c.Do(ctx, http.MethodPost, path, nil, raw)
 	var te *rest.TransportError
 	switch {
 	case errors.As(err, &te) && te.TimedOut:
-		f.Error = fmt.Sprintf("no answer from %s within %s", f.URL, timeout)
+		f.Error = fmt.Sprintf("no answer from %s within %s", f.URL, forwardTimeout(ol))
 		return f
 	case errors.As(err, &te):
-		f.Error = fmt.Sprintf("cannot reach %s (timeout %s): %v", f.URL, timeout, te.Err)
+		f.Error = fmt.Sprintf("cannot reach %s (timeout %s): %v", f.URL, forwardTimeout(ol), te.Err)
 		return f
 	case err != nil:
 		f.Error = err.Error()

@@ -242,6 +242,29 @@ func TestLineageEventProposalEndToEnd(t *testing.T) {
 	if sentSum, _ := approvals.CanonicalSHA256(sent); sentSum != sum {
 		t.Errorf("posted event hashes %s, approved %s", sentSum, sum)
 	}
+	// The forward is on the receipt: a step naming the event, then
+	// executed, and the proposal can never be dispatched again.
+	if cur, err := s.env().apv.Get(s.ctx, p.ID); err != nil || cur.State != approvals.StateExecuted {
+		t.Errorf("after the post the proposal is %v (%v), want executed", cur.State, err)
+	}
+	doc, err := approvals.Receipt(s.ctx, s.env().db, stored.ReceiptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	stepNamesEvent := false
+	for _, e := range doc.Entries {
+		kinds = append(kinds, e.Kind)
+		var pl struct {
+			Details map[string]any `json:"details"`
+		}
+		if e.Kind == "step" && json.Unmarshal(e.Payload, &pl) == nil && pl.Details["event_sha256"] == sum {
+			stepNamesEvent = true
+		}
+	}
+	if !stepNamesEvent || !slices.Contains(kinds, "executed") || !doc.Chain.OK {
+		t.Errorf("receipt after the forward: %v (step names the event: %v, chain ok: %v)", kinds, stepNamesEvent, doc.Chain.OK)
+	}
 	// The same approval again: the first answer, no second post.
 	if res, _ := emit(ev, p.ID); res.IsError || len(ol.posts()) != 1 {
 		t.Errorf("repeat: %s, %d posts", resultText(res), len(ol.posts()))

@@ -89,7 +89,8 @@ var runQualityCheckTool = mcpserver.Tool{
 	Title: "Run a quality check on a landed table",
 	Description: "Checks a warehouse table in one scan: row count, null rate per column, key uniqueness, freshness, load lag, accepted values, ranges and row assertions, " +
 		"optionally per hour or day over a window (e.g. period today, bucket hour). Each metric is judged against the table's own history (median and MAD, seasonal by hour of week, " +
-		"a rule for rates that were always zero); the judged period never trains its own baseline. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
+		"a rule for rates that were always zero); the judged period never trains its own baseline. " +
+		"A longer window (a backfill of history: more than two days by hour, or two months by day) runs a day (a month) at a time, reporting progress and recording each as it finishes, so a stopped backfill keeps what it did and the same call again continues. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
 		"and names the problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric. Failed or anomalous checks open or join an incident. " +
 		"The answer lists at most 40 results (those that are not a pass first) and per bucketed result the first buckets that are not a pass and the latest ones, with counts of the rest.",
 	ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true,
@@ -111,6 +112,10 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 	env, err := h.env(ctx, in.Warehouse, "run_quality_check")
 	if err != nil {
 		return nil, "", err
+	}
+	// A backfill reports each chunk it records, in place of the heartbeat.
+	env.Progress = func(done, total int, msg string) {
+		mcpserver.Progress(ctx, float64(done), float64(total), "run_quality_check: "+msg)
 	}
 	rep, err := checks.RunCheck(ctx, env, in.CheckRequest)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dataworkers/dw/internal/config"
 )
 
 // ElicitationInputKey is the key a tool uses for the approval question in
@@ -190,6 +192,13 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 	if err != nil {
 		return Form{}, "", fmt.Errorf("%w; the named approver decides in Slack or with `dw approve %s`", err, normID(proposalID))
 	}
+	// A login that stands for several people (the demo maps the one login
+	// to every owner) names nobody by itself: the approvers recorded with
+	// the proposal say who it acts as, so a proposal routed to any of them
+	// is put to that person, not to whoever the config lists first.
+	if loginPeople(s.cfg.People, osUser) > 1 {
+		by.PersonID = ""
+	}
 	p, err := s.Get(ctx, proposalID)
 	if err != nil {
 		return Form{}, "", err
@@ -197,7 +206,7 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 	if !p.State.Open() {
 		return Form{}, "", &DecidedError{Proposal: *p}
 	}
-	if allowed := mayDecide(*p); !slices.Contains(allowed, by.PersonID) {
+	if allowed := mayDecide(*p); by.PersonID != "" && !slices.Contains(allowed, by.PersonID) {
 		return Form{}, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
 	}
 	// Ask only someone the proposal's record names with this login: the
@@ -317,4 +326,15 @@ func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUs
 		out.Message = fmt.Sprintf("%s rejected by %s in the client", p.ID, by.PersonID)
 	}
 	return out, nil
+}
+
+// loginPeople counts the people whose os_users include login.
+func loginPeople(people []config.Person, login string) int {
+	n := 0
+	for _, p := range people {
+		if slices.Contains(p.OSUsers, login) {
+			n++
+		}
+	}
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -135,6 +136,57 @@ func TestElicitationFailsClosed(t *testing.T) {
 		out, err = s.DecideFromElicitation(ctx, true, "bob", state, accept(map[string]any{"decision": "reject", "reason": "not tonight"}), nil)
 		if err != nil || out.Approved || !out.Recorded || out.Proposal.State != StateRejected {
 			t.Errorf("accepted reject: %+v, %v", out, err)
+		}
+	})
+}
+
+// One login standing for several people, as the demo's dw.yaml maps the
+// person at the terminal to every owner: the form goes to the proposal's
+// named approver, whoever they are (not the first person the config lists
+// with the login), and the decision is recorded as that person. A login
+// mapped to one person only still cannot answer for another.
+func TestElicitationAsksTheNamedApproverOfASharedLogin(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		cfg := testCfg(t)
+		for i := range cfg.People {
+			// alice is listed first; bob and carol share her login.
+			if id := cfg.People[i].ID; id == "alice" || id == "bob" || id == "carol" {
+				cfg.People[i].OSUsers = append(cfg.People[i].OSUsers, "demo")
+			}
+		}
+		s := New(db, cfg, clock.NewFake(t0), nil)
+		hold := mustPropose(t, s, holdDAG())   // billing: bob
+		live := mustPropose(t, s, schemaV13()) // streaming, live: alice
+		for _, tc := range []struct {
+			p    *Proposal
+			want string
+		}{{hold, "bob"}, {live, "alice"}} {
+			if tc.p.Approver != tc.want {
+				t.Fatalf("%s routed to %s, want %s", tc.p.ID, tc.p.Approver, tc.want)
+			}
+			_, state, err := s.StartElicitation(ctx, "demo", tc.p.ID)
+			if err != nil {
+				t.Fatalf("start %s as the shared login: %v", tc.p.ID, err)
+			}
+			rs, err := s.OpenRequestState(ctx, state)
+			if err != nil || rs.PersonID != tc.want {
+				t.Fatalf("%s put to %q (%v), want %s", tc.p.ID, rs.PersonID, err, tc.want)
+			}
+			out, err := s.DecideFromElicitation(ctx, true, "demo", state, &Answer{Action: "accept", Decision: "approve", Reason: "checked"}, nil)
+			if err != nil || !out.Approved || out.Proposal == nil || out.Proposal.Decision == nil || out.Proposal.Decision.PersonID != tc.want {
+				t.Fatalf("decide %s: %+v %v; want approved by %s", tc.p.ID, out, err, tc.want)
+			}
+		}
+		// dave's own login names dave alone: bob's proposal is not his.
+		other := mustPropose(t, s, holdDAG())
+		var na *NotApproverError
+		if _, _, err := s.StartElicitation(ctx, "dave", other.ID); !errors.As(err, &na) {
+			t.Fatalf("dave asked to decide bob's proposal: %v", err)
+		}
+		// The refusal recorded nothing.
+		if p, _ := s.Get(ctx, other.ID); p.State != StatePending {
+			t.Fatalf("%s is %s after refusals", other.ID, p.State)
 		}
 	})
 }

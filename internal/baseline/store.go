@@ -130,3 +130,25 @@ func ListSeries(ctx context.Context, q store.Querier, asset string) ([]Series, e
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, rows.Err()
 }
+
+// Recorded returns the buckets of a series with a point in [from, to)
+// observed at or after since: what an earlier run of a backfill already
+// stored, so a re-run continues rather than starts over.
+func Recorded(ctx context.Context, q store.Querier, s Series, from, to, since time.Time) (map[time.Time]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT bucket_ms FROM metric_points
+		WHERE asset = ? AND metric = ? AND dimension = ? AND grain = ? AND bucket_ms >= ? AND bucket_ms < ? AND observed_ms >= ?`,
+		s.Asset, s.Metric, s.Dimension, s.Grain, store.Millis(from), store.Millis(to), store.Millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("recorded points of %s: %w", s, err)
+	}
+	defer rows.Close()
+	out := map[time.Time]bool{}
+	for rows.Next() {
+		var ms int64
+		if err := rows.Scan(&ms); err != nil {
+			return nil, err
+		}
+		out[store.FromMillis(ms)] = true
+	}
+	return out, rows.Err()
+}

@@ -212,12 +212,109 @@ func baselineOptions(metric string, trainBefore time.Time) baseline.Options {
 	return o
 }
 
+// Fewest values a bucket needs before its tail statistics are judged.
+// The p95 of 30 values of a skewed amount is its second-largest value,
+// and the mean is pulled by one large one: both swing far beyond the band
+// the same hour's history gives them. The median (judged from
+// minProfiledValues on) still catches a unit or mix change in a quiet
+// hour.
+const (
+	minP95Values  = 100
+	minMeanValues = 50
+)
+
+// tooFewValues says why a value statistic is not judged, or "".
+func tooFewValues(o Observation) string {
+	need := int64(0)
+	switch o.Metric {
+	case MetricValueP95:
+		need = minP95Values
+	case MetricValueMean:
+		need = minMeanValues
+	}
+	if o.Of >= need {
+		return ""
+	}
+	return fmt.Sprintf("not judged: too few values (%s; the %s needs at least %d)", thousands(o.Of), statName(o.Metric), need)
+}
+
+func statName(metric string) string {
+	if metric == MetricValueP95 {
+		return "p95"
+	}
+	return "mean"
+}
+
+// stalenessGapFloors is how many of the table's usual gaps between rows
+// the spread of staleness is at least. The newest row of a table written
+// at random moments is an exponential wait of mean one gap; with the 3.5
+// threshold the band reaches past 7 gaps, which an hour of ordinary
+// writes exceeds about once in two thousand checks.
+const stalenessGapFloors = 2
+
+// usualGap estimates the usual seconds between rows at the time of the
+// check, from the rows per hour (or day) history records for the same
+// hour of the week or day; 0 when there is too little of it. A quiet
+// Sunday afternoon's newest row is minutes old without anything being
+// wrong, a busy Monday's is seconds old.
+func usualGap(history map[baseline.Series][]baseline.Point, asset string, now time.Time) float64 {
+	for _, g := range []struct {
+		grain   Grain
+		seconds float64
+	}{{Hour, 3600}, {Day, 86400}} {
+		s := baseline.Series{Asset: asset, Metric: MetricRowCount, Grain: string(g.grain)}
+		at := now.Truncate(time.Hour)
+		if g.grain == Day {
+			at = now.Truncate(24 * time.Hour)
+		}
+		j := baseline.Score(history[s], at, 0, baseline.Options{TrainBefore: at, Counts: true, RelativeFloor: 0.03})
+		if j.Verdict == baseline.Learning {
+			continue
+		}
+		// An hour that usually holds no rows at all has a gap of hours.
+		return g.seconds / math.Max(j.Median, 0.5)
+	}
+	return 0
+}
+
+// notAKey says why a key guessed from column names is not judged as a
+// key: its own history shows it repeating. A column named after the
+// table (seller_id of seller_payouts) is often the entity the rows are
+// about, not the rows' key; judging its repeats would open an incident
+// every hour it repeats as usual. "" when the history is too short or
+// shows it unique (repeats in at most a tenth of earlier points, so a
+// past incident does not unmake a real key).
+func notAKey(history map[baseline.Series][]baseline.Point, asset, column string, before time.Time) string {
+	var best []baseline.Point
+	for s, pts := range history {
+		if s.Asset == asset && s.Metric == MetricDuplicateRate && s.Dimension == column && len(pts) > len(best) {
+			best = pts // the finest grain has the most points
+		}
+	}
+	n, repeated := 0, 0
+	for _, p := range best {
+		if !p.At.Before(before) {
+			continue
+		}
+		n++
+		if p.Value > 0 {
+			repeated++
+		}
+	}
+	if n < 6 || float64(repeated) <= 0.1*float64(n) {
+		return ""
+	}
+	return fmt.Sprintf("not judged as a key: %s was inferred as the key from its name, but repeats in %d of %d earlier checks, so it is not a key (declare the key with set_quality_expectations if one must be unique)",
+		column, repeated, n)
+}
+
 // judged is one observation with its verdicts.
 type judged struct {
 	obs      Observation
 	slot     slot
 	partial  bool
 	j        *baseline.Judgement // nil when not judged against history
+	skip     string              // why the observation is deliberately not judged
 	broken   string              // the explicit expectation broken, if any
 	explicit string              // the explicit expectation checked, if any
 	status   Status
@@ -227,8 +324,28 @@ type judged struct {
 // expectations and each metric's own history, stores them as metric
 // points, and reports.
 func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
-	plan := scan.Plan
-	now := scan.ObservedAt
+	e, err := newEvaluator(ctx, db, scan.Plan, scan.ObservedAt)
+	if err != nil {
+		return nil, err
+	}
+	all, err := e.judge(ctx, scan.Observations)
+	if err != nil {
+		return nil, err
+	}
+	return e.report(all, len(scan.Plan.Statements), scan.BytesScanned), nil
+}
+
+// evaluator judges observations of one plan against the history loaded
+// once before the scan, so a backfill can judge and record each chunk's
+// buckets as they arrive and report on all of them at the end.
+type evaluator struct {
+	db      *store.DB
+	plan    *ScanPlan
+	now     time.Time
+	history map[baseline.Series][]baseline.Point
+}
+
+func newEvaluator(ctx context.Context, db *store.DB, plan *ScanPlan, now time.Time) (*evaluator, error) {
 	from := now
 	if !plan.Window.Start.IsZero() && plan.Window.Start.Before(from) {
 		from = plan.Window.Start
@@ -237,14 +354,26 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &evaluator{db: db, plan: plan, now: now, history: history}, nil
+}
 
+// judge judges observations and records their points in one transaction.
+func (e *evaluator) judge(ctx context.Context, observations []Observation) ([]judged, error) {
+	plan, now, history, db := e.plan, e.now, e.history, e.db
 	var all []judged
 	var samples []baseline.Sample
-	for _, o := range scan.Observations {
+	gap := -1.0 // the usual gap between rows, once a staleness needs it
+	for _, o := range observations {
 		pc := plan.Checks[o.Check]
 		jd := judged{obs: o, slot: slotOf(plan, o, now)}
 		jd.partial = jd.slot.end.After(now)
 		series := baseline.Series{Asset: plan.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: jd.slot.grain}
+		if isValueMetric(o.Metric) {
+			jd.skip = tooFewValues(o)
+		}
+		if o.Metric == MetricDuplicateRate && pc.Spec.Inferred {
+			jd.skip = notAKey(history, plan.Asset, o.Dimension, jd.slot.trainBefore)
+		}
 		// A bucket that has not ended has fewer rows than a whole one, and
 		// rows counted by their latest change are not arrivals: neither is
 		// a volume to judge or keep as history.
@@ -253,6 +382,12 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		if !((o.Metric == MetricRowCount || isProfileMetric(o.Metric)) && jd.partial) &&
 			!(o.Metric == MetricRowCount && plan.rewritten) {
 			opts := baselineOptions(o.Metric, jd.slot.trainBefore)
+			if o.Metric == MetricStaleness {
+				if gap < 0 {
+					gap = usualGap(history, plan.Asset, now)
+				}
+				opts.AbsoluteFloor = max(opts.AbsoluteFloor, stalenessGapFloors*gap)
+			}
 			var j baseline.Judgement
 			if isRate(o.Metric) {
 				// Judged with its counts: 2 nulls in a quiet hour of 10
@@ -261,7 +396,11 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 			} else {
 				j = baseline.Score(history[series], jd.slot.at, o.Value, opts)
 			}
-			jd.j = &j
+			// A tail of too few values is kept as history (what was
+			// observed) but not judged: it is noise, not news.
+			if !(isValueMetric(o.Metric) && jd.skip != "") {
+				jd.j = &j
+			}
 			samples = append(samples, baseline.Sample{Series: series, Point: baseline.Point{At: jd.slot.at, Value: o.Value}})
 		}
 		jd.explicit, jd.broken = explicitCheck(pc, o, jd.partial, plan.Window.Grain)
@@ -276,6 +415,11 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 			jd.status = Fail
 		case stayEmpty:
 			jd.status = Pass
+		case jd.skip != "" && o.Metric == MetricDuplicateRate:
+			// Not a key, so its repeats are not a uniqueness problem.
+			jd.status = Pass
+		case jd.skip != "":
+			jd.status = Learning
 		case jd.j != nil && jd.j.Verdict == baseline.Anomalous:
 			jd.status = Anomalous
 		case jd.explicit != "" || (jd.j != nil && jd.j.Verdict == baseline.Normal):
@@ -286,17 +430,21 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 		all = append(all, jd)
 	}
 
-	demoteLoneValueBuckets(all)
-
 	if len(samples) > 0 {
 		if err := db.InTx(ctx, func(tx *store.Tx) error { return baseline.Record(ctx, tx, now, samples...) }); err != nil {
 			return nil, err
 		}
 	}
+	return all, nil
+}
 
+// report builds the report from every judged observation.
+func (e *evaluator) report(all []judged, statements int, bytes int64) *Report {
+	plan, now := e.plan, e.now
+	demoteLoneValueBuckets(all)
 	rep := &Report{
 		Table: plan.Table.Ref.String(), Asset: plan.Asset, ObservedAt: now,
-		Statements: len(plan.Statements), BytesScanned: scan.BytesScanned, Problems: []Problem{},
+		Statements: statements, BytesScanned: bytes, Problems: []Problem{},
 	}
 	if !plan.Window.IsZero() {
 		w := plan.Window
@@ -304,7 +452,7 @@ func Evaluate(ctx context.Context, db *store.DB, scan *Scan) (*Report, error) {
 	}
 	rep.Results = buildResults(plan, all)
 	summarize(rep, plan)
-	return rep, nil
+	return rep
 }
 
 // demoteLoneValueBuckets passes a value-profile bucket (mean, median, p95,
@@ -598,6 +746,8 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 				br.Reason = b.broken
 			case Anomalous:
 				br.Reason = b.j.Reason
+			default:
+				br.Reason = b.skip
 			}
 			r.Buckets = append(r.Buckets, br)
 		}

@@ -114,6 +114,9 @@ func goldenCases() []goldenCase {
 			Spec{Kind: KindRowCount},
 		), hours("loaded_at")},
 		{"duckdb_profile_by_hour", warehouse.DuckDB{}, duckdbTable, profiled, hours("hour")},
+		// One day's statement of a backfill (names ending _backfill_chunk
+		// are planned per bucket): no ROLLUP, no anti-join.
+		{"duckdb_profile_backfill_chunk", warehouse.DuckDB{}, duckdbTable, profiled, hours("hour")},
 		// Relationships: the table's one scan plus one bounded anti-join
 		// against the referenced table, names quoted in catalog spelling.
 		{"bigquery_relationships", warehouse.BigQuery{}, bigQueryTable, fixed(
@@ -162,7 +165,7 @@ func TestRelationshipsRefuseMismatchedColumns(t *testing.T) {
 func TestGoldenSQL(t *testing.T) {
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := Plan(c.table, c.dialect, c.specs(c.table, c.dialect), c.window)
+			plan, err := plan(c.table, c.dialect, c.specs(c.table, c.dialect), c.window, strings.HasSuffix(c.name, "_backfill_chunk"))
 			if err != nil {
 				t.Fatal(err)
 			}

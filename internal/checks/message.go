@@ -238,6 +238,8 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 		text += moveText(o.Metric, focus.j, focus.slot.at)
 	case Pass:
 		switch {
+		case focus.skip != "":
+			text += "; " + focus.skip
 		case o.Metric == MetricRowCount && pc.Spec.StayEmpty != "":
 			text += "; " + focus.explicit
 		case len(buckets) > 0:
@@ -257,6 +259,10 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 			text += "; the period has not ended, so its volume is not judged yet"
 			break
 		}
+		if focus.skip != "" {
+			text += "; " + focus.skip
+			break
+		}
 		n := 0
 		if focus.j != nil {
 			n = focus.j.History
@@ -266,7 +272,7 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 	if (focus.status == Fail || focus.status == Anomalous) && !o.Total {
 		text += trend(plan, buckets)
 	}
-	if pc.Spec.Inferred && o.Metric == MetricDuplicateRate && o.Count > 0 && focus.status != Anomalous {
+	if pc.Spec.Inferred && o.Metric == MetricDuplicateRate && o.Count > 0 && focus.status != Anomalous && focus.skip == "" {
 		text += "; the key was inferred: declare it with set_quality_expectations if it must be unique"
 	}
 	return text

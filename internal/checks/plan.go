@@ -34,6 +34,10 @@ type ScanPlan struct {
 	// rollup says the scan needs ROLLUP's window-wide row, because some
 	// aggregate's window value cannot be combined from its buckets.
 	rollup bool
+	// perBucket plans one chunk of a backfill (see backfill.go): only the
+	// buckets' values are read, so no ROLLUP and no anti-join; the
+	// window-wide values a check needs come from their own statement.
+	perBucket bool
 }
 
 // aggregate is one expression of the SELECT list and how bucket values
@@ -97,6 +101,10 @@ func (p *ScanPlan) bucketed() bool { return p.Window.Grain != Whole }
 // (unknown names are errors listing the closest), and nothing is built
 // from text that failed validation.
 func Plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window) (*ScanPlan, error) {
+	return plan(table, d, specs, w, false)
+}
+
+func plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window, perBucket bool) (*ScanPlan, error) {
 	sp, err := spellingFor(d)
 	if err != nil {
 		return nil, err
@@ -104,7 +112,7 @@ func Plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window) (
 	if len(specs) == 0 {
 		return nil, errors.New("no checks requested: pass at least one check, or none at all to profile the table")
 	}
-	p := &ScanPlan{Asset: AssetID(d, table.Ref), Table: table, Dialect: d}
+	p := &ScanPlan{Asset: AssetID(d, table.Ref), Table: table, Dialect: d, perBucket: perBucket}
 	if p.Window, err = validateWindow(table, d, w); err != nil {
 		return nil, err
 	}
@@ -116,7 +124,7 @@ func Plan(table *warehouse.Table, d warehouse.Dialect, specs []Spec, w Window) (
 		}
 		index[expr] = len(p.aggs)
 		p.aggs = append(p.aggs, aggregate{sql: expr, combine: c})
-		if c == combineNone && p.bucketed() {
+		if c == combineNone && p.bucketed() && !p.perBucket {
 			p.rollup = true
 		}
 		return len(p.aggs) - 1
@@ -418,8 +426,9 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		// AVG rather than a sum: a SUM of a wide integer column can
 		// overflow, and the quantiles need the window row anyway.
 		pc.inputs["mean"] = add("AVG("+q+")", combineNone)
-		pc.inputs["median"] = add(sp.approxQuantile(q, 0.5), combineNone)
-		pc.inputs["p95"] = add(sp.approxQuantile(q, 0.95), combineNone)
+		median, p95 := sp.medianAndP95(q)
+		pc.inputs["median"] = add(median, combineNone)
+		pc.inputs["p95"] = add(p95, combineNone)
 	case KindRelationship:
 		c, k, err := column(s.Column, "column")
 		if err != nil {
@@ -537,7 +546,7 @@ func (p *ScanPlan) statements(sp *spelling) ([]Statement, error) {
 	// Each anti-join is one statement returning one row for the window.
 	joins := map[string]int{}
 	for i, a := range p.aggs {
-		if a.combine != combineJoin {
+		if a.combine != combineJoin || p.perBucket {
 			continue
 		}
 		n, ok := joins[a.join]

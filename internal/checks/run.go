@@ -71,6 +71,11 @@ type Scan struct {
 	// buckets without rows.
 	Buckets      []time.Time
 	BytesScanned int64
+
+	// total is the window's row of aggregates (the ROLLUP row, the only
+	// row, or combined from the buckets), kept for a backfill to combine
+	// its chunks.
+	total []any
 }
 
 // RunOptions says who runs a scan, for the warehouse's cost labels.
@@ -150,6 +155,7 @@ func Run(ctx context.Context, wh warehouse.Warehouse, plan *ScanPlan, opts RunOp
 	if plan.bucketed() && !plan.rollup {
 		combineBuckets(plan, buckets, total)
 	}
+	scan.total = total
 	if plan.bucketed() {
 		scan.Buckets = bucketGrid(plan.Window, scan.ObservedAt, buckets)
 		for _, b := range scan.Buckets {
@@ -288,6 +294,12 @@ func observe(plan *ScanPlan, ci int, vals []any, bucket time.Time, isTotal bool,
 		keyRows, err := intOf("keyrows")
 		if err != nil {
 			return nil, err
+		}
+		if vals[pc.inputs["distinct"]] == nil {
+			// No distinct count for this row (a backfill's window of an
+			// inferred key, see backfill.go): no duplicate rate, rather
+			// than every key counted a duplicate.
+			return nil, nil
 		}
 		distinct, err := intOf("distinct")
 		if err != nil {

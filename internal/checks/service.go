@@ -27,6 +27,9 @@ type Env struct {
 	Tool      string
 	// Timeout overrides the warehouse's statement timeout for scans.
 	Timeout time.Duration
+	// Progress, when set, hears how far a backfill has come: done of
+	// total chunks, after each one is recorded.
+	Progress func(done, total int, msg string)
 }
 
 func (e Env) validate() error {
@@ -89,6 +92,14 @@ func RunCheck(ctx context.Context, env Env, req CheckRequest) (*Report, error) {
 		return nil, err
 	}
 	inf.Notes = append(inf.Notes, notes...)
+	if full, cws := backfillChunks(table, d, w); cws != nil {
+		rep, err := runBackfill(ctx, env, table, specs, full, cws, now)
+		if err != nil {
+			return nil, err
+		}
+		rep.Warehouse, rep.Inferred = wh.Name(), append(inf.Notes, rep.Inferred...)
+		return rep, nil
+	}
 	plan, err := Plan(table, d, specs, w)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/clock"
@@ -211,6 +212,36 @@ func TestProposeRemediationsWritesAll(t *testing.T) {
 		}
 		if got := kinds(); strings.Count(strings.Join(got, ","), approvals.EntryCause) != 1 || len(got) != 7 {
 			t.Fatalf("receipt after a second call: %v", got)
+		}
+	})
+}
+
+// Re-running the diagnosis on a proposed incident refreshes its causes and
+// leaves it proposed, pointing at the proposals already sent: a state only
+// moves forward.
+func TestRediagnosisKeepsAProposedIncidentProposed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, apv, id := diagnosedIncident(t, db)
+		res, err := s.ProposeRemediations(ctx, apv, ProposeParams{IncidentID: id, Remediations: []Remediation{holdStripe()}, Proposer: "dw-incidents"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := res.Incident
+		s.Clock.(*clock.Fake).Advance(time.Hour)
+		d, err := s.Diagnose(ctx, DiagnoseParams{IncidentID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.GetIncident(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != StatusProposed || after.Status != StatusProposed || strings.Join(after.Proposals, ",") != strings.Join(before.Proposals, ",") {
+			t.Fatalf("after re-diagnosis: diagnosis says %s, incident %s with %v (was %v)", d.Status, after.Status, after.Proposals, before.Proposals)
+		}
+		if !after.DiagnosedAt.After(before.DiagnosedAt) || len(after.Causes) == 0 {
+			t.Fatalf("causes not refreshed: diagnosed %s (was %s), %d causes", after.DiagnosedAt, before.DiagnosedAt, len(after.Causes))
 		}
 	})
 }

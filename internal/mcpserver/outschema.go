@@ -117,10 +117,71 @@ func emptySchema(s *jsonschema.Schema) bool {
 		len(s.Properties) == 0 && s.Items == nil && s.AdditionalProperties == nil
 }
 
+// size is the length of s in compact JSON, as json.Marshal writes it,
+// for the keywords cut keeps, counted without building the JSON: outline
+// measures every cut of every tool's answer at start, and marshalling
+// them was a fifth of an agent's registration CPU.
 func size(s *jsonschema.Schema) int {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return 1 << 30
+	n, fields := 0, 0
+	field := func(key string, v int) { n += len(key) + 3 + v; fields++ } // "key":v
+	switch {
+	case s.Type != "":
+		field("type", jsonLen(s.Type))
+	case s.Types != nil:
+		field("type", stringsLen(s.Types))
 	}
-	return len(b)
+	if s.Properties != nil {
+		props := 2
+		for name, p := range s.Properties {
+			props += jsonLen(name) + 1 + size(p)
+		}
+		if len(s.Properties) > 1 {
+			props += len(s.Properties) - 1
+		}
+		field("properties", props)
+	}
+	if s.Items != nil {
+		field("items", size(s.Items))
+	}
+	if s.Description != "" {
+		field("description", jsonLen(s.Description))
+	}
+	if len(s.Enum) > 0 {
+		b, err := json.Marshal(s.Enum)
+		if err != nil {
+			return 1 << 30
+		}
+		field("enum", len(b))
+	}
+	if s.AdditionalProperties != nil {
+		field("additionalProperties", size(s.AdditionalProperties))
+	}
+	if fields == 0 {
+		return len("true") // the library writes {} as true
+	}
+	return n + 2 + fields - 1
+}
+
+// jsonLen is the length of v as a JSON string: json.Marshal's escaping
+// (HTML characters and U+2028/9 too) is only worked out for the rare
+// string that needs it.
+func jsonLen(v string) int {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			b, _ := json.Marshal(v)
+			return len(b)
+		}
+	}
+	return len(v) + 2
+}
+
+func stringsLen(vs []string) int {
+	n := 2
+	for i, v := range vs {
+		if i > 0 {
+			n++
+		}
+		n += jsonLen(v)
+	}
+	return n
 }

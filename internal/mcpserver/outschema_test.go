@@ -168,3 +168,55 @@ func TestEveryAnswerConformsToItsAdvertisedSchema(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose words need escaping, with a nullable pointer, an any
+// and an enum, so every branch of size is taken.
+type oddOut struct {
+	Quote  string         `json:"quote" jsonschema:"says \"a<b & c>d\" with a back\\slash"`
+	Uni    string         `json:"uni,omitempty" jsonschema:"naïve café — 2 lines\u2028here"`
+	Ptr    *int           `json:"ptr,omitempty"`
+	Any    any            `json:"any,omitempty"`
+	Raw    map[string]any `json:"raw,omitempty" jsonschema:"free-form"`
+	Nested []deepOut      `json:"nested"`
+	Empty  struct{}       `json:"empty"`
+}
+
+// size counts what json.Marshal would write without writing it; outline
+// picks the advertised cut by it, so a miscount would change what agents
+// advertise. Every cut of every shape must count exactly.
+func TestSizeIsTheMarshalledLength(t *testing.T) {
+	fulls := []*jsonschema.Schema{}
+	for _, f := range []func() (*jsonschema.Schema, error){
+		func() (*jsonschema.Schema, error) { return jsonschema.For[deepOut](nil) },
+		func() (*jsonschema.Schema, error) { return jsonschema.For[smallOut](nil) },
+		func() (*jsonschema.Schema, error) { return jsonschema.For[oddOut](nil) },
+	} {
+		s, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fulls = append(fulls, s)
+	}
+	enum := &jsonschema.Schema{Type: "string", Enum: []any{"a", "<b>", 3}}
+	fulls = append(fulls, enum, &jsonschema.Schema{}, &jsonschema.Schema{Types: []string{"null", "string"}},
+		&jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}})
+	checked := 0
+	for _, full := range fulls {
+		for structure := 0; structure <= depth(full, 0)+1; structure++ {
+			for described := 0; described <= structure+1; described++ {
+				c := cut(full, 0, structure, described)
+				b, err := json.Marshal(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := size(c); got != len(b) {
+					t.Errorf("size = %d, json.Marshal wrote %d: %s", got, len(b), b)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d cuts checked", checked)
+	}
+}

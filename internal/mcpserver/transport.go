@@ -112,6 +112,9 @@ type lineConn struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool // calls handed to the server, not yet answered
+	// abandoned are calls the transport answered itself when input ended
+	// and the drain timeout passed; the server's late answers are dropped.
+	abandoned map[jsonrpc.ID]bool
 	idle    chan struct{}       // signalled when pending becomes empty
 
 	abort     chan struct{}
@@ -445,6 +448,7 @@ func (c *lineConn) waitForPending() {
 		case <-c.idle:
 		case <-deadline.C:
 			c.logger.Warn("input ended; calls still running after the drain timeout are cancelled", "calls", n, "timeout", c.drain)
+			c.answerAbandoned()
 			return
 		case <-c.abort:
 			return
@@ -454,12 +458,49 @@ func (c *lineConn) waitForPending() {
 	}
 }
 
+// answerAbandoned answers every call still running when the drain
+// timeout passed, so a client that reads what is left of stdout sees each
+// of its calls end rather than wait for answers that never come. The
+// server's own late answer for such a call is dropped (Write), so no call
+// is answered twice.
+func (c *lineConn) answerAbandoned() {
+	c.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	if c.abandoned == nil {
+		c.abandoned = map[jsonrpc.ID]bool{}
+	}
+	for _, id := range ids {
+		c.abandoned[id] = true
+		c.settle(id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		raw, err := json.Marshal(id.Raw())
+		if err != nil {
+			continue
+		}
+		c.reply(raw, jsonrpc.CodeInternalError, fmt.Sprintf(
+			"the client closed its input and this call was still running %s later; it was cancelled and nothing it had not finished was kept", c.drain))
+	}
+}
+
 func (c *lineConn) end() { c.endOnce.Do(func() { close(c.ended) }) }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		dropped := c.abandoned[resp.ID]
+		c.mu.Unlock()
+		if dropped {
+			return nil // already answered by answerAbandoned
+		}
 	}
 	err = c.writeLine(data)
 	if resp, ok := msg.(*jsonrpc.Response); ok {

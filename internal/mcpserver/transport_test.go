@@ -349,6 +349,29 @@ func TestEndOfInputCancelsCallsPastTheDrainTimeout(t *testing.T) {
 	if h.stopped.Load() != 1 {
 		t.Error("the spinning call was never cancelled")
 	}
+	// The abandoned call is answered once, as an error the client can
+	// read, and the server's own late answer after the cancel is dropped.
+	var answers []response
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				goto done
+			}
+			var r response
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("output line is not JSON: %v: %.200q", err, l)
+			}
+			answers = append(answers, r)
+			continue
+		case <-time.After(500 * time.Millisecond):
+		}
+		break
+	}
+done:
+	if len(answers) != 1 || string(answers[0].ID) != "1" || answers[0].Error == nil || answers[0].Error.Code != -32603 {
+		t.Fatalf("answers after input ended: %+v", answers)
+	}
 }
 
 func TestSignalCancelsCallsAndExitsFast(t *testing.T) {

@@ -53,6 +53,9 @@ type DB struct {
 	source string
 }
 
+// uriPath escapes what SQLite's file: URIs give a meaning to.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
 // OpenSQLite opens (creating if needed) the SQLite store at path and applies
 // any pending migrations.
 //
@@ -61,7 +64,9 @@ type DB struct {
 // transaction; busy_timeout makes a writer wait for the lock instead of
 // failing with SQLITE_BUSY.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	dsn := "file:" + path + "?_txlock=immediate" +
+	// The path is escaped for SQLite's URI form: unescaped, a '#' or '?' in
+	// a directory name cuts the path and the store lands somewhere else.
+	dsn := "file:" + uriPath.Replace(path) + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 	sdb, err := sql.Open("sqlite", dsn)

@@ -189,3 +189,34 @@ func TestConcurrentProcessesLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+// A directory name with the characters SQLite's file: URIs give a meaning
+// to ('#', '?', '%') still holds the store: it is created at exactly that
+// path, and a second open finds what the first wrote.
+func TestSQLitePathWithURICharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a#b?c%41d")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "dw.db")
+	db, err := store.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutSetting(ctx, db, "probe", "kept", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the store is not at %s: %v", path, err)
+	}
+	db, err = store.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, _, ok, err := store.GetSetting(ctx, db, "probe"); err != nil || !ok || v != "kept" {
+		t.Fatalf("reopened store: %q %v %v", v, ok, err)
+	}
+}

@@ -14,8 +14,8 @@ SELECT
   quantile_cont(epoch_ms("loaded_at") - epoch_ms("hour"), 0.95) AS m11,
   COUNT(CASE WHEN "egress_bytes" = 0 THEN 1 END) AS m12,
   AVG("egress_bytes") AS m13,
-  approx_quantile("egress_bytes", 0.5) AS m14,
-  approx_quantile("egress_bytes", 0.95) AS m15,
+  approx_quantile("egress_bytes", [0.5, 0.95])[1] AS m14,
+  approx_quantile("egress_bytes", [0.5, 0.95])[2] AS m15,
   approx_count_distinct("region") AS m16,
   mode("region") AS m17,
   list_max(map_values(histogram("region"))) AS m18
