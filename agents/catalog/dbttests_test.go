@@ -41,7 +41,7 @@ func TestImportRecordsDBTTestsAsExpectations(t *testing.T) {
 	d := testDeps(t)
 	cs := connect(t, d)
 	ctx := context.Background()
-	bouncer, _ := filepath.Abs("../../internal/lineage/testdata/dbt/dbt-bouncer__dbt_16__manifest.json")
+	bouncer, _ := filepath.Abs("../../internal/lineage/ingest/testdata/dbt/dbt-bouncer__dbt_16__manifest.json")
 	out := importOut(t, cs, bouncer)
 	e := out.Expectations
 	if e.Recorded != 44 || e.ByTest["relationships"] != 1 || !slices.Equal(e.Warehouses, []string{"demo"}) || out.Project != "dbt_bouncer_test_project" {
@@ -72,7 +72,7 @@ func TestImportRecordsDBTTestsAsExpectations(t *testing.T) {
 		t.Fatalf("after re-import: %+v %v", got, err)
 	}
 
-	denver, _ := filepath.Abs("../../internal/lineage/testdata/dbt/whyline-denver__manifest.json")
+	denver, _ := filepath.Abs("../../internal/lineage/ingest/testdata/dbt/whyline-denver__manifest.json")
 	out = importOut(t, cs, denver)
 	if out.Expectations.Recorded != 0 || !strings.Contains(strings.Join(out.Expectations.Notes, "\n"), "no configured warehouse is bigquery") {
 		t.Fatalf("bigquery manifest without a bigquery warehouse: %+v", out.Expectations)
