@@ -137,6 +137,7 @@ var importOpenLineageTool = mcpserver.Tool{
 	Title: "Import OpenLineage run events",
 	Description: "Imports OpenLineage RunEvents (one or a JSON array) into the context graph: jobs, input and output datasets, columns from the schema facet, " +
 		"and column edges from the columnLineage facet. Streams and batch land in the same lineage; what an event says of a dataset replaces what was recorded. " +
+		"An event that is not a valid RunEvent is not recorded and is listed in invalid by position with what is wrong; a document with no valid RunEvent is refused and changes nothing. " +
 		"Use it to load events you already have (a file or an export, many at once) into the graph only; to record one event a job emits now and, with an approval, also post it to the configured OpenLineage endpoint, use emit_lineage_event (dw-connectors).",
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
 }
@@ -154,8 +155,17 @@ func (h *handlers) importOpenLineage(ctx context.Context, in ImportOLIn) (*inges
 	if err != nil {
 		return nil, "", err
 	}
-	return res, fmt.Sprintf("%d events read, %d recorded (%d jobs, %d datasets, %d column edges): %s",
-		res.Events, res.Imported, res.Jobs, res.Datasets, res.ColumnEdges, statsLine("import", res.ImportStats)), nil
+	summary := fmt.Sprintf("%d events read, %d recorded (%d jobs, %d datasets, %d column edges): %s",
+		res.Events, res.Imported, res.Jobs, res.Datasets, res.ColumnEdges, statsLine("import", res.ImportStats))
+	if res.InvalidCount > 0 {
+		// The first few are named here; invalid lists up to 20.
+		var first []string
+		for _, ev := range res.Invalid[:min(3, len(res.Invalid))] {
+			first = append(first, fmt.Sprintf("event %d: %s: %s", ev.Index, ev.Problems[0].Field, ev.Problems[0].Message))
+		}
+		summary += fmt.Sprintf("; %d events not recorded as invalid (%s)", res.InvalidCount, strings.Join(first, "; "))
+	}
+	return res, summary, nil
 }
 
 func statsLine(what string, s lineage.ImportStats) string {

@@ -256,7 +256,7 @@ func TestEmitLineageEventInvalid(t *testing.T) {
 	ev["outputs"] = []any{map[string]any{"namespace": "kafka://broker-1:9092"}}
 
 	_, _, err := e.h.emitLineage(ctx, EmitLineageIn{Event: ev})
-	wantErr(t, err, "eventTime: is required", "run.runId", "is not a UUID", "outputs[0].name: is required", "nothing was stored or forwarded")
+	wantErr(t, err, "eventTime: is required", "run.runId", "must be a UUID", "outputs[0].name: is required", "nothing was stored or forwarded")
 	var ve *ingest.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
 		t.Errorf("problems: %v", err)

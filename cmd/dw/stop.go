@@ -68,6 +68,10 @@ func resumeCmd(ctx context.Context, e *env, args []string) error {
 	if who == "" {
 		who = "OS user " + by.OSUser
 	}
+	if was.Tampered != "" {
+		fmt.Fprintf(e.stdout, "Stop lifted by %s over a tampered store (%s); the org receipt records what was found. Agents may dispatch again within their domains' levels.\n", who, was.Tampered)
+		return nil
+	}
 	fmt.Fprintf(e.stdout, "Stop lifted by %s (it was in force since %s by %s: %q). Agents may dispatch again within their domains' levels.\n",
 		who, stamp(was.Since), was.By, was.Reason)
 	return nil
@@ -117,9 +121,12 @@ func statusCmd(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, st)
 	}
-	if st.Stop.Active {
+	switch {
+	case st.Stop.Tampered != "":
+		fmt.Fprintf(e.stdout, "STOPPED: the store's governance state was tampered with: %s.\nAll dispatch is refused as if stopped; run dw receipt verify to see what was changed, then a person lifts it with dw resume.\n", st.Stop.Tampered)
+	case st.Stop.Active:
 		fmt.Fprintf(e.stdout, "STOPPED since %s by %s: %q (dw resume lifts it)\n", stamp(st.Stop.Since), st.Stop.By, st.Stop.Reason)
-	} else {
+	default:
 		fmt.Fprintln(e.stdout, "No org-wide stop.")
 	}
 	who := "not mapped to a person"
@@ -139,8 +146,11 @@ func printLevels(e *env, levels []approvals.LevelInfo) error {
 	fmt.Fprintln(tw, "DOMAIN\tLEVEL\tSOURCE\tOPEN CLASSES")
 	for _, l := range levels {
 		src := "config"
-		if l.Source == "set" {
+		switch l.Source {
+		case "set":
 			src = fmt.Sprintf("set by %s at %s (config: %s): %q", l.SetBy, stamp(l.SetAt), l.ConfigLevel, l.Reason)
+		case "tampered":
+			src = "TAMPERED: " + l.Tampered
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", l.Domain, l.Level, l.Name, src, strings.Join(l.OpenClasses, ", "))
 	}

@@ -33,6 +33,9 @@ type LevelInfo struct {
 	SetAt       time.Time `json:"set_at,omitzero"`
 	Reason      string    `json:"reason,omitempty"`
 	OpenClasses []string  `json:"open_classes,omitempty" jsonschema:"action kinds an L3 domain runs without a per-action approval"`
+	// Tampered says how the store's setting disagrees with the org
+	// receipt; the domain then runs at L0 (Source "tampered").
+	Tampered string `json:"tampered,omitempty" jsonschema:"set when the stored level disagrees with the sealed org receipt; the domain then runs at L0"`
 }
 
 type levelOverride struct {
@@ -51,20 +54,27 @@ func (s *Service) Level(ctx context.Context, domain string) (LevelInfo, error) {
 	if err != nil {
 		return LevelInfo{}, err
 	}
-	return levelOf(ctx, s.db, d)
+	return s.levelOf(ctx, s.db, d)
 }
 
-func levelOf(ctx context.Context, q store.Querier, d *config.Domain) (LevelInfo, error) {
+// levelOf is the level the org receipt proves (govstate.go); a stored
+// setting that disagrees with it is not honoured: the domain drops to L0,
+// the lowest, until its owner sets a level again.
+func (s *Service) levelOf(ctx context.Context, q store.Querier, d *config.Domain) (LevelInfo, error) {
 	li := LevelInfo{Domain: d.Name, Level: d.Autonomy, Source: "config", ConfigLevel: d.Autonomy, OpenClasses: d.OpenClasses}
-	raw, _, ok, err := store.GetSetting(ctx, q, autonomyKey(d.Name))
+	ks, err := s.keys()
 	if err != nil {
 		return li, err
 	}
-	if ok {
-		var o levelOverride
-		if err := json.Unmarshal([]byte(raw), &o); err != nil {
-			return li, fmt.Errorf("autonomy of %s: stored setting is unreadable: %w", d.Name, err)
-		}
+	o, set, problem, err := readLevel(ctx, q, ks, d.Name)
+	if err != nil {
+		return li, err
+	}
+	switch {
+	case problem != "":
+		li.Level, li.Source, li.OpenClasses = "L0", "tampered", nil
+		li.Tampered = fmt.Sprintf("%s: the store was changed outside Data Workers, so %s runs at L0 until an owner sets its level again (dw autonomy set); %s", problem, d.Name, tamperedAdvice)
+	case set:
 		li.Level, li.Source, li.SetBy, li.SetAt, li.Reason = o.Level, "set", o.By, o.At, o.Reason
 	}
 	li.Name = LevelNames[li.Level]
@@ -75,7 +85,7 @@ func levelOf(ctx context.Context, q store.Querier, d *config.Domain) (LevelInfo,
 func (s *Service) Levels(ctx context.Context) ([]LevelInfo, error) {
 	out := make([]LevelInfo, 0, len(s.cfg.Domains))
 	for i := range s.cfg.Domains {
-		li, err := levelOf(ctx, s.db, &s.cfg.Domains[i])
+		li, err := s.levelOf(ctx, s.db, &s.cfg.Domains[i])
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +115,7 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 		return LevelInfo{}, err
 	}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
-		before, err := levelOf(ctx, tx, d)
+		before, err := s.levelOf(ctx, tx, d)
 		if err != nil {
 			return err
 		}
@@ -113,9 +123,9 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 		if err := store.PutSetting(ctx, tx, autonomyKey(d.Name), string(val), now); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, withRepair(map[string]any{
 			"domain": d.Name, "from": before.Level, "to": level, "reason": reason, "channel": by.Channel, "evidence": evidenceOf(by),
-		})
+		}, before.Tampered))
 		return err
 	})
 	if err != nil {
@@ -140,20 +150,22 @@ func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, 
 		return LevelInfo{}, err
 	}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
-		before, err := levelOf(ctx, tx, d)
+		before, err := s.levelOf(ctx, tx, d)
 		if err != nil {
 			return err
 		}
+		// A tampered level is reset too: the owner's reset is recorded
+		// with what was found, and the store agrees with the receipt again.
 		if before.Source == "config" {
 			return invalid("domain %s already runs at its configured level %s", d.Name, d.Autonomy)
 		}
 		if err := store.DeleteSetting(ctx, tx, autonomyKey(d.Name)); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryAutonomy, person, withRepair(map[string]any{
 			"domain": d.Name, "from": before.Level, "to": d.Autonomy, "reason": reason, "reset": true,
 			"channel": by.Channel, "evidence": evidenceOf(by),
-		})
+		}, before.Tampered))
 		return err
 	})
 	if err != nil {
@@ -200,26 +212,44 @@ type StopState struct {
 	OSUser string    `json:"os_user,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since,omitzero"`
+	// Tampered says how the store's stop disagrees with the org receipt;
+	// dispatch is then refused as if stopped (Active is true).
+	Tampered string `json:"tampered,omitempty" jsonschema:"set when the stored stop disagrees with the sealed org receipt; all dispatch is refused"`
+}
+
+// Refusal is why dispatch may not run under this stop.
+func (st StopState) Refusal() error {
+	if st.Tampered != "" {
+		return refuse("org-wide governance state was tampered with: %s; all dispatch is refused as if stopped: %s, then a person lifts it with dw resume", st.Tampered, tamperedAdvice)
+	}
+	return refuse("org-wide stop in force since %s by %s: %q (a person lifts it with dw resume)",
+		st.Since.UTC().Format("15:04 UTC on 2006-01-02"), st.By, st.Reason)
+}
+
+// withRepair notes, in an org receipt entry, the tampering the change
+// replaces, so fixing the state never erases the finding.
+func withRepair(payload map[string]any, tampered string) map[string]any {
+	if tampered != "" {
+		payload["replaces_tampered"] = tampered
+	}
+	return payload
 }
 
 const stopKey = "org.stop"
 
 // StopStatus reads the org-wide stop.
 func (s *Service) StopStatus(ctx context.Context) (StopState, error) {
-	return stopStatus(ctx, s.db)
+	return s.stopStatus(ctx, s.db)
 }
 
-func stopStatus(ctx context.Context, q store.Querier) (StopState, error) {
-	raw, _, ok, err := store.GetSetting(ctx, q, stopKey)
-	if err != nil || !ok {
+// stopStatus is the stop the org receipt proves (govstate.go); a stored
+// stop that disagrees with it reads as a stop that is Tampered.
+func (s *Service) stopStatus(ctx context.Context, q store.Querier) (StopState, error) {
+	ks, err := s.keys()
+	if err != nil {
 		return StopState{}, err
 	}
-	var st StopState
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return StopState{}, fmt.Errorf("org stop: stored setting is unreadable: %w", err)
-	}
-	st.Active = true
-	return st, nil
+	return readStop(ctx, q, ks)
 }
 
 // Stop halts all dispatch org-wide until Resume. Anyone at a terminal may
@@ -255,18 +285,20 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 	}
 	st := StopState{Active: true, By: by, OSUser: osUser, Reason: reason, Since: now}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
-		cur, err := stopStatus(ctx, tx)
+		cur, err := s.stopStatus(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if cur.Active {
+		// Over a tampered state the stop is recorded (it only makes the
+		// system do less) and the store agrees with the receipt again.
+		if cur.Active && cur.Tampered == "" {
 			return invalid("an org-wide stop is already in force since %s by %s: %q", stamp(cur.Since), cur.By, cur.Reason)
 		}
 		val, _ := json.Marshal(st)
 		if err := store.PutSetting(ctx, tx, stopKey, string(val), now); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryStop, by, map[string]any{"reason": reason, "os_user": osUser})
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryStop, by, withRepair(map[string]any{"reason": reason, "os_user": osUser}, cur.Tampered))
 		return err
 	})
 	if err != nil {
@@ -293,7 +325,7 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 	}
 	var was StopState
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
-		cur, err := stopStatus(ctx, tx)
+		cur, err := s.stopStatus(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -304,10 +336,10 @@ func (s *Service) Resume(ctx context.Context, by Decider, reason string) (StopSt
 		if err := store.DeleteSetting(ctx, tx, stopKey); err != nil {
 			return err
 		}
-		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryResume, person, map[string]any{
+		_, err = s.appendEntry(ctx, tx, now, OrgReceiptID, EntryResume, person, withRepair(map[string]any{
 			"reason": strings.TrimSpace(reason), "stopped_by": cur.By, "stopped_at": cur.Since, "stop_reason": cur.Reason,
 			"evidence": evidenceOf(by),
-		})
+		}, cur.Tampered))
 		return err
 	})
 	return was, err

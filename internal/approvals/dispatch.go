@@ -72,8 +72,7 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 		return Permit{}, err
 	}
 	if stop.Active {
-		return Permit{}, refuse("org-wide stop in force since %s by %s: %q (a person lifts it with dw resume)",
-			stop.Since.UTC().Format("15:04 UTC on 2006-01-02"), stop.By, stop.Reason)
+		return Permit{}, stop.Refusal()
 	}
 	if strings.TrimSpace(a.Kind) == "" {
 		return Permit{}, invalid("action kind is empty; valid: %s", strings.Join(Kinds, ", "))
@@ -108,9 +107,12 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 	if err != nil {
 		return Permit{}, err
 	}
-	li, err := levelOf(ctx, s.db, d)
+	li, err := s.levelOf(ctx, s.db, d)
 	if err != nil {
 		return Permit{}, err
+	}
+	if li.Tampered != "" {
+		return Permit{}, refuse("domain %s: autonomy tampered with: %s", d.Name, li.Tampered)
 	}
 	lvl := fmt.Sprintf("%s (%s)", li.Level, li.Name)
 	switch li.Level {

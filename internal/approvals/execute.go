@@ -95,13 +95,12 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 	var out *Execution
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		out = nil
-		stop, err := stopStatus(ctx, tx)
+		stop, err := s.stopStatus(ctx, tx)
 		if err != nil {
 			return err
 		}
 		if stop.Active {
-			return refuse("org-wide stop in force since %s by %s: %q (a person lifts it with dw resume)",
-				stop.Since.UTC().Format("15:04 UTC on 2006-01-02"), stop.By, stop.Reason)
+			return stop.Refusal()
 		}
 		var state string
 		if err := tx.QueryRowContext(ctx, `SELECT state FROM approval_proposals WHERE id = ?`, a.ProposalID).Scan(&state); err != nil {

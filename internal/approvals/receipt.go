@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -330,6 +331,15 @@ func verifyReceipt(ctx context.Context, q store.Querier, ks *keyset, receiptID s
 			v.Problems = append(v.Problems, fmt.Sprintf("the last entry %d does not match the head's hash: it was rewritten", last))
 		}
 	}
+	if receiptID == OrgReceiptID {
+		// The stop and autonomy levels dispatch acts on must be what this
+		// receipt proves (govstate.go).
+		probs, err := governanceProblems(ctx, q, ks)
+		if err != nil {
+			return v, err
+		}
+		v.Problems = append(v.Problems, probs...)
+	}
 	v.finish()
 	return v, nil
 }
@@ -369,8 +379,21 @@ func ReceiptIDs(ctx context.Context, q store.Querier) ([]string, error) {
 		}
 		ids = append(ids, id)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// A stop or level stored with no org receipt at all is still checked.
+	if !slices.Contains(ids, OrgReceiptID) {
+		gov, err := hasGovernanceRows(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if gov {
+			ids = append(ids, OrgReceiptID)
+		}
+	}
 	sort.Strings(ids)
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // VerifyAll checks every receipt in the store.

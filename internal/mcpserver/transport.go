@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -115,7 +117,11 @@ type lineConn struct {
 	// abandoned are calls the transport answered itself when input ended
 	// and the drain timeout passed; the server's late answers are dropped.
 	abandoned map[jsonrpc.ID]bool
-	idle    chan struct{}       // signalled when pending becomes empty
+	// writing counts answers taken out of pending and being written: the
+	// id is free for the client to reuse as soon as the answer can reach
+	// it, but input may not be reported ended until the answer is out.
+	writing int
+	idle    chan struct{} // signalled when pending becomes empty and nothing is being written
 
 	abort     chan struct{}
 	abortOnce sync.Once
@@ -244,7 +250,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				}
 				continue
 			}
-			c.track(msg)
+			if id, dup := c.track(msg); dup {
+				raw, _ := json.Marshal(id.Raw())
+				c.reply(raw, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+					"id %s is already in use by a call still running; give each call a new id", raw))
+				continue
+			}
 			return msg, nil
 		}
 	}
@@ -276,12 +287,76 @@ func decodeLine(line []byte) (msg jsonrpc.Message, id json.RawMessage, code int6
 	default:
 		return nil, nil, jsonrpc.CodeInvalidRequest, "message must be a JSON-RPC object"
 	}
-	id = idOf(line)
+	// The envelope is checked here rather than by the SDK, whose errors
+	// name Go types ("invalid ID type []interface {}") and which treats a
+	// request with id null as a notification, answering nothing.
+	var env struct {
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		return nil, nil, jsonrpc.CodeInvalidRequest, "message must be a JSON-RPC object"
+	}
+	id, problem = checkID(env.ID)
+	if problem != "" {
+		return nil, id, jsonrpc.CodeInvalidRequest, problem
+	}
+	var version string
+	if json.Unmarshal(env.JSONRPC, &version) != nil || version != "2.0" {
+		return nil, id, jsonrpc.CodeInvalidRequest, `not a JSON-RPC 2.0 message: "jsonrpc" must be "2.0"`
+	}
+	var method string
+	if len(env.Method) > 0 {
+		if env.Method[0] != '"' || json.Unmarshal(env.Method, &method) != nil {
+			return nil, id, jsonrpc.CodeInvalidRequest, "method must be a string"
+		}
+		// A notification has no id member at all; "id": null on a request
+		// would leave the client waiting for an answer it can never match.
+		// An MCP notification (notifications/...) sent with id null is
+		// still read as the notification it names.
+		if string(env.ID) == "null" && !strings.HasPrefix(method, "notifications/") {
+			return nil, nil, jsonrpc.CodeInvalidRequest, "id is null: a request needs an id that is a string or a number (leave id out only for a notification)"
+		}
+	} else if len(env.ID) == 0 || string(env.ID) == "null" {
+		return nil, nil, jsonrpc.CodeInvalidRequest, "not a JSON-RPC 2.0 message: a request needs a method; a response needs the id of a request this server sent"
+	}
 	m, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		return nil, id, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message: " + err.Error()
+		// Not reached for what is checked above; the SDK's words may name
+		// Go types, so they go to the log only.
+		slog.Debug("jsonrpc decode failed", "err", err)
+		return nil, id, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message"
 	}
 	return m, nil, 0, ""
+}
+
+// maxExactID is the largest integer a JSON number id keeps exactly through
+// the SDK, which reads ids as float64.
+const maxExactID = 1<<53 - 1
+
+// checkID reads a message's id member (absent is nil). A number that is
+// not a whole number the SDK can hold exactly is refused, as the SDK
+// would answer it under another id (1.5 as 1); that refusal still carries
+// the id as sent, so the client can match it.
+func checkID(raw json.RawMessage) (json.RawMessage, string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, "id must be a string or a number"
+	}
+	switch n := v.(type) {
+	case string:
+		return raw, ""
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > maxExactID {
+			return raw, fmt.Sprintf("id must be a string or a whole number from -%d to %d", int64(maxExactID), int64(maxExactID))
+		}
+		return raw, ""
+	}
+	return nil, "id must be a string or a number"
 }
 
 // jsonProblem words a decoding error without Go type names.
@@ -397,17 +472,23 @@ func (c *lineConn) reply(id json.RawMessage, code int64, message string) {
 }
 
 // track records a call the server must answer, and forgets one the client
-// cancelled (the server does not answer those).
-func (c *lineConn) track(msg jsonrpc.Message) {
+// cancelled (the server does not answer those). A call whose id is already
+// pending is not recorded and is reported (dup): the SDK would drop it
+// unanswered, so the transport answers it and keeps it from the server,
+// leaving the running call with that id undisturbed.
+func (c *lineConn) track(msg jsonrpc.Message) (id jsonrpc.ID, dup bool) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return
+		return id, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.IsCall() {
+		if c.pending[req.ID] {
+			return req.ID, true
+		}
 		c.pending[req.ID] = true
-		return
+		return req.ID, false
 	}
 	if req.Method == "notifications/cancelled" {
 		var p struct {
@@ -419,12 +500,18 @@ func (c *lineConn) track(msg jsonrpc.Message) {
 			}
 		}
 	}
+	return id, false
 }
 
 // settle forgets an answered call; mu is held.
 func (c *lineConn) settle(id jsonrpc.ID) {
 	delete(c.pending, id)
-	if len(c.pending) == 0 {
+	c.signalIfIdle()
+}
+
+// signalIfIdle wakes waitForPending when no call is left; mu is held.
+func (c *lineConn) signalIfIdle() {
+	if len(c.pending) == 0 && c.writing == 0 {
 		select {
 		case c.idle <- struct{}{}:
 		default:
@@ -439,7 +526,7 @@ func (c *lineConn) waitForPending() {
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
-		n := len(c.pending)
+		n := len(c.pending) + c.writing
 		c.mu.Unlock()
 		if n == 0 {
 			return
@@ -494,20 +581,26 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		dropped := c.abandoned[resp.ID]
-		c.mu.Unlock()
-		if dropped {
-			return nil // already answered by answerAbandoned
-		}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.writeLine(data)
 	}
+	c.mu.Lock()
+	if c.abandoned[resp.ID] {
+		c.mu.Unlock()
+		return nil // already answered by answerAbandoned
+	}
+	// The id leaves pending before the answer is written, as the SDK
+	// frees it before writing: a client may reuse an id the moment it
+	// reads the answer, and that call is not a duplicate.
+	delete(c.pending, resp.ID)
+	c.writing++
+	c.mu.Unlock()
 	err = c.writeLine(data)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		c.settle(resp.ID)
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.writing--
+	c.signalIfIdle()
+	c.mu.Unlock()
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -439,4 +440,97 @@ func TestMessageSizeLimitIsExact(t *testing.T) {
 		t.Fatalf("one byte over: %s %+v", r.ID, r.Error)
 	}
 	h.echo(3, "after")
+}
+
+// goTypeRE matches Go type names that must never reach a client.
+var goTypeRE = regexp.MustCompile(`interface \{|map\[|\[\]|float64|int64|Go (struct|value)`)
+
+// Requests the SDK would leave unanswered (id null read as a notification,
+// an id already in flight dropped) or answer in Go terms are answered here:
+// each gets one Invalid Request error the client can match, and the server
+// keeps serving.
+func TestRequestsTheSDKWouldLeaveUnansweredAreAnswered(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	echoLine := func(id, word string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, id, word)
+	}
+	cases := []struct {
+		name, line, id, want string // want: the whole message, when pinned
+	}{
+		{"id null on a call", echoLine("null", "x"), "null", ""},
+		{"id null on ping", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", ""},
+		{"id array", echoLine("[1,2]", "x"), "null", "id must be a string or a number"},
+		{"id object", echoLine(`{"a":1}`, "x"), "null", "id must be a string or a number"},
+		{"id boolean", echoLine("true", "x"), "null", "id must be a string or a number"},
+		{"fractional id", echoLine("1.5", "x"), "1.5", ""},
+		{"id past 2^53", echoLine("9007199254740993", "x"), "9007199254740993", ""},
+		{"method a number", `{"jsonrpc":"2.0","id":41,"method":5}`, "41", "method must be a string"},
+		{"method null", `{"jsonrpc":"2.0","id":42,"method":null}`, "42", "method must be a string"},
+		{"jsonrpc a number", `{"jsonrpc":2,"id":43,"method":"ping"}`, "43", ""},
+		{"response without id", `{"jsonrpc":"2.0","result":{}}`, "null", ""},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h.t = t
+			h.send(c.line)
+			r := h.next()
+			if r.Error == nil || r.Error.Code != -32600 || string(r.ID) != c.id || r.Result != nil {
+				t.Fatalf("got id %s error %+v result %v; want -32600 with id %s", r.ID, r.Error, r.Result, c.id)
+			}
+			if goTypeRE.MatchString(r.Error.Message) || r.Error.Message == "" {
+				t.Errorf("message names a Go type or nothing: %q", r.Error.Message)
+			}
+			if c.want != "" && r.Error.Message != c.want {
+				t.Errorf("message %q, want %q", r.Error.Message, c.want)
+			}
+			h.echo(100+i, "still here")
+		})
+	}
+	h.t = t
+	// An MCP notification sent with id null is still the notification it
+	// names: no answer, and the next answer is the echo's.
+	h.send(`{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`)
+	h.echo(200, "after a notification with id null")
+	h.in.Close()
+	if code := <-h.exit; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// A call reusing the id of a call still running is answered with an error
+// under that id, and the running call still completes with its own answer;
+// once it has, the id is free again.
+func TestDuplicateInFlightIDIsRefusedWithoutDisturbingTheFirstCall(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	h.send(callSlow(5, `{"ms":1500}`))
+	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, "dup"))
+	h.send(`{"jsonrpc":"2.0","id":"5","method":"ping"}`) // a string id "5" is another id
+	var dupErr, slow, ping *response
+	for range 3 {
+		r := h.next()
+		switch {
+		case string(r.ID) == "5" && r.Error != nil:
+			if dupErr != nil || slow != nil {
+				t.Fatalf("second error for id 5, or the error after the call's answer: %+v", r.Error)
+			}
+			dupErr = &r
+		case string(r.ID) == "5" && r.Result != nil:
+			slow = &r
+		case string(r.ID) == `"5"` && r.Error == nil:
+			ping = &r
+		default:
+			t.Fatalf("unexpected answer: id %s error %+v result %+v", r.ID, r.Error, r.Result)
+		}
+	}
+	if dupErr == nil || dupErr.Error.Code != -32600 || dupErr.Error.Message != "id 5 is already in use by a call still running; give each call a new id" {
+		t.Fatalf("duplicate answered %+v", dupErr)
+	}
+	if slow == nil || slow.Result.IsError || ping == nil {
+		t.Fatalf("first call %+v, ping %+v", slow, ping)
+	}
+	var out slowOut
+	if err := json.Unmarshal(slow.Result.StructuredContent, &out); err != nil || out.Slept != 1500 {
+		t.Fatalf("the first call's answer %s (%v)", slow.Result.StructuredContent, err)
+	}
+	h.echo(5, "id 5 is free again")
 }

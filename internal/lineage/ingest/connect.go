@@ -46,7 +46,7 @@ func connectorPlatform(s ConnectorSpec) (string, error) {
 			return cp.platform, nil
 		}
 	}
-	return "", fmt.Errorf("cannot tell the table's platform from class %q; set platform (e.g. bigquery, snowflake, postgres)", s.Class)
+	return "", fmt.Errorf("cannot tell the table's platform from class %s; set platform (e.g. bigquery, snowflake, postgres)", safeName(s.Class))
 }
 
 func connectorDirection(s ConnectorSpec) (string, error) {
@@ -61,7 +61,7 @@ func connectorDirection(s ConnectorSpec) (string, error) {
 		}
 	}
 	if d != "sink" && d != "source" {
-		return "", fmt.Errorf("direction %q: use sink (topic -> table) or source (table -> topic); the class name %q doesn't say", s.Direction, s.Class)
+		return "", fmt.Errorf("direction %s: use sink (topic -> table) or source (table -> topic); the class name %s doesn't say", safeName(s.Direction), safeName(s.Class))
 	}
 	return d, nil
 }
@@ -84,31 +84,40 @@ func Connectors(ctx context.Context, g *lineage.Graph, specs []ConnectorSpec, op
 		if strings.TrimSpace(s.Name) == "" {
 			return nil, fmt.Errorf("%s.name is empty", where)
 		}
+		// A connector's config is read from a Connect cluster or given by
+		// the caller: its values appear in errors only as safeName shows them.
+		where += " (" + safeName(s.Name) + ")"
 		dir, err := connectorDirection(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		platform, err := connectorPlatform(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		cluster := s.Cluster
 		if cluster == "" {
 			cluster = opts.Cluster
 		}
+		switch {
+		case strings.TrimSpace(cluster) == "":
+			return nil, fmt.Errorf("%s: the Kafka cluster name is required (topic ids look like kafka://<cluster>/<topic>); set cluster", where)
+		case strings.TrimSpace(s.Topic) == "":
+			return nil, fmt.Errorf("%s.topic is empty", where)
+		}
 		topicID, err := lineage.TopicID(cluster, s.Topic)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", where, s.Name, err)
+			return nil, fmt.Errorf("%s: %w", where, quotedNamesSafe(err, strings.TrimSpace(s.Topic)))
 		}
 		table := strings.TrimSpace(s.Table)
 		if table == "" {
-			return nil, fmt.Errorf("%s (%s).table is empty", where, s.Name)
+			return nil, fmt.Errorf("%s.table is empty", where)
 		}
 		tableIn := &lineage.AssetInput{Source: lineage.SourceConnect, Platform: platform, Kind: lineage.KindTable}
 		if lineage.IsWarehouse(platform) {
 			id, weak, err := lineage.TableID(platform, table)
 			if err != nil {
-				return nil, fmt.Errorf("%s (%s).table: %w", where, s.Name, err)
+				return nil, fmt.Errorf("%s.table: %w", where, quotedNamesSafe(err, table))
 			}
 			tableIn.ID, tableIn.Weak = id, []string{weak}
 		} else {

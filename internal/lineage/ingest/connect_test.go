@@ -2,10 +2,11 @@ package ingest
 
 import (
 	"context"
-	"github.com/dataworkers/dw/internal/lineage"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dataworkers/dw/internal/lineage"
 
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -55,6 +56,35 @@ func TestConnectors(t *testing.T) {
 		}
 		if count(t, db, "lineage_assets") != before {
 			t.Error("rejected connectors wrote assets")
+		}
+	})
+}
+
+// A connector's config comes from a Connect cluster: its errors show names
+// only while short and identifier-like, never whole values.
+func TestConnectorErrorsDoNotQuoteTheConfig(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		for _, c := range []struct {
+			spec ConnectorSpec
+			want string
+		}{
+			{ConnectorSpec{Name: "orders sink hunter2", Class: "com.acme.Mirror hunter2", Topic: "t", Table: "a.b", Platform: "postgres"},
+				`connectors[0] ("orders"… (a name of 19 characters)): direction (empty): use sink (topic -> table) or source (table -> topic); the class name "com.acme.Mirror"… (a name of 23 characters) doesn't say`},
+			{ConnectorSpec{Name: "x", Class: "JdbcSinkConnector", Topic: "t", Table: "a.b hunter2"},
+				`connectors[0] ("x"): cannot tell the table's platform from class "JdbcSinkConnector"; set platform (e.g. bigquery, snowflake, postgres)`},
+			{ConnectorSpec{Name: "x", Class: "BigQuerySinkConnector", Topic: "t", Table: "sales..orders"},
+				`connectors[0] ("x").table: table name "sales..orders" has an empty part`},
+			{ConnectorSpec{Name: "x", Class: "BigQuerySinkConnector", Topic: "t", Table: "a . .hunter2 password"},
+				`connectors[0] ("x").table: table name (a name of 21 characters) has an empty part`},
+		} {
+			_, err := Connectors(context.Background(), g, []ConnectorSpec{c.spec}, ConnectorOptions{Cluster: "prod"})
+			if err == nil || err.Error() != c.want {
+				t.Errorf("%+v:\n got %v\nwant %s", c.spec, err, c.want)
+			}
+		}
+		if n := count(t, db, "lineage_assets"); n != 0 {
+			t.Errorf("refused connectors wrote %d assets", n)
 		}
 	})
 }

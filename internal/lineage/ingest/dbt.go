@@ -1,16 +1,19 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/dataworkers/dw/internal/lineage"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Supported dbt manifest schema versions: dbt 1.5 (v9) through dbt 1.8 and
@@ -160,7 +163,7 @@ func jsonPathError(path string, err error) error {
 		if te.Field != "" {
 			p += "." + te.Field
 		}
-		return fmt.Errorf("dbt manifest %s: expected %s, found a JSON %s (supported manifest schemas: %s)", p, te.Type, te.Value, supportedVersions())
+		return fmt.Errorf("dbt manifest %s: expected %s, found %s (supported manifest schemas: %s)", p, expectedKind(te.Type), foundKind(te.Value), supportedVersions())
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -200,7 +203,13 @@ func parseManifest(data []byte) (*manifest, error) {
 	}
 	mv := manifestVersionRE.FindStringSubmatch(meta.SchemaVersion)
 	if mv == nil {
-		return nil, fmt.Errorf("dbt manifest metadata.dbt_schema_version %q is not a manifest schema URL like https://schemas.getdbt.com/dbt/manifest/v12.json (supported: %s)", meta.SchemaVersion, supportedVersions())
+		// Only a dbt schema URL is shown (it tells a run_results.json or
+		// catalog.json from a manifest); any other text stays unquoted.
+		found := describeString(meta.SchemaVersion)
+		if dbtSchemaURLRE.MatchString(meta.SchemaVersion) {
+			found = strconv.Quote(meta.SchemaVersion)
+		}
+		return nil, fmt.Errorf("dbt manifest metadata.dbt_schema_version: expected a manifest schema URL like https://schemas.getdbt.com/dbt/manifest/v12.json, found %s (supported: %s)", found, supportedVersions())
 	}
 	version, _ := strconv.Atoi(mv[1])
 	if version < minManifestVersion || version > maxManifestVersion {
@@ -235,7 +244,7 @@ func parseManifest(data []byte) (*manifest, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			n := &dbtNode{}
-			path := fmt.Sprintf("%s[%q]", section, k)
+			path := fmt.Sprintf("%s[%s]", section, safeName(k))
 			if err := json.Unmarshal(entries[k], n); err != nil {
 				return nil, jsonPathError(path, err)
 			}
@@ -248,7 +257,7 @@ func parseManifest(data []byte) (*manifest, error) {
 				return nil, fmt.Errorf("dbt manifest %s.unique_id: missing", path)
 			}
 			if n.UniqueID != k {
-				return nil, fmt.Errorf("dbt manifest %s.unique_id is %q, not its key", path, n.UniqueID)
+				return nil, fmt.Errorf("dbt manifest %s.unique_id is %s, not its key", path, safeName(n.UniqueID))
 			}
 			if _, err := tagList(n.Tags); err != nil {
 				return nil, fmt.Errorf("dbt manifest %s.tags: %w", path, err)
@@ -278,7 +287,7 @@ func parseManifest(data []byte) (*manifest, error) {
 			if _, ok := byID[p]; !ok {
 				if !skipped[p] {
 					skipped[p] = true
-					m.warnings = append(m.warnings, fmt.Sprintf("%s depends on %s, which is not a model, seed, snapshot, source or exposure; that dependency is not in the graph", n.UniqueID, p))
+					m.warnings = append(m.warnings, fmt.Sprintf("%s depends on %s, which is not a model, seed, snapshot, source or exposure; that dependency is not in the graph", n.UniqueID, safeName(p)))
 				}
 				continue
 			}
@@ -310,7 +319,7 @@ func tagList(raw json.RawMessage) ([]string, error) {
 	if err := json.Unmarshal(raw, &one); err == nil {
 		return []string{one}, nil
 	}
-	return nil, fmt.Errorf("expected a string or a list of strings, found %s", string(raw))
+	return nil, fmt.Errorf("expected a string or a list of strings, found %s", rawKind(raw))
 }
 
 // metaOwner reads an owner from dbt meta: owner as a string or as
@@ -478,4 +487,145 @@ func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*lineage.AssetInput,
 		in.Domain = opts.Domain
 	}
 	return in, nil
+}
+
+// Errors about an input document (a dbt manifest, OpenLineage events, a
+// connector's config) name the field, what was expected and the kind of
+// JSON value found. They never quote the document's values: the document
+// may be any file the caller pointed at (a credentials file, say). Names
+// that locate a problem (a node key, a dataset) are shown only while short
+// and identifier-like. Go type names never appear.
+
+var (
+	safeNameRE     = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/@$#+-]*`)
+	dbtSchemaURLRE = regexp.MustCompile(`^https://schemas\.getdbt\.com/dbt/[a-z_-]+/v[0-9]+\.json$`)
+)
+
+// safeNameMax bounds the part of a name an error shows.
+const safeNameMax = 64
+
+// safeName shows a name read from a document: quoted whole when short and
+// identifier-like, else its identifier-like start (if any) and its length.
+func safeName(s string) string {
+	n := utf8.RuneCountInString(s)
+	if n == 0 {
+		return "(empty)"
+	}
+	prefix := safeNameRE.FindString(s)
+	if prefix == s && len(s) <= safeNameMax {
+		return strconv.Quote(s)
+	}
+	if len(prefix) > safeNameMax/2 {
+		prefix = prefix[:safeNameMax/2]
+	}
+	if len(prefix) >= 3 {
+		return fmt.Sprintf("%q… (a name of %d characters)", prefix, n)
+	}
+	return fmt.Sprintf("(a name of %d characters)", n)
+}
+
+// describeString words a string value without showing it.
+func describeString(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "an empty string"
+	}
+	return fmt.Sprintf("a string of %d characters", utf8.RuneCountInString(s))
+}
+
+// jsonKind words the JSON kind of a value decoded into any.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// rawKind is jsonKind for undecoded JSON.
+func rawKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch c := raw[0]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	}
+	return "text that is not JSON"
+}
+
+// expectedKind words the JSON kind a Go destination type takes.
+func expectedKind(t reflect.Type) string {
+	if t == nil {
+		return "another kind of value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "another kind of value"
+}
+
+// foundKind words json.UnmarshalTypeError.Value ("number 1.5" is a number;
+// the digits are the document's and are not shown).
+func foundKind(value string) string {
+	kind, _, _ := strings.Cut(value, " ")
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "string", "number":
+		return "a " + kind
+	case "bool":
+		return "a boolean"
+	case "null":
+		return "null"
+	}
+	return "another kind of value"
+}
+
+// quotedNamesSafe rewords an error from a name parser (TableID and its
+// kin quote the whole name) so that the name appears only as safeName
+// shows it.
+func quotedNamesSafe(err error, names ...string) error {
+	msg := err.Error()
+	for _, n := range names {
+		if q := strconv.Quote(n); strings.Contains(msg, q) {
+			msg = strings.ReplaceAll(msg, q, safeName(n))
+		}
+	}
+	return errors.New(msg)
 }

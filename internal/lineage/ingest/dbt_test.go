@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/dataworkers/dw/internal/lineage"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -192,4 +193,96 @@ func TestDBTManifestRejectsBadInput(t *testing.T) {
 			t.Errorf("graph version moved to %d", v)
 		}
 	})
+}
+
+// goTypeRE matches Go type names, which an input error must never show.
+var goTypeRE = regexp.MustCompile(`interface \{|map\[|\[\]|\bu?int(8|16|32|64)?\b|float64|\bbool\b|lineage\.|json\.|Go (value|struct)|\*struct`)
+
+// A manifest is any file the caller points at, so its errors name the
+// field, what was expected and the kind of JSON value found, and never
+// quote what the file holds: every document here hides "hunter2" where the
+// error points.
+func TestManifestErrorsNameTheFieldNotTheContent(t *testing.T) {
+	const v12 = `"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json", "adapter_type": "duckdb"`
+	node := func(key, body string) string {
+		return `{"metadata": {` + v12 + `}, "sources": {}, "nodes": {"` + key + `": ` + body + `}}`
+	}
+	const versions = " (supported manifest schemas: v9, v10, v11, v12)"
+	cases := []struct {
+		name, doc, want string
+		testsOnly       bool // only ReadDBTTests reads the field
+	}{
+		{"schema version not a URL", `{"metadata": {"dbt_schema_version": "SECRET_hunter2", "adapter_type": "duckdb"}, "nodes": {}, "sources": {}}`,
+			"dbt manifest metadata.dbt_schema_version: expected a manifest schema URL like https://schemas.getdbt.com/dbt/manifest/v12.json, found a string of 14 characters (supported: v9, v10, v11, v12)", false},
+		{"metadata field an object", `{"metadata": {"dbt_schema_version": "x", "adapter_type": {"password": "hunter2"}}}`,
+			"dbt manifest metadata.adapter_type: expected a string, found an object" + versions, false},
+		{"metadata field a number", `{"metadata": {"dbt_version": 2.0000000001, "password": "hunter2"}}`,
+			"dbt manifest metadata.dbt_version: expected a string, found a number" + versions, false},
+		{"metadata a string", `{"metadata": "hunter2"}`,
+			"dbt manifest metadata: expected an object, found a string" + versions, false},
+		{"top level an array", `["hunter2"]`,
+			"dbt manifest (top level): expected an object, found an array" + versions, false},
+		{"tags an object", node("model.p.a", `{"unique_id": "model.p.a", "resource_type": "model", "config": {"tags": {"token": "hunter2"}}}`),
+			`dbt manifest nodes["model.p.a"].config.tags: expected a string or a list of strings, found an object`, false},
+		{"tags a number", node("model.p.a", `{"unique_id": "model.p.a", "resource_type": "model", "tags": 7}`),
+			`dbt manifest nodes["model.p.a"].tags: expected a string or a list of strings, found a number`, false},
+		{"unique_id not its key", node("model.p.a", `{"unique_id": "password = hunter2", "resource_type": "model"}`),
+			`dbt manifest nodes["model.p.a"].unique_id is "password"… (a name of 18 characters), not its key`, false},
+		{"key that is not a name", node("aws key hunter2", `{"resource_type": "model", "depends_on": {"nodes": "hunter2"}}`),
+			`dbt manifest nodes["aws"… (a name of 15 characters)].depends_on.nodes: expected an array, found a string` + versions, false},
+		{"column name a number", node("model.p.a", `{"unique_id": "model.p.a", "resource_type": "model", "columns": {"hunter2 col": {"name": 12}}}`),
+			`dbt manifest nodes["model.p.a"].columns.name: expected a string, found a number` + versions, false},
+		{"quoting not a boolean", node("model.p.a", `{"unique_id": "model.p.a", "resource_type": "model", "quoting": {"identifier": "hunter2"}}`),
+			`dbt manifest nodes["model.p.a"].quoting: expected true or false, found a string` + versions, false},
+		{"parent_map values strings", `{"metadata": {` + v12 + `}, "sources": {}, "nodes": {}, "parent_map": {"model.p.a": "hunter2"}}`,
+			"dbt manifest parent_map: expected an array, found a string" + versions, false},
+		{"test metadata a string", node("test.p.t", `{"unique_id": "test.p.t", "resource_type": "test", "test_metadata": "hunter2"}`),
+			`dbt manifest nodes["test.p.t"].test_metadata: expected an object, found a string` + versions, true},
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		for _, c := range cases {
+			var errs []error
+			if !c.testsOnly {
+				_, err := DBTManifest(context.Background(), g, strings.NewReader(c.doc), DBTOptions{})
+				errs = append(errs, err)
+			}
+			_, _, err := ReadDBTTests(strings.NewReader(c.doc))
+			errs = append(errs, err)
+			for _, err := range errs {
+				if err == nil {
+					t.Errorf("%s: no error", c.name)
+					continue
+				}
+				if err.Error() != c.want {
+					t.Errorf("%s:\n got %s\nwant %s", c.name, err, c.want)
+				}
+				if strings.Contains(err.Error(), "hunter2") || goTypeRE.MatchString(err.Error()) {
+					t.Errorf("%s: error quotes the file or names a Go type: %s", c.name, err)
+				}
+			}
+		}
+		if n := count(t, db, "lineage_assets"); n != 0 {
+			t.Errorf("refused manifests wrote %d assets", n)
+		}
+	})
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"model.jaffle_shop.orders":  `"model.jaffle_shop.orders"`,
+		"":                          "(empty)",
+		"password = hunter2":        `"password"… (a name of 18 characters)`,
+		"${json-unit.any-string}":   "(a name of 23 characters)",
+		"ab cd":                     "(a name of 5 characters)",
+		strings.Repeat("a", 64):     `"` + strings.Repeat("a", 64) + `"`,
+		strings.Repeat("a", 65):     `"` + strings.Repeat("a", 32) + `"… (a name of 65 characters)`,
+		"naïve":                     "(a name of 5 characters)",
+		"\x00\x1b[31mred":           "(a name of 9 characters)",
+		"kafka://broker:9092/topic": `"kafka://broker:9092/topic"`,
+	} {
+		if got := safeName(in); got != want {
+			t.Errorf("safeName(%q) = %s, want %s", in, got, want)
+		}
+	}
 }

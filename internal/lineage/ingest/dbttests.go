@@ -81,7 +81,7 @@ func ReadDBTTests(r io.Reader) ([]DBTTest, []string, error) {
 	for _, k := range keys {
 		var n dbtTestNode
 		if err := json.Unmarshal(top.Nodes[k], &n); err != nil {
-			return nil, nil, jsonPathError(fmt.Sprintf("nodes[%q]", k), err)
+			return nil, nil, jsonPathError(fmt.Sprintf("nodes[%s]", safeName(k)), err)
 		}
 		if n.ResourceType != "test" || n.TestMetadata == nil {
 			continue // singular (SQL) tests have no metadata to map

@@ -3,10 +3,11 @@ package ingest
 import (
 	"context"
 	"encoding/json"
-	"github.com/dataworkers/dw/internal/lineage"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dataworkers/dw/internal/lineage"
 
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"

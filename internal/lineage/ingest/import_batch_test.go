@@ -3,8 +3,9 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"github.com/dataworkers/dw/internal/lineage"
 	"testing"
+
+	"github.com/dataworkers/dw/internal/lineage"
 
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/dataworkers/dw/internal/lineage"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dataworkers/dw/internal/lineage"
 
 	"github.com/dataworkers/dw/internal/store"
 )

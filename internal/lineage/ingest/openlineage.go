@@ -25,12 +25,62 @@ type OpenLineageOptions struct {
 // OpenLineageImportResult says what a batch of run events changed.
 type OpenLineageImportResult struct {
 	lineage.ImportStats
-	Events          int `json:"events" jsonschema:"run events read"`
+	Events          int `json:"events" jsonschema:"events read, valid or not"`
 	Imported        int `json:"imported" jsonschema:"events that named at least one dataset and were recorded"`
 	WithoutDatasets int `json:"without_datasets" jsonschema:"events with no inputs or outputs (nothing to link)"`
 	Jobs            int `json:"jobs" jsonschema:"distinct jobs recorded"`
 	Datasets        int `json:"datasets" jsonschema:"distinct datasets recorded"`
 	ColumnEdges     int `json:"column_edges" jsonschema:"edges that carry column lineage from a columnLineage facet"`
+	// An event that is not a RunEvent, or names a dataset it cannot, is
+	// left out and listed; the rest of the batch is recorded.
+	InvalidCount int            `json:"invalid_count,omitempty" jsonschema:"events not recorded because they are not valid RunEvents"`
+	Invalid      []InvalidEvent `json:"invalid,omitempty" jsonschema:"the first 20 events not recorded, by position, with what is wrong"`
+}
+
+// InvalidEvent is an event of a batch that was not recorded, and why.
+type InvalidEvent struct {
+	Index    int          `json:"index" jsonschema:"position of the event in the input, from 0"`
+	Problems []FieldError `json:"problems" jsonschema:"what is wrong, each naming its field (at most 10)"`
+}
+
+// Bounds on what a batch's answer lists of its invalid events.
+const (
+	maxInvalidListed = 20
+	maxEventProblems = 10
+)
+
+// notRunEvent says what an OpenLineage RunEvent holds, for a document
+// that is something else.
+const notRunEvent = "not an OpenLineage RunEvent: it has no job; a RunEvent has eventType, eventTime, run (with runId), " +
+	"job (with namespace and name), inputs and outputs (datasets, each with namespace and name), producer and schemaURL"
+
+// NoRunEventError refuses a batch in which no event is a valid RunEvent;
+// nothing was recorded.
+type NoRunEventError struct {
+	Events  int            // events read
+	Invalid []InvalidEvent // the first maxInvalidListed of them
+}
+
+func (e *NoRunEventError) Error() string {
+	if e.Events == 0 {
+		return "no OpenLineage events: the input holds none (an empty array); give one RunEvent, an array of them or one per line; nothing was recorded"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "no valid OpenLineage RunEvent among the %d events read, so nothing was recorded", e.Events)
+	for i, ev := range e.Invalid {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more invalid events", e.Events-i)
+			break
+		}
+		fmt.Fprintf(&b, "; event %d: ", ev.Index)
+		for j, p := range ev.Problems {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(p.Field + ": " + p.Message)
+		}
+	}
+	return b.String()
 }
 
 type olField struct {
@@ -104,7 +154,7 @@ func splitEvents(data []byte) ([]json.RawMessage, error) {
 			out = append(out, one)
 		}
 	}
-	return nil, fmt.Errorf("OpenLineage events must be a JSON object, an array of objects or one object per line; the input starts with %q", data[:1])
+	return nil, fmt.Errorf("OpenLineage events must be a JSON object, an array of objects or one object per line; found %s", rawKind(data))
 }
 
 // RunEvents records OpenLineage run events: each input and output
@@ -114,38 +164,54 @@ func splitEvents(data []byte) ([]json.RawMessage, error) {
 // feeds which output field). Events from integration tests are tolerated:
 // stand-ins like ${json-unit.any-string} mean absent values, and an
 // event with no job name links its inputs straight to its outputs.
+// An event that is not a RunEvent (no job object, fields of the wrong
+// kind, a dataset without namespace and name) is left out and listed in
+// Invalid while the rest is recorded; a batch with no valid event is
+// refused with a *NoRunEventError and records nothing. With
+// opts.Validate, any invalid event refuses the whole batch.
 func RunEvents(ctx context.Context, g *lineage.Graph, data []byte, opts OpenLineageOptions) (*OpenLineageImportResult, error) {
 	raws, err := splitEvents(data)
 	if err != nil {
 		return nil, err
 	}
-	events := make([]*olEvent, 0, len(raws))
+	res := &OpenLineageImportResult{Events: len(raws)}
+	// Work out every event's assets and edges before writing, so a batch
+	// refused whole changes nothing.
+	var plans []*olPlan
+	valid := 0
 	for i, raw := range raws {
 		if opts.Validate {
 			if err := ValidateRunEvent(raw); err != nil {
-				return nil, fmt.Errorf("event %d: %w", i, err)
+				return nil, fmt.Errorf("event %d: %w; nothing was recorded", i, err)
 			}
 		}
-		var ev olEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, jsonEventError(i, err)
-		}
-		events = append(events, &ev)
-	}
-	res := &OpenLineageImportResult{Events: len(events)}
-	// Work out every event's assets and edges before writing, so bad
-	// input changes nothing.
-	var plans []*olPlan
-	for i, ev := range events {
-		if len(ev.Inputs) == 0 && len(ev.Outputs) == 0 {
+		ev, probs := readEvent(raw)
+		switch {
+		case probs != nil:
+		case len(ev.Inputs) == 0 && len(ev.Outputs) == 0:
 			res.WithoutDatasets++
+		default:
+			p, err := planEvent(ev, opts)
+			if err != nil {
+				probs = eventProblems(err)
+				break
+			}
+			plans = append(plans, p)
+		}
+		if probs == nil {
+			valid++
 			continue
 		}
-		p, err := planEvent(ev, opts)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
+		if opts.Validate {
+			return nil, fmt.Errorf("event %d: %w; nothing was recorded", i, &ValidationError{Problems: probs})
 		}
-		plans = append(plans, p)
+		res.InvalidCount++
+		if len(res.Invalid) < maxInvalidListed {
+			res.Invalid = append(res.Invalid, InvalidEvent{Index: i, Problems: probs})
+		}
+	}
+	if valid == 0 {
+		return nil, &NoRunEventError{Events: len(raws), Invalid: res.Invalid}
 	}
 	jobs, datasets := map[string]bool{}, map[string]bool{}
 	var warnings []string
@@ -189,12 +255,40 @@ func RunEvents(ctx context.Context, g *lineage.Graph, data []byte, opts OpenLine
 	return res, nil
 }
 
-func jsonEventError(i int, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("event %d: %s: expected %s, found a JSON %s", i, te.Field, te.Type, te.Value)
+// readEvent reads one event for import. It is as lenient as integration
+// test files need (stand-ins, no runId or eventTime) but refuses what is
+// not a RunEvent at all: a document without a job object (a credentials
+// file, say), or fields of the wrong JSON kind.
+func readEvent(raw json.RawMessage) (*olEvent, []FieldError) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, []FieldError{{"(event)", "must be a JSON object (an OpenLineage RunEvent), found " + rawKind(raw)}}
 	}
-	return fmt.Errorf("event %d: %w", i, err)
+	job, ok := top["job"]
+	if !ok {
+		return nil, []FieldError{{"(event)", notRunEvent}}
+	}
+	if k := rawKind(job); k != "an object" {
+		return nil, []FieldError{{"job", "must be an object with namespace and name, found " + k}}
+	}
+	var ev olEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, []FieldError{{te.Field, "must be " + expectedKind(te.Type) + ", found " + foundKind(te.Value)}}
+		}
+		return nil, []FieldError{{"(event)", "does not decode as an OpenLineage RunEvent"}}
+	}
+	return &ev, nil
+}
+
+// eventProblems turns a planning error into the event's problems.
+func eventProblems(err error) []FieldError {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Problems
+	}
+	return []FieldError{{"(event)", err.Error()}}
 }
 
 type olEdge struct {
@@ -233,7 +327,7 @@ func facet[T any](facets map[string]json.RawMessage, name string) *T {
 func datasetAsset(ns, name string, opts OpenLineageOptions) (*lineage.AssetInput, error) {
 	ns, name = strings.TrimSpace(ns), strings.TrimSpace(name)
 	if ns == "" || name == "" || isStandIn(ns) || isStandIn(name) {
-		return nil, fmt.Errorf("dataset namespace %q name %q: both are required", ns, name)
+		return nil, fmt.Errorf("namespace and name are both required (a stand-in like ${json-unit.any-string} counts as absent); found namespace %s, name %s", safeName(ns), safeName(name))
 	}
 	alias := "openlineage://" + ns + "/" + name
 	platform := opts.Namespaces[ns]
@@ -250,15 +344,18 @@ func datasetAsset(ns, name string, opts OpenLineageOptions) (*lineage.AssetInput
 		if c, ok := opts.KafkaClusters[auth]; ok {
 			cluster = c
 		}
+		if strings.TrimSpace(cluster) == "" {
+			return nil, errors.New("a kafka namespace needs the broker address (kafka://host:port) to name the cluster in topic ids")
+		}
 		id, err := lineage.TopicID(cluster, name)
 		if err != nil {
-			return nil, err
+			return nil, quotedNamesSafe(err, name)
 		}
 		in.ID, in.Kind = id, lineage.KindTopic
 	case lineage.IsWarehouse(platform):
 		id, weak, err := lineage.TableID(platform, name)
 		if err != nil {
-			return nil, fmt.Errorf("dataset %s: %w", alias, err)
+			return nil, fmt.Errorf("not a %s table name: %w", platform, quotedNamesSafe(err, name))
 		}
 		in.ID, in.Kind = id, lineage.KindTable
 		if weak != "" {
@@ -370,7 +467,7 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 	add := func(d olDataset, side string, i int) (string, error) {
 		in, err := datasetAsset(d.Namespace, d.Name, opts)
 		if err != nil {
-			return "", fmt.Errorf("%s[%d]: %w", side, i, err)
+			return "", &ValidationError{Problems: []FieldError{{fmt.Sprintf("%s[%d]", side, i), err.Error()}}}
 		}
 		if sch := facet[struct {
 			Fields []olField `json:"fields"`
@@ -584,14 +681,19 @@ func (e *ValidationError) Error() string {
 // dataset. Every problem is reported, each naming its field.
 func ValidateRunEvent(raw json.RawMessage) error {
 	var ev map[string]any
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return &ValidationError{Problems: []FieldError{{Field: "(event)", Message: "not a JSON object: " + err.Error()}}}
+	if err := json.Unmarshal(raw, &ev); err != nil || ev == nil {
+		return &ValidationError{Problems: []FieldError{{Field: "(event)", Message: "must be a JSON object (an OpenLineage RunEvent), found " + rawKind(raw)}}}
 	}
-	if ev == nil {
-		return &ValidationError{Problems: []FieldError{{Field: "(event)", Message: "must be a JSON object"}}}
-	}
+	// Values are described, never quoted: the event may come from any file.
 	var probs []FieldError
-	bad := func(field, msg string) { probs = append(probs, FieldError{field, msg}) }
+	more := 0
+	bad := func(field, msg string) {
+		if len(probs) < maxEventProblems {
+			probs = append(probs, FieldError{field, msg})
+		} else {
+			more++
+		}
+	}
 	str := func(m map[string]any, key, field string) (string, bool) {
 		v, ok := m[key]
 		if !ok || v == nil {
@@ -600,7 +702,7 @@ func ValidateRunEvent(raw json.RawMessage) error {
 		}
 		s, ok := v.(string)
 		if !ok {
-			bad(field, fmt.Sprintf("must be a string, found %T", v))
+			bad(field, "must be a string, found "+jsonKind(v))
 			return "", false
 		}
 		if strings.TrimSpace(s) == "" {
@@ -617,7 +719,7 @@ func ValidateRunEvent(raw json.RawMessage) error {
 		}
 		o, ok := v.(map[string]any)
 		if !ok {
-			bad(field, fmt.Sprintf("must be an object, found %T", v))
+			bad(field, "must be an object, found "+jsonKind(v))
 			return nil
 		}
 		return o
@@ -625,12 +727,12 @@ func ValidateRunEvent(raw json.RawMessage) error {
 	uri := func(field, s string) {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme == "" {
-			bad(field, fmt.Sprintf("%q is not a URI with a scheme (e.g. https://github.com/org/repo)", s))
+			bad(field, "must be a URI with a scheme (e.g. https://github.com/org/repo), found "+describeString(s))
 		}
 	}
 	if s, ok := str(ev, "eventTime", "eventTime"); ok {
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			bad("eventTime", fmt.Sprintf("%q is not an ISO-8601 date-time with offset (e.g. 2024-11-26T13:05:29.606Z)", s))
+			bad("eventTime", "must be an ISO-8601 date-time with offset (e.g. 2024-11-26T13:05:29.606Z), found "+describeString(s))
 		}
 	}
 	if s, ok := str(ev, "producer", "producer"); ok {
@@ -640,18 +742,22 @@ func ValidateRunEvent(raw json.RawMessage) error {
 		uri("schemaURL", s)
 	}
 	if v, ok := ev["eventType"]; ok && v != nil {
-		s, _ := v.(string)
+		s, isString := v.(string)
 		valid := false
 		for _, t := range runEventTypes {
 			valid = valid || s == t
 		}
 		if !valid {
-			bad("eventType", fmt.Sprintf("%v is not one of %s", v, strings.Join(runEventTypes, ", ")))
+			found := jsonKind(v)
+			if isString {
+				found = describeString(s)
+			}
+			bad("eventType", "must be one of "+strings.Join(runEventTypes, ", ")+", found "+found)
 		}
 	}
 	if run := obj(ev, "run", "run"); run != nil {
 		if s, ok := str(run, "runId", "run.runId"); ok && !uuidRE.MatchString(s) {
-			bad("run.runId", fmt.Sprintf("%q is not a UUID (e.g. 0192963f-f6f8-71c0-8380-500bc70883ee)", s))
+			bad("run.runId", "must be a UUID (e.g. 0192963f-f6f8-71c0-8380-500bc70883ee), found "+describeString(s))
 		}
 	}
 	if job := obj(ev, "job", "job"); job != nil {
@@ -665,19 +771,22 @@ func ValidateRunEvent(raw json.RawMessage) error {
 		}
 		list, ok := v.([]any)
 		if !ok {
-			bad(side, fmt.Sprintf("must be an array, found %T", v))
+			bad(side, "must be an array, found "+jsonKind(v))
 			continue
 		}
 		for i, d := range list {
 			field := fmt.Sprintf("%s[%d]", side, i)
 			m, ok := d.(map[string]any)
 			if !ok {
-				bad(field, "must be an object with namespace and name")
+				bad(field, "must be an object with namespace and name, found "+jsonKind(d))
 				continue
 			}
 			str(m, "namespace", field+".namespace")
 			str(m, "name", field+".name")
 		}
+	}
+	if more > 0 {
+		probs = append(probs, FieldError{"(event)", fmt.Sprintf("and %d more problems", more)})
 	}
 	if len(probs) > 0 {
 		return &ValidationError{Problems: probs}

@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/dataworkers/dw/internal/lineage"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -278,11 +280,159 @@ func TestValidateRunEvent(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("bad event passed: %v", err)
 	}
-	msg := err.Error()
-	for _, want := range []string{"eventType: DONE is not one of START, RUNNING, COMPLETE, ABORT, FAIL, OTHER", "eventTime: \"yesterday\"",
-		"producer: \"not a uri\"", "run.runId: \"abc\" is not a UUID", "job.name: is required", "inputs[0].name: is required"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error %q misses %q", msg, want)
+	got := map[string]string{}
+	for _, p := range ve.Problems {
+		got[p.Field] = p.Message
+	}
+	want := map[string]string{
+		"eventType": "must be one of START, RUNNING, COMPLETE, ABORT, FAIL, OTHER, found a string of 4 characters",
+		"eventTime": "must be an ISO-8601 date-time with offset (e.g. 2024-11-26T13:05:29.606Z), found a string of 9 characters",
+		"producer":  "must be a URI with a scheme (e.g. https://github.com/org/repo), found a string of 9 characters",
+		"run.runId": "must be a UUID (e.g. 0192963f-f6f8-71c0-8380-500bc70883ee), found a string of 3 characters",
+		"job.name":  "is required", "inputs[0].name": "is required",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("problems %v\nwant %v", got, want)
+	}
+	// The values themselves are never quoted back.
+	for _, v := range []string{"DONE", "yesterday", "not a uri", "abc"} {
+		if strings.Contains(err.Error(), v) {
+			t.Errorf("error quotes the value %q: %v", v, err)
 		}
+	}
+}
+
+// A document that is not OpenLineage is refused, not "read" as an event
+// that names nothing; a batch records its valid events and lists the
+// others by position with what is wrong, in the answer, bounded.
+func TestImportRunEventsRefusesWhatIsNotARunEvent(t *testing.T) {
+	const credentials = `{"type": "service_account", "project_id": "acme", "private_key": "-----BEGIN PRIVATE KEY----- hunter2", "client_email": "svc@acme.iam"}`
+	const good = `{"eventType": "COMPLETE", "job": {"namespace": "etl", "name": "load_daily"},
+		"inputs": [{"namespace": "postgres://db:5432", "name": "shop.public.orders"}],
+		"outputs": [{"namespace": "postgres://db:5432", "name": "shop.public.daily"}]}`
+	const noDatasets = `{"eventType": "START", "job": {"namespace": "etl", "name": "load_daily"}}`
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+
+		// Refused whole: nothing is a RunEvent.
+		for name, c := range map[string]struct {
+			doc     string
+			events  int
+			invalid []InvalidEvent
+		}{
+			"credentials file": {credentials, 1, []InvalidEvent{{0, []FieldError{{"(event)", notRunEvent}}}}},
+			"credentials, one per line": {credentials + "\n" + `{"api_key": "hunter2"}`, 2,
+				[]InvalidEvent{{0, []FieldError{{"(event)", notRunEvent}}}, {1, []FieldError{{"(event)", notRunEvent}}}}},
+			"array of strings": {`["hunter2"]`, 1,
+				[]InvalidEvent{{0, []FieldError{{"(event)", "must be a JSON object (an OpenLineage RunEvent), found a string"}}}}},
+			"empty array": {`[]`, 0, nil},
+			"job a string": {`{"job": "hunter2", "inputs": []}`, 1,
+				[]InvalidEvent{{0, []FieldError{{"job", "must be an object with namespace and name, found a string"}}}}},
+		} {
+			_, err := RunEvents(ctx, g, []byte(c.doc), OpenLineageOptions{})
+			var nre *NoRunEventError
+			if !errors.As(err, &nre) {
+				t.Errorf("%s: %v, want a NoRunEventError", name, err)
+				continue
+			}
+			if nre.Events != c.events || !reflect.DeepEqual(nre.Invalid, c.invalid) {
+				t.Errorf("%s: refused %d events %+v, want %d %+v", name, nre.Events, nre.Invalid, c.events, c.invalid)
+			}
+			if strings.Contains(err.Error(), "hunter2") || goTypeRE.MatchString(err.Error()) {
+				t.Errorf("%s: error quotes the file or names a Go type: %v", name, err)
+			}
+		}
+		if n := count(t, db, "lineage_assets"); n != 0 {
+			t.Fatalf("refused documents wrote %d assets", n)
+		}
+
+		// Mixed: the valid events are recorded, the others listed.
+		mixed := "[" + strings.Join([]string{
+			good,
+			credentials,
+			`{"job": {"namespace": "a", "name": "b"}, "inputs": [{"namespace": "", "name": "x"}]}`,
+			`"hunter2"`,
+			`{"job": {"namespace": "a", "name": "b"}, "inputs": [{"namespace": 5, "name": "x"}]}`,
+			noDatasets,
+			`{"job": {"namespace": "a", "name": "b"}, "outputs": [{"namespace": "postgres://h:5432", "name": "db..hunter2"}]}`,
+		}, ",") + "]"
+		res, err := RunEvents(ctx, g, []byte(mixed), OpenLineageOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantInvalid := []InvalidEvent{
+			{1, []FieldError{{"(event)", notRunEvent}}},
+			{2, []FieldError{{"inputs[0]", `namespace and name are both required (a stand-in like ${json-unit.any-string} counts as absent); found namespace (empty), name "x"`}}},
+			{3, []FieldError{{"(event)", "must be a JSON object (an OpenLineage RunEvent), found a string"}}},
+			{4, []FieldError{{"inputs.namespace", "must be a string, found a number"}}},
+			{6, []FieldError{{"outputs[0]", `not a postgres table name: table name "db..hunter2" has an empty part`}}},
+		}
+		if res.Events != 7 || res.Imported != 1 || res.WithoutDatasets != 1 || res.InvalidCount != 5 || !reflect.DeepEqual(res.Invalid, wantInvalid) {
+			t.Fatalf("mixed batch: events %d imported %d without datasets %d invalid %d %+v",
+				res.Events, res.Imported, res.WithoutDatasets, res.InvalidCount, res.Invalid)
+		}
+		job := mustLineage(t, g, "openlineage://etl/load_daily")
+		if !slices.Equal(neighborIDs(job.Upstream), []string{"postgres://shop.public.orders"}) ||
+			!slices.Equal(neighborIDs(job.Downstream), []string{"postgres://shop.public.daily"}) {
+			t.Errorf("recorded job %v -> %v", neighborIDs(job.Upstream), neighborIDs(job.Downstream))
+		}
+		if n := count(t, db, "lineage_assets"); n != 3 {
+			t.Errorf("mixed batch recorded %d assets, want the valid event's 3", n)
+		}
+
+		// The list is bounded; the count is not.
+		many := make([]string, 0, 101)
+		for range 100 {
+			many = append(many, credentials)
+		}
+		many = append(many, good)
+		res, err = RunEvents(ctx, g, []byte("["+strings.Join(many, ",")+"]"), OpenLineageOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.InvalidCount != 100 || len(res.Invalid) != maxInvalidListed || res.Invalid[maxInvalidListed-1].Index != maxInvalidListed-1 {
+			t.Errorf("100 invalid: count %d, listed %d", res.InvalidCount, len(res.Invalid))
+		}
+
+		// With validate on, one invalid event refuses the whole batch.
+		before := count(t, db, "lineage_assets")
+		strict := strings.ReplaceAll(good, "load_daily", "strict_job")
+		if _, err := RunEvents(ctx, g, []byte("["+strict+","+credentials+"]"), OpenLineageOptions{Validate: true}); err == nil {
+			t.Error("validate: a batch with an invalid event was recorded")
+		} else if strings.Contains(err.Error(), "hunter2") || goTypeRE.MatchString(err.Error()) {
+			t.Errorf("validate: %v", err)
+		}
+		if n := count(t, db, "lineage_assets"); n != before {
+			t.Errorf("a refused strict batch wrote %d assets", n-before)
+		}
+	})
+}
+
+// ValidateRunEvent lists at most maxEventProblems problems, then says how
+// many more there were.
+func TestValidateRunEventBoundsItsProblems(t *testing.T) {
+	ds := make([]any, 50)
+	for i := range ds {
+		ds[i] = map[string]any{"namespace": []any{"hunter2"}}
+	}
+	raw, _ := json.Marshal(map[string]any{"inputs": ds})
+	var ve *ValidationError
+	if err := ValidateRunEvent(raw); !errors.As(err, &ve) {
+		t.Fatalf("%v", err)
+	}
+	if len(ve.Problems) != maxEventProblems+1 {
+		t.Fatalf("%d problems listed", len(ve.Problems))
+	}
+	// eventTime, producer, schemaURL, run, job, then each dataset's namespace and name.
+	if last := ve.Problems[maxEventProblems]; last != (FieldError{"(event)", "and 95 more problems"}) {
+		t.Errorf("last problem %+v", last)
+	}
+	if ve.Problems[5] != (FieldError{"inputs[0].namespace", "must be a string, found an array"}) {
+		t.Errorf("problem 5 %+v", ve.Problems[5])
+	}
+	if err := ValidateRunEvent([]byte(`["hunter2"]`)); !errors.As(err, &ve) ||
+		!reflect.DeepEqual(ve.Problems, []FieldError{{"(event)", "must be a JSON object (an OpenLineage RunEvent), found an array"}}) {
+		t.Errorf("array: %v", err)
 	}
 }
