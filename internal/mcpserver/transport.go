@@ -570,7 +570,7 @@ func (c *lineConn) answerAbandoned() {
 			continue
 		}
 		c.reply(raw, jsonrpc.CodeInternalError, fmt.Sprintf(
-			"the client closed its input and this call was still running %s later; it was cancelled and nothing it had not finished was kept", c.drain))
+			"the client closed its input and this call was still running %s later; it was cancelled, so check what it changed before calling it again", c.drain))
 	}
 }
 
