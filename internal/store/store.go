@@ -108,13 +108,30 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	return db, nil
 }
 
+// ping connects once, retrying while another process holds the file lock.
+// SQLite's busy handler does not cover everything a new connection does:
+// switching a fresh file to WAL, or reading a WAL index another process is
+// still recovering, answers SQLITE_BUSY at once. Agents started together on
+// one new DW_HOME meet exactly that, so opening waits as a writer would.
 func (db *DB) ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := db.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("reach %s store %s: %w", db.dialect, db.source, err)
+	wait := 5 * time.Millisecond
+	for {
+		err := db.db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return fmt.Errorf("reach %s store %s: %w", db.dialect, db.source, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reach %s store %s: %w", db.dialect, db.source, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 250*time.Millisecond)
 	}
-	return nil
 }
 
 // Redact hides a password in a connection URL so it can be logged.
