@@ -12,7 +12,9 @@ import (
 // registrytest or storetest), and no agent (cmd/dw-*) links the demo
 // scenario packs or their generators (internal/demo and below, packload):
 // the embedded default is seeded by dw (`dw demo seed`), which the agents
-// run. Standard-library and third-party packages are not judged: what a
+// run. Nor does an agent link the warehouse drivers (internal/warehouses,
+// internal/warehouse/<driver>, about 50 MiB): they run in `dw warehouse
+// serve`, behind warehouseproc's proxy. Standard-library and third-party packages are not judged: what a
 // driver links is the driver's business.
 func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...").Output()
@@ -35,19 +37,38 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", bin, err)
 		}
+		drivers := 0
 		for _, p := range strings.Fields(string(deps)) {
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
 			rel := strings.TrimPrefix(p, module)
+			if driverPackage(rel) {
+				drivers++
+			}
 			switch {
 			case strings.HasSuffix(rel, "test"):
 				t.Errorf("%s links the test package %s", bin, p)
 			case agent && (rel == "internal/demo" || strings.HasPrefix(rel, "internal/demo/") || rel == "internal/packload" || rel == "internal/story"):
 				t.Errorf("agent %s links the demo package %s (the embedded default is seeded by dw demo seed)", bin, p)
+			case agent && (rel == "internal/warehouses" || driverPackage(rel)):
+				t.Errorf("agent %s links the warehouse driver package %s (drivers run in the warehouse child, dw warehouse serve)", bin, p)
 			}
 		}
+		// dw hosts the drivers: if it links none, the driver paths have
+		// moved and the agents' check above proves nothing.
+		if bin == module+"cmd/dw" && drivers == 0 {
+			t.Errorf("%s links no package under internal/warehouse/: where did the drivers go? Update driverPackage", bin)
+		}
 	}
+}
+
+// driverPackage reports whether rel (a path inside the module) is a
+// warehouse driver or below one: internal/warehouse/<driver>[/...]. The
+// interface package internal/warehouse itself is not a driver.
+func driverPackage(rel string) bool {
+	rest, ok := strings.CutPrefix(rel, "internal/warehouse/")
+	return ok && rest != ""
 }
 
 // transportPackages may import the MCP SDK (with their subpackages): they

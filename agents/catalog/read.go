@@ -19,6 +19,35 @@ var blastRadiusTool = mcpserver.Tool{
 		"Depth, size and time budgets apply; an answer cut short says partial and which budget. Assets are paged (limit, default 50, at most 500; next_cursor); total and the counts cover everything reached. " +
 		"Use it for the full list of what a broken or changing asset reaches; for who to ask before a schema change use assess_impact (dw-schema); for the platform-by-platform paths in either direction use trace_cross_platform_lineage.",
 	ReadOnly: true, Idempotent: true, OpenWorld: false,
+	Text: blastText,
+}
+
+// blastText renders the listed assets one a line, straight from the
+// answer: the generic renderer marshals the answer to JSON and back to
+// render it, a second encoding of the whole answer on every call, which
+// through MCP cost a tenth of a warm blast radius on a small graph. The
+// counts, owners and cursor are in the summary and the structured content.
+func blastText(out any) string {
+	r, ok := out.(*lineage.BlastResult)
+	if !ok || len(r.Assets) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "assets (%d of %d):\n", len(r.Assets), r.Total)
+	for _, a := range r.Assets {
+		fmt.Fprintf(&b, "- %s (%s, %d hop(s)", a.ID, a.Kind, a.Distance)
+		if a.Owner != "" {
+			b.WriteString(", owner " + a.Owner)
+		}
+		if len(a.Critical) > 0 {
+			b.WriteString(", " + strings.Join(a.Critical, ", "))
+		}
+		if !a.NextRun.IsZero() {
+			b.WriteString(", next run " + a.NextRun.Format("2006-01-02 15:04 MST"))
+		}
+		b.WriteString(")\n")
+	}
+	return b.String()
 }
 
 func (h *handlers) blastRadius(ctx context.Context, in lineage.BlastParams) (*lineage.BlastResult, string, error) {

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -66,20 +65,13 @@ func readInput(ctx context.Context, path, inline, what string) ([]byte, error) {
 	return nil, fmt.Errorf("give path (a file on this machine) or the %s content", what)
 }
 
-// ImportDBTOut is the graph import and the expectations its tests became.
-type ImportDBTOut struct {
-	ingest.DBTImportResult
-	Expectations checks.DBTRecord `json:"expectations" jsonschema:"quality expectations recorded from the manifest's dbt tests (source dbt)"`
-}
+// ImportDBTOut is the graph import and the expectations its tests
+// became. It is a type of the agent's own (not an alias) because the
+// tool's listed schemas are keyed by its output type's name.
+type ImportDBTOut checks.DBTImport
 
 func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ImportDBTOut, string, error) {
 	data, err := readInput(ctx, in.Path, in.Manifest, "manifest")
-	if err != nil {
-		return nil, "", err
-	}
-	// The tests are read first, so a manifest whose tests cannot be read
-	// changes nothing.
-	tests, skipped, err := ingest.ReadDBTTests(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,23 +79,12 @@ func (h *handlers) importDBT(ctx context.Context, in ImportDBTIn) (*ImportDBTOut
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := ingest.DBTManifest(ctx, g, bytes.NewReader(data), ingest.DBTOptions{Domain: in.Domain, Owner: in.Owner})
+	imp, err := checks.ImportDBT(ctx, g, data, ingest.DBTOptions{Domain: in.Domain, Owner: in.Owner}, h.warehousesByKind(), h.d.Clock)
 	if err != nil {
 		return nil, "", err
 	}
-	if res.Counts == nil {
-		res.Counts = map[string]int{}
-	}
-	db, err := h.d.Store(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	rec, err := checks.RecordDBTTests(ctx, db, res.Project, h.warehousesByKind(), tests, h.d.Clock.Now())
-	if err != nil {
-		return nil, "", fmt.Errorf("the graph was imported, but the dbt tests were not recorded as expectations: %w", err)
-	}
-	rec.Notes = append(rec.Notes, skipped...)
-	out := &ImportDBTOut{DBTImportResult: *res, Expectations: *rec}
+	out := (*ImportDBTOut)(imp)
+	res, rec := &out.DBTImportResult, &out.Expectations
 	summary := fmt.Sprintf("dbt project %s (manifest %s, %s): %s; %d expectations recorded from dbt tests on %d tables",
 		res.Project, res.SchemaVersion, res.Adapter, statsLine("import", res.ImportStats), rec.Recorded, rec.Tables)
 	if len(rec.Warehouses) > 0 {

@@ -188,7 +188,7 @@ func TestConnectorLineageListsAreBounded(t *testing.T) {
 		t.Errorf("answer is %d characters", n)
 	}
 	l := out.Lineage
-	if l.RecordedTotal != each || len(l.Recorded) != maxLineageListed || l.SkippedTotal != each || len(l.Skipped) != maxLineageListed {
+	if l.RecordedTotal != each || len(l.Recorded) != connect.MaxLineageListed || l.SkippedTotal != each || len(l.Skipped) != connect.MaxLineageListed {
 		t.Errorf("recorded %d of %d, skipped %d of %d", len(l.Recorded), l.RecordedTotal, len(l.Skipped), l.SkippedTotal)
 	}
 	if l.Recorded[0] != "bq-sink-000" || l.EdgesCreated != 2*each {

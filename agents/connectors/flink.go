@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -42,7 +43,8 @@ var flinkRestoresTool = mcpserver.Tool{
 	OpenWorld:  true,
 }
 
-var flinkJobID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+// flinkJobID is a Flink job id; compiled on first use, not at every start.
+var flinkJobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*FlinkRestoresOut, string, error) {
 	job := strings.TrimSpace(in.Job)
@@ -54,7 +56,7 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 		return nil, "", err
 	}
 	p := flink.RestoreParams{JobName: job}
-	if flinkJobID.MatchString(job) {
+	if flinkJobID().MatchString(job) {
 		p = flink.RestoreParams{JobID: job}
 	}
 	rep, err := fc.ReadRestores(ctx, p)

@@ -1,10 +1,8 @@
 package connectors
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -87,31 +85,20 @@ func (h *handlers) consumerLag(ctx context.Context, in ConsumerLagIn) (*Consumer
 	// The window is held between calls: a call reads only the samples
 	// stored since the last one.
 	m := &kafka.Monitor{Source: c, DB: db, Clock: h.d.Clock, Cluster: h.clusterName(), Held: kafka.HeldFor(db, h.clusterName())}
-	rep, err := m.ConsumerLag(ctx, f)
+	parts := maxGroupPartitions
+	if in.Group != "" {
+		parts = maxOneGroupPartitions
+	}
+	lp, err := m.ConsumerLagPage(ctx, f, pg, parts)
 	if err != nil {
 		return nil, "", err
 	}
+	rep := lp.Report
 	owners := h.newOwnerFinder(ctx)
 	out := &ConsumerLagOut{Cluster: rep.Cluster, At: rep.At, Window: rep.Window, Errors: rep.Errors, Groups: []GroupLag{}, Note: lagNote,
-		StatusCounts: map[string]int{}}
-	groups := slices.Clone(rep.Groups)
-	slices.SortFunc(groups, func(a, b kafka.GroupReport) int { return strings.Compare(a.Group, b.Group) })
-	for _, g := range groups {
-		out.StatusCounts[string(g.Status)]++
-	}
-	groups, out.Info = page.Slice(pg, groups)
-	for _, g := range groups {
-		gl := GroupLag{GroupReport: g, PartitionsTotal: len(g.Partitions), Owner: owners.find(ctx, g)}
-		limit := maxGroupPartitions
-		if in.Group != "" {
-			limit = maxOneGroupPartitions
-		}
-		if len(g.Partitions) > limit {
-			parts := slices.Clone(g.Partitions)
-			slices.SortStableFunc(parts, func(a, b kafka.PartitionReport) int { return cmp.Compare(b.Lag, a.Lag) })
-			gl.Partitions = parts[:limit]
-		}
-		out.Groups = append(out.Groups, gl)
+		StatusCounts: lp.StatusCounts, Info: lp.Info}
+	for _, g := range lp.Groups {
+		out.Groups = append(out.Groups, GroupLag{GroupReport: g.GroupReport, PartitionsTotal: g.PartitionsTotal, Owner: owners.find(ctx, g.Whole)})
 	}
 	var b strings.Builder
 	b.WriteString(rep.Summary())
@@ -169,43 +156,11 @@ func (h *handlers) topicHealth(ctx context.Context, in TopicHealthIn) (*TopicHea
 	if t := strings.TrimSpace(in.Topic); t != "" {
 		p.Topics = []string{t}
 	}
-	rep, err := c.TopicHealth(ctx, p)
+	hp, err := c.TopicHealthPage(ctx, p, pg)
 	if err != nil {
 		return nil, "", err
 	}
-	topics := slices.Clone(rep.Topics)
-	rank := func(t kafka.TopicHealth) int {
-		switch {
-		case t.Health == kafka.HealthCritical:
-			return 0
-		case t.Health != kafka.HealthOK || t.Error != "":
-			return 1
-		}
-		return 2
-	}
-	slices.SortFunc(topics, func(a, b kafka.TopicHealth) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.Topic, b.Topic))
-	})
-	out := &TopicHealthOut{Cluster: h.clusterName(), Brokers: c.Brokers(), HealthCounts: map[string]int{}}
-	for _, t := range topics {
-		out.HealthCounts[t.Health]++
-	}
-	out.Topics, out.Info = page.Slice(pg, topics)
-	// The summary names the issues of this page's topics only: a cluster
-	// with a thousand under-replicated topics is one line per listed topic.
-	bad := 0
-	for _, t := range topics {
-		if rank(t) < 2 {
-			bad++
-		}
-	}
-	summary := fmt.Sprintf("cluster %s: %d topics checked, %d with problems", out.Cluster, len(topics), bad)
-	listed := &kafka.HealthReport{Topics: out.Topics}
-	if _, issues, ok := strings.Cut(listed.Summary(), "\n"); ok {
-		summary += "\n" + issues
-	}
-	if out.NextCursor != "" {
-		summary += fmt.Sprintf("\n%d of %d topics listed (worst first); pass next_cursor as cursor for more.", len(out.Topics), out.Total)
-	}
+	out := &TopicHealthOut{Cluster: h.clusterName(), Brokers: c.Brokers(), Topics: hp.Topics, HealthCounts: hp.HealthCounts, Info: hp.Info}
+	summary := hp.Summary(out.Cluster)
 	return out, summary, nil
 }

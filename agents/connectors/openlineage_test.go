@@ -14,6 +14,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/lineage"
 )
 
@@ -72,11 +73,18 @@ type lineageGate struct {
 
 func newLineageGate(t *testing.T) *lineageGate {
 	t.Helper()
+	return newLineageGateOn(t, "")
+}
+
+// newLineageGateOn is newLineageGate over the store storeYAML configures
+// ("" is SQLite in the test's home).
+func newLineageGateOn(t *testing.T, storeYAML string) *lineageGate {
+	t.Helper()
 	col := &collector{}
 	srv := httptest.NewServer(col)
 	t.Cleanup(srv.Close)
 	t.Setenv("DW_TEST_OL_TOKEN", "s3cret")
-	e := newEnv(t, "kafka:\n  name: prod\n  brokers: [\"broker-1:9092\"]\nopenlineage:\n  url: "+srv.URL+"/\n  token_env: DW_TEST_OL_TOKEN\n  timeout: 2s\n")
+	e := newEnv(t, "kafka:\n  name: prod\n  brokers: [\"broker-1:9092\"]\nopenlineage:\n  url: "+srv.URL+"/\n  token_env: DW_TEST_OL_TOKEN\n  timeout: 2s\n"+storeYAML)
 	e.cfg.Domains[0].Assets = append(e.cfg.Domains[0].Assets, "openlineage://**")
 	return &lineageGate{env: e, col: col, url: srv.URL, svc: e.approvals()}
 }
@@ -189,6 +197,73 @@ func TestEmitLineageEvent(t *testing.T) {
 	if out, _, err = e.h.emitLineage(ctx, EmitLineageIn{Event: ev, ProposalID: q.ID}); err != nil || !out.Forwarded.OK || g.posts() != 3 {
 		t.Errorf("retry after the endpoint recovered: %+v, %v, %d posts", out, err, g.posts())
 	}
+}
+
+// TestTwoProcessesForwardOnce: two dw-connectors (separate store handles,
+// as two MCP clients' processes have) race to forward one approved event;
+// the endpoint gets one post, the receipt one step, every answer that is
+// not "busy" is that forward, and each process's retry posts nothing.
+func TestTwoProcessesForwardOnce(t *testing.T) {
+	engines(t, func(t *testing.T, storeYAML string) {
+		g := newLineageGateOn(t, storeYAML)
+		other := deps.New(Name, g.cfg, g.clk, nil)
+		t.Cleanup(func() { other.Close() })
+		procs := []*handlers{g.h, {d: other}}
+		p := g.approve(rollupEvent(t))
+		const callers = 10
+		var wg sync.WaitGroup
+		outs := make([]*EmitLineageOut, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				outs[i], _, errs[i] = procs[i%2].emitLineage(context.Background(), EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID})
+			}(i)
+		}
+		wg.Wait()
+		answered := 0
+		for i := range callers {
+			var busy *approvals.BusyError
+			switch {
+			case errs[i] == nil:
+				answered++
+				if f := outs[i].Forwarded; f == nil || !f.OK || outs[i].Proposal != p.ID {
+					t.Errorf("caller %d: %+v", i, outs[i])
+				}
+			case !errors.As(errs[i], &busy):
+				t.Errorf("caller %d: %v", i, errs[i])
+			}
+		}
+		if answered == 0 {
+			t.Fatal("no caller carried the approval out")
+		}
+		if n := g.posts(); n != 1 {
+			t.Errorf("%d posts reached the endpoint, want 1", n)
+		}
+		es, err := approvals.Entries(context.Background(), g.db(), p.ReceiptID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := 0
+		for _, e := range es {
+			if e.Kind == approvals.EntryStep {
+				steps++
+			}
+		}
+		if steps != 1 {
+			t.Errorf("%d receipt steps, want 1", steps)
+		}
+		for _, h := range procs {
+			again, _, err := h.emitLineage(context.Background(), EmitLineageIn{Event: rollupEvent(t), ProposalID: p.ID})
+			if err != nil || again.Forwarded == nil || !again.Forwarded.OK || again.Proposal != p.ID {
+				t.Errorf("retry: %+v, %v", again, err)
+			}
+		}
+		if n := g.posts(); n != 1 {
+			t.Errorf("after the retries %d posts, want 1", n)
+		}
+	})
 }
 
 // TestEmitLineageEventRefusals: what an approval does not bind is refused,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/kafka"
@@ -86,8 +87,8 @@ func (f *ownerFinder) index(hit lineage.SearchHit) {
 }
 
 // taskSuffix is the "-<n>" a client id carries per consumer instance or
-// Connect task.
-var taskSuffix = regexp.MustCompile(`-\d+$`)
+// Connect task; compiled on first use, not at every start.
+var taskSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-\d+$`) })
 
 // candidate is a name a consuming job may be recorded under.
 type candidate struct {
@@ -122,7 +123,7 @@ func candidates(g kafka.GroupReport) []candidate {
 	for _, id := range clients {
 		via := "client id " + id
 		add(id, via)
-		base := taskSuffix.ReplaceAllString(id, "")
+		base := taskSuffix().ReplaceAllString(id, "")
 		add(base, via)
 		for _, prefix := range []string{"connector-consumer-", "consumer-"} {
 			if rest, ok := strings.CutPrefix(base, prefix); ok {

@@ -3,9 +3,7 @@ package connectors
 import (
 	"context"
 	"fmt"
-	"github.com/dataworkers/dw/internal/changelog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/registry"
+	"github.com/dataworkers/dw/internal/schemahistory"
 )
 
 // ListSubjectsIn optionally narrows the listing.
@@ -124,37 +123,16 @@ var latestSchemaTool = mcpserver.Tool{
 }
 
 func (h *handlers) latestSchema(ctx context.Context, in LatestSchemaIn) (*LatestSchemaOut, string, error) {
-	subject := strings.TrimSpace(in.Subject)
-	if subject == "" {
-		return nil, "", fmt.Errorf("subject is empty: give a subject name such as api-usage-value (list_subjects lists them)")
-	}
-	rc, err := h.registryClient()
+	lv, err := schemahistory.ReadLatestVersion(ctx, h.registrySources(), in.Subject)
 	if err != nil {
 		return nil, "", err
 	}
-	latest, err := rc.Latest(ctx, subject)
-	if err != nil {
-		return nil, "", err
-	}
-	out := &LatestSchemaOut{Registry: rc.URL(), Subject: latest.Subject, Version: latest.Version, ID: latest.ID,
-		SchemaType: string(latest.Kind()), Schema: latest.Schema, References: latest.References, Versions: []int{}}
-	if cfg, err := rc.Config(ctx, subject); err == nil {
-		out.Compatibility, out.LevelSource = string(cfg.Level), cfg.Source
-	} else {
-		out.Notes = append(out.Notes, "compatibility level not read: "+err.Error())
-	}
-	rec, err := h.describeVersion(ctx, rc, latest)
-	if err != nil {
-		return nil, "", err
-	}
-	out.Versions, out.Previous, out.Changes, out.SHA256 = rec.versions, rec.previous, rec.changes, rec.sha256
-	out.Notes = append(out.Notes, rec.notes...)
-	ch, err := h.recordSchemaVersion(ctx, rc, latest, rec, "", firstSeenNote, nil)
-	if err != nil {
-		out.Notes = append(out.Notes, "not recorded in the change log: "+err.Error())
-	} else {
-		out.Change = ch
-	}
+	latest, rec := lv.Version, lv.Facts
+	out := &LatestSchemaOut{Registry: lv.Registry, Subject: latest.Subject, Version: latest.Version, ID: latest.ID,
+		SchemaType: string(latest.Kind()), Schema: latest.Schema, References: latest.References,
+		Compatibility: lv.Compatibility, LevelSource: lv.LevelSource,
+		Versions: rec.Versions, Previous: rec.Previous, Changes: rec.Changes, SHA256: rec.SHA256,
+		Change: recordedChange(lv.Change), Notes: lv.Notes}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s version %d (schema id %d, %s)", out.Subject, out.Version, out.ID, out.SchemaType)
@@ -184,166 +162,16 @@ func (h *handlers) latestSchema(ctx context.Context, in LatestSchemaIn) (*Latest
 	return out, b.String(), nil
 }
 
-// firstSeenNote explains the time recorded for a version read from the
-// registry.
-const firstSeenNote = "the Schema Registry API gives no registration time; at is when Data Workers first saw this version, so the real registration may be earlier"
-
-// versionFacts is what is known about one registry version beyond the
-// registry's answer: its canonical hash and how it differs from the
-// version before.
-type versionFacts struct {
-	versions []int
-	previous int
-	changes  []compat.Change
-	sha256   string
-	notes    []string
+// registrySources is how the registry workflows reach the registry, the
+// change log and the clock; each is opened only when a call gets that far.
+func (h *handlers) registrySources() schemahistory.Sources {
+	return schemahistory.Sources{Registry: h.registryClient, ChangeLog: h.changeLog, Clock: h.d.Clock, Source: Name}
 }
 
-// describeVersion hashes a version and diffs it against the subject's
-// previous version. What cannot be worked out (a reference that does not
-// resolve, a schema the local parser refuses) becomes a note, not an
-// error: the registry's answer stands on its own.
-func (h *handlers) describeVersion(ctx context.Context, rc *registry.Client, v *registry.SchemaVersion) (*versionFacts, error) {
-	f := &versionFacts{versions: []int{}}
-	nums, err := rc.Versions(ctx, v.Subject)
-	if err != nil {
-		return nil, err
+// recordedChange shapes a change-log entry for a tool's answer.
+func recordedChange(c *schemahistory.RecordedVersion) *RecordedChange {
+	if c == nil {
+		return nil
 	}
-	f.versions = nums
-	for _, n := range nums {
-		if n < v.Version && n > f.previous {
-			f.previous = n
-		}
-	}
-	pair := []registry.SchemaVersion{*v}
-	if f.previous > 0 {
-		prev, err := rc.Version(ctx, v.Subject, f.previous)
-		if err != nil {
-			return nil, err
-		}
-		pair = []registry.SchemaVersion{*prev, *v}
-	}
-	cvs, err := rc.CompatVersions(ctx, pair)
-	if err != nil {
-		f.notes = append(f.notes, "references not resolved, so no hash or diff: "+err.Error())
-		return f, nil
-	}
-	kind := v.Kind()
-	cur := cvs[len(cvs)-1].Schema
-	if c, err := compat.Canonicalize(kind, cur); err == nil {
-		f.sha256 = c.SHA256
-	} else {
-		f.notes = append(f.notes, "canonical hash not computed: "+err.Error())
-	}
-	if len(cvs) == 2 {
-		changes, err := compat.Diff(kind, cvs[0].Schema, cur)
-		if err != nil {
-			f.notes = append(f.notes, fmt.Sprintf("no diff against version %d: %v", f.previous, err))
-		} else {
-			f.changes = changes
-		}
-	}
-	return f, nil
-}
-
-// schemaChangeKey is the change log's external key for a registry version,
-// so a version seen on every read (or registered here and read later) is
-// recorded once.
-func schemaChangeKey(subject string, version int) string {
-	return "schema-registry:" + subject + ":" + strconv.Itoa(version)
-}
-
-// fieldChanges turns a schema diff into the change log's field changes,
-// which diagnosis matches against the fields jobs read. Differences the
-// change log has no operation for are listed in the details instead.
-func fieldChanges(changes []compat.Change) ([]changelog.FieldChange, []string) {
-	var fields []changelog.FieldChange
-	var other []string
-	for _, c := range changes {
-		switch c.Kind {
-		case compat.Removed:
-			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldRemoved, Detail: c.Old})
-		case compat.Added:
-			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldAdded, Detail: c.New})
-		case compat.TypeChanged:
-			fields = append(fields, changelog.FieldChange{Name: c.Path, How: changelog.FieldTypeChanged, Detail: c.Old + " -> " + c.New})
-		case compat.Renamed:
-			fields = append(fields, changelog.FieldChange{Name: c.OldPath, How: changelog.FieldRenamed, NewName: c.Path})
-		default:
-			if c.Path != "" {
-				other = append(other, c.String())
-			}
-		}
-	}
-	return fields, other
-}
-
-// recordSchemaVersion writes a registry version to the change log as a
-// schema_version change keyed by subject and version. actor is who made
-// the change when known; when is the note on the recorded time; extra
-// adds details.
-func (h *handlers) recordSchemaVersion(ctx context.Context, rc *registry.Client, v *registry.SchemaVersion, f *versionFacts, actor, when string, extra map[string]string) (*RecordedChange, error) {
-	log, err := h.changeLog(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fields, other := fieldChanges(f.changes)
-	details := map[string]string{
-		"subject": v.Subject, "version": strconv.Itoa(v.Version), "schema_id": strconv.Itoa(v.ID),
-		"schema_type": string(v.Kind()), "registry": rc.URL(), "registered_at": when,
-	}
-	if f.sha256 != "" {
-		details["sha256"] = f.sha256
-	}
-	if f.previous > 0 {
-		details["previous_version"] = strconv.Itoa(f.previous)
-	}
-	if len(other) > 0 {
-		details["other_changes"] = strings.Join(other, "; ")
-	}
-	for k, val := range extra {
-		details[k] = val
-	}
-	summary := fmt.Sprintf("%s version %d (schema id %d)", v.Subject, v.Version, v.ID)
-	if d := describeFields(fields); d != "" {
-		summary += ": " + d
-	} else if f.previous == 0 {
-		summary += ": first version"
-	}
-	res, err := log.RecordChange(ctx, changelog.RecordChangeParams{
-		Key: schemaChangeKey(v.Subject, v.Version), At: h.d.Clock.Now(), Kind: string(changelog.ChangeSchemaVersion),
-		System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Fields: fields, Actor: actor,
-		Source: Name, Summary: summary, Details: details,
-	})
-	if err != nil {
-		return nil, err
-	}
-	note := res.Change.Details["registered_at"]
-	return &RecordedChange{ID: res.Change.ID, Key: res.Change.Key, At: res.Change.At, Created: res.Created, Note: note}, nil
-}
-
-// describeFields is "removed response_bytes; added response_kib".
-func describeFields(fs []changelog.FieldChange) string {
-	var parts []string
-	for _, op := range changelog.FieldOps {
-		var names []string
-		for _, f := range fs {
-			if f.How != op {
-				continue
-			}
-			if op == changelog.FieldRenamed {
-				names = append(names, f.Name+" to "+f.NewName)
-			} else {
-				names = append(names, f.Name)
-			}
-		}
-		if len(names) > 0 {
-			verb := string(op)
-			if op == changelog.FieldTypeChanged {
-				verb = "changed the type of"
-			}
-			parts = append(parts, verb+" "+strings.Join(names, ", "))
-		}
-	}
-	return strings.Join(parts, "; ")
+	return &RecordedChange{ID: c.ID, Key: c.Key, At: c.At, Created: c.Created, Note: c.Note}
 }

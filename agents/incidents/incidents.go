@@ -2,10 +2,8 @@ package incidents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -220,15 +218,7 @@ type DiagnoseIn struct {
 
 // BlastRadius is what the symptomatic data reaches downstream, from the
 // catalog.
-type BlastRadius struct {
-	From       []string                `json:"from" jsonschema:"the symptomatic assets it was computed from (canonical ids)"`
-	Assets     []lineage.ImpactedAsset `json:"assets" jsonschema:"assets downstream: critical (outbound, money, regulator, customer-facing) and scheduled first, soonest run first, then by distance"`
-	Critical   int                     `json:"critical" jsonschema:"critical assets among them"`
-	Scheduled  int                     `json:"scheduled" jsonschema:"scheduled jobs among them"`
-	More       bool                    `json:"more" jsonschema:"true when more assets are reached than listed"`
-	NotInGraph []string                `json:"not_in_graph,omitempty" jsonschema:"symptomatic assets the catalog does not know"`
-	Summary    string                  `json:"summary" jsonschema:"the blast radius in words"`
-}
+type BlastRadius = lineage.MergedBlast
 
 // DiagnoseOut is the ranked diagnosis with the blast radius.
 type DiagnoseOut struct {
@@ -256,7 +246,7 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 	if err != nil {
 		return nil, "", err
 	}
-	br, err := blastRadius(ctx, e.graph, d.Assets)
+	br, err := e.graph.MergedBlastRadius(ctx, d.Assets)
 	if err != nil {
 		return nil, "", err
 	}
@@ -270,103 +260,6 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 	}
 	fmt.Fprintf(&b, "\n%s\nNext: propose_remediation %s.", br.Summary, d.IncidentID)
 	return out, b.String(), nil
-}
-
-// blastRadius merges the catalog's blast radius of each symptomatic asset.
-func blastRadius(ctx context.Context, g *lineage.Graph, assets []string) (*BlastRadius, error) {
-	br := &BlastRadius{From: []string{}, Assets: []lineage.ImpactedAsset{}}
-	byID := map[string]int{}
-	for _, a := range assets {
-		res, err := g.BlastRadius(ctx, lineage.BlastParams{Asset: a, Limit: 100})
-		if errors.Is(err, lineage.ErrUnknownAsset) {
-			br.NotInGraph = append(br.NotInGraph, a)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("blast radius of %s: %w", a, err)
-		}
-		if slices.Contains(br.From, res.Asset) {
-			continue // another name of an asset already walked
-		}
-		br.From = append(br.From, res.Asset)
-		if res.Total > len(res.Assets) || res.Partial {
-			br.More = true
-		}
-		for _, ia := range res.Assets {
-			if i, ok := byID[ia.ID]; ok {
-				if ia.Distance < br.Assets[i].Distance {
-					br.Assets[i] = ia
-				}
-				continue
-			}
-			byID[ia.ID] = len(br.Assets)
-			br.Assets = append(br.Assets, ia)
-		}
-	}
-	sort.SliceStable(br.Assets, func(i, j int) bool {
-		a, b := br.Assets[i], br.Assets[j]
-		if ca, cb := len(a.Critical) > 0, len(b.Critical) > 0; ca != cb {
-			return ca
-		}
-		if sa, sb := !a.NextRun.IsZero(), !b.NextRun.IsZero(); sa != sb {
-			return sa
-		} else if sa && !a.NextRun.Equal(b.NextRun) {
-			return a.NextRun.Before(b.NextRun)
-		}
-		if a.Distance != b.Distance {
-			return a.Distance < b.Distance
-		}
-		return a.ID < b.ID
-	})
-	const listed = 50
-	if len(br.Assets) > listed {
-		br.Assets, br.More = br.Assets[:listed], true
-	}
-	var crit []string
-	for _, a := range br.Assets {
-		if len(a.Critical) > 0 {
-			br.Critical++
-			line := fmt.Sprintf("%s [%s]", a.ID, strings.Join(a.Critical, ", "))
-			if !a.NextRun.IsZero() {
-				line += " next run " + a.NextRun.UTC().Format("2006-01-02 15:04 UTC")
-			}
-			if a.Owner != "" {
-				line += " (owner " + a.Owner + ")"
-			}
-			crit = append(crit, line)
-		}
-		if !a.NextRun.IsZero() {
-			br.Scheduled++
-		}
-	}
-	var b strings.Builder
-	switch {
-	case len(br.From) == 0:
-		fmt.Fprintf(&b, "Blast radius unknown: the catalog does not know %s; record its lineage (dw-context-catalog record_lineage).", strings.Join(assets, ", "))
-	case len(br.Assets) == 0:
-		fmt.Fprintf(&b, "Blast radius: nothing recorded downstream of %s.", strings.Join(br.From, ", "))
-	default:
-		more := ""
-		if br.More {
-			more = " (more not listed)"
-		}
-		fmt.Fprintf(&b, "Blast radius: %d asset(s) downstream of %s%s", len(br.Assets), strings.Join(br.From, ", "), more)
-		if len(crit) > 0 {
-			fmt.Fprintf(&b, "; critical: %s", strings.Join(crit, "; "))
-		}
-		var others []string
-		for _, a := range br.Assets {
-			if len(a.Critical) == 0 {
-				others = append(others, a.ID)
-			}
-		}
-		if len(others) > 0 {
-			fmt.Fprintf(&b, "; also %s", strings.Join(others, ", "))
-		}
-		b.WriteString(".")
-	}
-	br.Summary = b.String()
-	return br, nil
 }
 
 var historyTool = mcpserver.Tool{

@@ -184,8 +184,13 @@ func TestLineageEventProposalEndToEnd(t *testing.T) {
 	if p.Kind != approvals.KindLineageEvent || p.Approver != "sam" || !slices.Equal(p.Targets, []string{"openlineage://flink-prod/usage-hourly-rollup"}) || a == nil {
 		t.Fatalf("proposal: %+v", p)
 	}
+	// datasets_sha256 is the digest of every dataset the event names.
+	datasets, err := approvals.CanonicalSHA256(map[string]any{"inputs": [][2]string{{"kafka://broker-1:9092", "api-usage"}}, "outputs": [][2]string{{"kafka://broker-1:9092", "usage-hourly"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantParams := map[string]any{
-		"event_sha256": sum, "event_type": "RUNNING", "event_time": "2026-03-10T14:10:00.000Z", "run_id": runA,
+		"event_sha256": sum, "datasets_sha256": datasets, "event_type": "RUNNING", "event_time": "2026-03-10T14:10:00.000Z", "run_id": runA,
 		"posts_to": srv.URL + "/api/v1/lineage", "inputs": []any{"kafka://broker-1:9092/api-usage"}, "inputs_count": json.Number("1"),
 		"outputs": []any{"kafka://broker-1:9092/usage-hourly"}, "outputs_count": json.Number("1"),
 	}

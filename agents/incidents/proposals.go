@@ -3,49 +3,17 @@ package incidents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dataworkers/dw/internal/approvals"
-	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
-	"github.com/dataworkers/dw/internal/lineage/ingest"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/remediate"
-	"github.com/dataworkers/dw/internal/warehouse"
-)
-
-// The details keys of a schema_version proposal, the contract with
-// dw-connectors' register_stream_schema (agents/connectors/registration.go):
-// subject, schema_type and the canonical SHA-256 of the schema
-// (compat.Canonicalize), which binds the approval to exactly one schema.
-// The schema text itself is kept beside them so whoever registers it has
-// the approved text at hand.
-const (
-	detailSubject    = "subject"
-	detailSchemaType = "schema_type"
-	detailSchemaSHA  = "schema_sha256"
-	detailSchema     = "schema"
-	// detailLineageEvent keeps a lineage_event proposal's event beside the
-	// hash its action binds.
-	detailLineageEvent = "lineage_event"
-)
-
-// The details keys remediate reads from approved proposals: the table a
-// fix replaces the symptomatic table with (verify_table, schema.table in
-// the same warehouse), the symptomatic table or asset it replaces when the
-// incident has several (replaces), and the warehouse to check when several
-// of the asset's platform are configured (verify_warehouse).
-const (
-	detailVerifyTable     = remediate.DetailVerifyTable
-	detailReplaces        = remediate.DetailReplaces
-	detailVerifyWarehouse = remediate.DetailVerifyWarehouse
 )
 
 var proposalKinds = []string{"hold", "diff", "delete_with_undo", "replay", "schema_version", "rerun", "lineage_event"}
@@ -55,7 +23,7 @@ type ProposalSpec struct {
 	Kind       string         `json:"kind" jsonschema:"hold (pause a downstream job or sync), diff (a reviewed code or config change), delete_with_undo, replay (reprocess from offsets or a savepoint), schema_version (register a schema version), rerun, or lineage_event (post one OpenLineage run event to openlineage.url)"`
 	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it, e.g. Pause sync_metered_usage_to_stripe until egress is verified"`
 	Why        string         `json:"why,omitempty" jsonschema:"why this action, in the approver's terms; the ranked cause it addresses is added"`
-	Targets    []string       `json:"targets" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>; for lineage_event openlineage://<job namespace>/<job name> (the default when left out)"`
+	Targets    []string       `json:"targets,omitempty" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>. Required, except for lineage_event: openlineage://<job namespace>/<job name>, the default when left out"`
 	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets"`
 	Undo       string         `json:"undo" jsonschema:"how to reverse it, concretely: unpause the DAG, revert the diff, point the dbt source back to usage.usage_hourly"`
 	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
@@ -66,7 +34,7 @@ type ProposalSpec struct {
 	// LineageEvent is the one event a lineage_event approval lets
 	// emit_lineage_event post.
 	LineageEvent map[string]any `json:"lineage_event,omitempty" jsonschema:"for lineage_event: the OpenLineage RunEvent to post, exactly as emit_lineage_event (dw-connectors) will be given it. Its canonical SHA-256, job, run, datasets and the endpoint are bound and shown to the approver, so no other event can be posted under the approval"`
-	// Replaces is bound into the sealed proposal (replacement.go).
+	// Replaces is bound into the sealed proposal (remediate.Bind).
 	Replaces *remediate.ReplacementSpec `json:"replaces,omitempty" jsonschema:"replaces A with B: once approved, remediate reads the table with (B) for the checks and metrics of asset (A), and the receipt shows it; both canonical asset ids of warehouse tables, B in the catalog or the context graph"`
 }
 
@@ -101,8 +69,9 @@ type Proposed struct {
 	ExpiresAt     time.Time             `json:"expires_at" jsonschema:"when the request expires: it then escalates to the next approver, and expiry never grants"`
 	State         string                `json:"state" jsonschema:"pending until a person decides"`
 	Action        *approvals.ActionSpec `json:"action,omitempty" jsonschema:"the one action the approval allows, every field as the approver sees it"`
-	Details       map[string]any        `json:"details,omitempty" jsonschema:"notes for people; they never decide what runs"`
+	Details       map[string]any        `json:"details,omitempty" jsonschema:"notes for people; they never decide what runs. A lineage event is named by its hash, job, run and counts"`
 	HowToDecide   string                `json:"how_to_decide" jsonschema:"how the approver records a decision"`
+	Omitted       []string              `json:"omitted,omitempty" jsonschema:"what this answer shortens or leaves out; dw approvals show <id> --json has all of it"`
 }
 
 // ProposeOut lists what was sent.
@@ -134,6 +103,7 @@ var proposeTool = mcpserver.Tool{
 }
 
 func (h *handlers) propose(ctx context.Context, in ProposeIn) (*ProposeOut, string, error) {
+	// Bounded before the store is opened.
 	if len(in.Proposals) > incidents.MaxRemediations {
 		return nil, "", fmt.Errorf("%d proposals in one call; at most %d", len(in.Proposals), incidents.MaxRemediations)
 	}
@@ -141,32 +111,26 @@ func (h *handlers) propose(ctx context.Context, in ProposeIn) (*ProposeOut, stri
 	if err != nil {
 		return nil, "", err
 	}
-	var rems []incidents.Remediation
-	if len(in.Proposals) > 0 {
-		inc, err := e.svc.GetIncident(ctx, in.Incident)
-		if err != nil {
-			return nil, "", err
-		}
-		for i, spec := range in.Proposals {
-			r, err := h.bind(ctx, e, inc, spec)
-			if err != nil {
-				return nil, "", fmt.Errorf("proposals[%d] (%s): %w", i, strings.TrimSpace(spec.What), err)
-			}
-			rems = append(rems, *r)
-		}
+	p := remediate.ProposeParams{IncidentID: in.Incident, Proposals: make([]remediate.ProposalSpec, len(in.Proposals))}
+	for i, spec := range in.Proposals {
+		p.Proposals[i] = spec.domain()
 	}
-	res, err := e.svc.ProposeRemediations(ctx, e.apv, incidents.ProposeParams{IncidentID: in.Incident, Remediations: rems, Proposer: Name})
+	res, err := remediate.Propose(ctx, h.remediateEnv(e), e.graph, p)
 	if err != nil {
 		return nil, "", err
 	}
 	out := &ProposeOut{Incident: res.Incident.ID, Status: string(res.Incident.Status), ReceiptID: res.Incident.ID, Proposals: []Proposed{}}
+	// The answer is bounded whatever was proposed (details alone may be a
+	// megabyte, a lineage event naming thousands of datasets): each
+	// proposal gets an equal share of answerBudget.
+	share := answerBudget / max(1, len(res.Proposals))
 	for _, p := range res.Proposals {
-		out.Proposals = append(out.Proposals, h.proposed(p))
+		out.Proposals = append(out.Proposals, h.proposed(p, share))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s is proposed: %d proposal(s) sent; nothing changes until a person approves.", out.Incident, len(out.Proposals))
 	for _, p := range out.Proposals {
-		fmt.Fprintf(&b, "\n- %s %s (%s): approver %s", p.ID, p.What, p.Kind, p.ApproverName)
+		fmt.Fprintf(&b, "\n- %s %s (%s): approver %s", p.ID, approvals.Line(p.What), p.Kind, p.ApproverName)
 		if len(p.Copied) > 0 {
 			fmt.Fprintf(&b, ", copied %s", strings.Join(p.Copied, ", "))
 		}
@@ -176,199 +140,72 @@ func (h *handlers) propose(ctx context.Context, in ProposeIn) (*ProposeOut, stri
 	return out, b.String(), nil
 }
 
-func (h *handlers) proposed(p *approvals.Proposal) Proposed {
-	copied := p.Copied
-	if copied == nil {
-		copied = []string{}
-	}
-	scope := p.Scope
-	if scope == nil {
-		scope = []string{}
-	}
-	return Proposed{
-		ID: p.ID, Kind: p.Kind, Class: string(p.Class), Domain: p.Domain, What: p.What, Why: p.Why, Targets: p.Targets,
-		Scope: scope, Undo: p.Undo, Approver: p.Approver, ApproverName: h.personLabel(p.Approver), ApproverOrder: p.ApproverOrder,
-		Copied: copied, ExpiresAt: p.ExpiresAt, State: string(p.State), Action: p.Action, Details: p.Details, HowToDecide: h.decideHow(p),
-	}
-}
-
-// bind decodes one proposal into a remediation: the schema version's
-// hash, the replacement pair, the run or event the approval allows.
-// Drafting, routing and recording are incidents.ProposeRemediations'.
-func (h *handlers) bind(ctx context.Context, e *env, inc *incidents.Incident, spec ProposalSpec) (*incidents.Remediation, error) {
-	details := map[string]any{}
-	for k, v := range spec.Details {
-		details[k] = v
-	}
-	kind := strings.ToLower(strings.TrimSpace(spec.Kind))
-	if kind == string(incidents.ProposalSchemaVersion) {
-		if err := bindSchema(spec, details); err != nil {
-			return nil, err
-		}
-	} else if strings.TrimSpace(spec.Schema) != "" || strings.TrimSpace(spec.SchemaType) != "" {
-		return nil, fmt.Errorf("schema and schema_type apply only to kind schema_version (this one is %s)", orDefault(kind, "without a kind"))
-	}
-	if len(spec.LineageEvent) > 0 && kind != string(incidents.ProposalLineageEvent) {
-		return nil, fmt.Errorf("lineage_event applies only to kind lineage_event (this one is %s)", orDefault(kind, "without a kind"))
-	}
-	if err := checkVerifyDetails(details); err != nil {
-		return nil, err
-	}
-	if err := h.bindReplacement(ctx, e, inc, &spec, details); err != nil {
-		return nil, err
-	}
-	action, err := h.bindAction(kind, spec, details)
-	if err != nil {
-		return nil, err
-	}
-	if kind == string(incidents.ProposalLineageEvent) {
-		// The event's job is what the post acts on: the target by default,
-		// and a target list that leaves it out is refused, named.
-		switch {
-		case len(spec.Targets) == 0:
-			spec.Targets = []string{action.Asset}
-		case !slices.Contains(spec.Targets, action.Asset):
-			return nil, fmt.Errorf("a lineage_event proposal targets the event's job %s (targets: %s); leave targets out and it is set", action.Asset, strings.Join(spec.Targets, ", "))
-		}
-	}
-	return &incidents.Remediation{
-		Draft: incidents.DraftParams{IncidentID: inc.ID, Kind: kind, What: spec.What, Targets: spec.Targets, Scope: spec.Scope,
-			Undo: spec.Undo, CauseRank: spec.CauseRank, Details: details},
-		Why: spec.Why, Action: action,
-	}, nil
-}
-
-// bindAction builds the action the approval will allow: a run on a
-// configured orchestrator, or a schema version at the configured
-// registry. It is built as the executing tool builds it, so dw-connectors
-// can compare the two field by field.
-func (h *handlers) bindAction(kind string, spec ProposalSpec, details map[string]any) (*approvals.ActionSpec, error) {
+// domain is the proposal as remediate.Propose binds it.
+func (spec ProposalSpec) domain() remediate.ProposalSpec {
+	d := remediate.ProposalSpec{Kind: spec.Kind, What: spec.What, Why: spec.Why, Targets: spec.Targets, Scope: spec.Scope,
+		Undo: spec.Undo, CauseRank: spec.CauseRank, Details: spec.Details, Schema: spec.Schema, SchemaType: spec.SchemaType,
+		LineageEvent: spec.LineageEvent, Replaces: spec.Replaces}
 	if r := spec.Run; r != nil {
-		if kind != string(incidents.ProposalRerun) && kind != string(incidents.ProposalReplay) {
-			return nil, fmt.Errorf("run applies to kinds rerun and replay (this one is %s)", orDefault(kind, "without a kind"))
-		}
-		runners, err := orchestrate.NewRunners(h.d.Config.Orchestrators)
-		if err != nil {
-			return nil, fmt.Errorf("orchestrators in dw.yaml: %w", err)
-		}
-		a, err := orchestrate.ActionFor(runners, r.System, r.Target, r.Params)
-		if err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
-		return a, nil
+		d.Run = &remediate.RunSpec{System: r.System, Target: r.Target, Params: r.Params}
 	}
-	if kind == string(incidents.ProposalLineageEvent) {
-		return h.lineageAction(spec, details)
-	}
-	if kind != string(incidents.ProposalSchemaVersion) {
-		return nil, nil
-	}
-	sr := h.d.Config.SchemaRegistry
-	if sr == nil || strings.TrimSpace(sr.URL) == "" {
-		return nil, errors.New("no schema_registry.url in dw.yaml: a schema_version approval binds the registry it is registered at, so configure it first")
-	}
-	subject, _ := details[detailSubject].(string)
-	schemaType, _ := details[detailSchemaType].(string)
-	sha, _ := details[detailSchemaSHA].(string)
-	return approvals.SchemaVersionAction(sr.URL, subject, schemaType, sha)
+	return d
 }
 
-// lineageAction binds a lineage_event proposal to its event as
-// emit_lineage_event builds the action: the same event at the configured
-// endpoint gives the same action, any other event a different hash. The
-// event is kept in the details, so whoever forwards it has the approved
-// event at hand.
-func (h *handlers) lineageAction(spec ProposalSpec, details map[string]any) (*approvals.ActionSpec, error) {
-	if len(spec.LineageEvent) == 0 {
-		return nil, errors.New("a lineage_event proposal needs lineage_event: the OpenLineage RunEvent to post, so its hash can bind the approval to exactly that event")
-	}
-	ol := h.d.Config.OpenLineage
-	if ol == nil || strings.TrimSpace(ol.URL) == "" {
-		return nil, errors.New("no openlineage.url in dw.yaml: a lineage_event approval binds the endpoint the event is posted to, so configure it first")
-	}
-	raw, err := json.Marshal(spec.LineageEvent)
-	if err != nil {
-		return nil, fmt.Errorf("lineage_event cannot be encoded as JSON: %w", err)
-	}
-	if err := ingest.ValidateRunEvent(raw); err != nil {
-		return nil, fmt.Errorf("lineage_event: %w", err)
-	}
-	a, err := approvals.LineageEventAction(ol.URL, spec.LineageEvent)
-	if err != nil {
-		return nil, err
-	}
-	details[detailLineageEvent] = spec.LineageEvent
-	return a, nil
-}
+// answerBudget bounds the JSON of all proposals in propose_remediation's
+// answer; with the text summary the answer stays well under 80,000
+// characters.
+const answerBudget = 40000
 
-// bindSchema checks a schema_version proposal's schema and writes the
-// details register_stream_schema requires.
-func bindSchema(spec ProposalSpec, details map[string]any) error {
-	text := strings.TrimSpace(spec.Schema)
-	if text == "" {
-		return errors.New("a schema_version proposal needs schema: the schema text to register, so its hash can bind the approval to exactly that schema")
-	}
-	kind, err := compat.ParseKind(spec.SchemaType)
-	if err != nil {
-		return err
-	}
-	canon, err := compat.Canonicalize(kind, compat.Schema{Text: spec.Schema})
-	if err != nil {
-		return fmt.Errorf("the schema does not parse as %s: %w", kind, err)
-	}
-	var subjects []string
-	for _, t := range spec.Targets {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(t), "schema://"); ok && s != "" {
-			subjects = append(subjects, s)
+// proposed is one proposal as the answer shows it, in at most about share
+// characters of JSON: free text clipped, lists cut, notes summarized
+// (approvals.NotesSummary), and, when that is still too long, only what
+// names the proposal and how it is decided. Omitted says what was cut.
+func (h *handlers) proposed(p *approvals.Proposal, share int) Proposed {
+	var omitted []string
+	text := func(name, s string, n int) string {
+		if r := []rune(s); len(r) > n {
+			omitted = append(omitted, fmt.Sprintf("%s: %d of %d characters shown", name, n-1, len(r)))
+			return string(r[:n-1]) + "…"
 		}
+		return s
 	}
-	subject, _ := details[detailSubject].(string)
-	subject = strings.TrimSpace(subject)
-	switch {
-	case len(subjects) != 1:
-		return fmt.Errorf("a schema_version proposal targets exactly one subject as schema://<subject> (targets: %s)", strings.Join(spec.Targets, ", "))
-	case subject != "" && subject != subjects[0]:
-		return fmt.Errorf("details.subject %q differs from the target schema://%s", subject, subjects[0])
-	}
-	if given, ok := details[detailSchemaSHA].(string); ok && strings.TrimSpace(given) != "" && !strings.EqualFold(strings.TrimSpace(given), canon.SHA256) {
-		return fmt.Errorf("details.schema_sha256 %s is not the schema's canonical SHA-256 %s; leave it out and it is computed from schema", given, canon.SHA256)
-	}
-	if given, ok := details[detailSchemaType].(string); ok && strings.TrimSpace(given) != "" {
-		if gk, err := compat.ParseKind(given); err != nil || gk != kind {
-			return fmt.Errorf("details.schema_type %q differs from schema_type %s", given, kind)
+	items := func(name string, list []string, n int) []string {
+		out, used := []string{}, 0
+		for i, v := range list {
+			if used += len(v) + 3; used > n {
+				omitted = append(omitted, fmt.Sprintf("%s: %d of %d shown", name, i, len(list)))
+				break
+			}
+			out = append(out, v)
 		}
+		return out
 	}
-	details[detailSubject] = subjects[0]
-	details[detailSchemaType] = string(kind)
-	details[detailSchemaSHA] = canon.SHA256
-	details[detailSchema] = spec.Schema
-	return nil
-}
-
-// checkVerifyDetails validates the keys remediate reads, so a typo is
-// caught when proposing rather than when verifying.
-func checkVerifyDetails(details map[string]any) error {
-	for _, k := range []string{detailVerifyTable, detailReplaces, detailVerifyWarehouse} {
-		v, ok := details[k]
-		if !ok {
-			continue
-		}
-		s, isString := v.(string)
-		if !isString || strings.TrimSpace(s) == "" {
-			return fmt.Errorf("details.%s must be a non-empty string", k)
-		}
+	textCap := min(max(share/10, 120), 2000)
+	out := Proposed{
+		ID: p.ID, Kind: p.Kind, Class: string(p.Class), Domain: p.Domain, What: text("what", p.What, textCap), Why: text("why", p.Why, textCap),
+		Targets: items("targets", p.Targets, share/8), Scope: items("scope", p.Scope, share/8), Undo: text("undo", p.Undo, textCap),
+		Approver: p.Approver, ApproverName: h.personLabel(p.Approver), ApproverOrder: p.ApproverOrder,
+		Copied: p.Copied, ExpiresAt: p.ExpiresAt, State: string(p.State), Action: p.Action,
+		Details: approvals.NotesSummary(p.ID, p.Details, share/4), HowToDecide: h.decideHow(p),
 	}
-	if v, ok := details[detailVerifyTable].(string); ok {
-		if _, err := warehouse.ParseTableName(v); err != nil {
-			return fmt.Errorf("details.%s: %w", detailVerifyTable, err)
-		}
+	if out.Copied == nil {
+		out.Copied = []string{}
 	}
-	if _, ok := details[detailReplaces]; ok {
-		if _, ok := details[detailVerifyTable]; !ok {
-			return fmt.Errorf("details.%s names the table replaced; give the replacement in details.%s too", detailReplaces, detailVerifyTable)
-		}
+	if len(out.Details) < len(p.Details) || (len(p.Details) > 0 && !reflect.DeepEqual(out.Details, p.Details)) {
+		omitted = append(omitted, "details: summarized (a lineage event by its hash, job, run and counts; long notes by their size)")
 	}
-	return nil
+	out.Omitted = omitted
+	if raw, _ := json.Marshal(out); len(raw) <= share {
+		return out
+	}
+	// Still too long (long ids, a long action target): name the proposal
+	// and how it is decided, and point at the rest.
+	return Proposed{
+		ID: p.ID, Kind: p.Kind, Class: string(p.Class), Domain: p.Domain, What: text("what", p.What, 120), Targets: []string{}, Scope: []string{},
+		Approver: p.Approver, ApproverName: h.personLabel(p.Approver), ApproverOrder: p.ApproverOrder, Copied: out.Copied,
+		ExpiresAt: p.ExpiresAt, State: string(p.State), HowToDecide: h.decideHow(p),
+		Omitted: []string{"why, targets, scope, undo, action and details: too long for this answer; read them with dw approvals show " + p.ID + " --json"},
+	}
 }
 
 // involvedOwners are who the incident's requests copy, by approvals' rule:

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/remediate"
 )
 
@@ -82,7 +84,8 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 func (h *handlers) remediateEnv(e *env) *remediate.Env {
 	return &remediate.Env{DB: e.db, Config: h.d.Config, Clock: h.d.Clock, Incidents: e.svc, Approvals: e.apv,
 		Warehouse: h.d.Warehouse, Agent: Name, Tool: remediateTool.Name, DecideHow: h.decideHow,
-		Owners: func(inc *incidents.Incident) []string { return h.involvedOwners(inc, nil) }}
+		Owners:  func(inc *incidents.Incident) []string { return h.involvedOwners(inc, nil) },
+		Runners: func() (orchestrate.Runners, error) { return clients.Runners(h.d) }}
 }
 
 func remediateSummary(h *handlers, out *RemediateOut) string {

@@ -3,11 +3,10 @@ package incidents
 import (
 	"context"
 	"fmt"
-	"github.com/dataworkers/dw/internal/changelog"
-	"slices"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
@@ -70,14 +69,4 @@ func (h *handlers) decideHow(p *approvals.Proposal) string {
 		ways = append(ways, "or answers the request posted to them in Slack (`dw approvals listen` posts it)")
 	}
 	return strings.Join(ways, ", ")
-}
-
-// uniq appends values not yet present.
-func uniq(list []string, vals ...string) []string {
-	for _, v := range vals {
-		if v = strings.TrimSpace(v); v != "" && !slices.Contains(list, v) {
-			list = append(list, v)
-		}
-	}
-	return list
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
-	"github.com/dataworkers/dw/internal/store"
 )
 
 // RunIn is run_quality_check's input.
@@ -117,26 +116,17 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 	env.Progress = func(done, total int, msg string) {
 		mcpserver.Progress(ctx, float64(done), float64(total), "run_quality_check: "+msg)
 	}
-	rep, err := checks.RunCheck(ctx, env, in.CheckRequest)
+	g, err := h.d.Graph(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	out := &RunOut{Report: *rep, Incidents: []incidents.IncidentRef{}}
-	if !in.NoIncident {
-		symptoms := incidents.CheckSymptoms(rep, canonicalAsset(ctx, env.DB, h, rep.Asset))
-		if len(symptoms) > 0 {
-			g, err := h.d.Graph(ctx)
-			if err != nil {
-				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
-			}
-			svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(g, lineage.NamesFromConfig(h.d.Config))}
-			res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: symptoms, Actor: Name})
-			if err != nil {
-				return nil, "", fmt.Errorf("the check ran but reporting its findings failed: %w", err)
-			}
-			out.Incidents = res.Incidents
-		}
+	svc := &incidents.Service{DB: env.DB, Clock: h.d.Clock, Graph: incidents.LineageGraph(g, lineage.NamesFromConfig(h.d.Config))}
+	run, err := svc.RunCheck(ctx, env, in.CheckRequest, incidents.CheckRunParams{NoIncident: in.NoIncident, Actor: Name, Names: g})
+	if err != nil {
+		return nil, "", err
 	}
+	rep := run.Report
+	out := &RunOut{Report: *rep, Incidents: run.Incidents}
 	out.bound()
 	var b strings.Builder
 	b.WriteString(rep.Summary)
@@ -148,20 +138,6 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 		fmt.Fprintf(&b, "\nIncident %s %s (%s).", ref.ID, verb, ref.Status)
 	}
 	return out, b.String(), nil
-}
-
-// canonicalAsset names the table as the context graph does, so an
-// incident on it meets its lineage (a dbt source of the same table is the
-// same asset).
-func canonicalAsset(ctx context.Context, _ *store.DB, h *handlers, id string) string {
-	g, err := h.d.Graph(ctx)
-	if err != nil {
-		return id
-	}
-	if got, err := g.Resolve(ctx, id); err == nil && got != "" {
-		return got
-	}
-	return id
 }
 
 var setExpectationsTool = mcpserver.Tool{

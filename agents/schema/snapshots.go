@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/dataworkers/dw/internal/changelog"
-	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/schemahistory"
@@ -59,48 +57,15 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 	if err != nil {
 		return nil, "", err
 	}
-	now := h.d.Clock.Now()
-	cur, prev, err := schemahistory.Take(ctx, db, w.Name(), tab, now)
+	det, err := schemahistory.Detect(ctx, db, w.Name(), w.Dialect().Name(), tab, h.d.Clock, Name+" detect_schema_change")
 	if err != nil {
 		return nil, "", err
 	}
-	out := &DetectOut{Snapshot: *cur, First: prev == nil, ColumnsTotal: len(cur.Columns), ChangesTotal: len(cur.Changes)}
+	cur, prev := det.Current, det.Previous
+	out := &DetectOut{Snapshot: *cur, First: prev == nil, ColumnsTotal: len(cur.Columns), ChangesTotal: len(cur.Changes),
+		Changed: det.Changed, ChangeID: det.ChangeID}
 	if prev != nil {
 		out.Previous = prev.TakenAt.Format("2006-01-02T15:04:05Z07:00")
-		out.Changed = len(cur.Changes) > 0
-	}
-	if out.Changed {
-		assetID, _, err := lineage.TableID(w.Dialect().Name(), cur.Table)
-		if err != nil {
-			return nil, "", err
-		}
-		fields := make([]changelog.FieldChange, 0, len(cur.Changes))
-		for _, c := range cur.Changes {
-			fc := changelog.FieldChange{Asset: assetID, Name: c.Column}
-			switch c.How {
-			case "dropped":
-				fc.How = changelog.FieldRemoved
-			case "added":
-				fc.How = changelog.FieldAdded
-			case "likely_renamed":
-				fc.How, fc.Name, fc.NewName = changelog.FieldRenamed, c.RenamedFrom, c.Column
-			default:
-				fc.How = changelog.FieldTypeChanged
-				fc.Detail = c.OldType + " -> " + c.NewType
-			}
-			fields = append(fields, fc)
-		}
-		svc := &changelog.Log{DB: db, Clock: h.d.Clock}
-		res, err := svc.RecordChange(ctx, changelog.RecordChangeParams{
-			Key: fmt.Sprintf("table-snapshot:%s:%s:%s", w.Name(), cur.Table, cur.SHA256),
-			At:  now, Kind: "schema_version", System: w.Name(), Assets: []string{assetID}, Fields: fields,
-			Source:  Name + " detect_schema_change",
-			Summary: fmt.Sprintf("columns of %s changed since %s: %s", cur.Table, out.Previous, describeColumnChanges(cur.Changes)),
-		})
-		if err != nil {
-			return nil, "", err
-		}
-		out.ChangeID = res.Change.ID
 	}
 	out.Snapshot, out.Truncated = capSnapshot(out.Snapshot, maxDetectColumns)
 	var b strings.Builder
@@ -110,7 +75,7 @@ func (h *handlers) detectSchemaChange(ctx context.Context, in DetectIn) (*Detect
 	case !out.Changed:
 		fmt.Fprintf(&b, "%s unchanged since %s (%d columns)", cur.Table, out.Previous, len(cur.Columns))
 	default:
-		fmt.Fprintf(&b, "%s changed since %s: %s (recorded as change %d)", cur.Table, out.Previous, describeColumnChanges(cur.Changes), out.ChangeID)
+		fmt.Fprintf(&b, "%s changed since %s: %s (recorded as change %d)", cur.Table, out.Previous, schemahistory.DescribeChanges(cur.Changes), out.ChangeID)
 	}
 	return out, b.String(), nil
 }
@@ -138,31 +103,6 @@ func capSnapshot(s schemahistory.Snapshot, columns int) (schemahistory.Snapshot,
 		s.Changes, cut = s.Changes[:maxSnapshotChanges:maxSnapshotChanges], true
 	}
 	return s, cut
-}
-
-// maxDescribedChanges bounds the changes a one-line description names.
-const maxDescribedChanges = 20
-
-func describeColumnChanges(cs []schemahistory.ColumnChange) string {
-	more := 0
-	if len(cs) > maxDescribedChanges {
-		cs, more = cs[:maxDescribedChanges], len(cs)-maxDescribedChanges
-	}
-	parts := make([]string, len(cs), len(cs)+1)
-	for i, c := range cs {
-		switch c.How {
-		case "likely_renamed":
-			parts[i] = fmt.Sprintf("%s likely renamed to %s", c.RenamedFrom, c.Column)
-		case "type_changed":
-			parts[i] = fmt.Sprintf("%s %s -> %s", c.Column, c.OldType, c.NewType)
-		default:
-			parts[i] = c.How + " " + c.Column
-		}
-	}
-	if more > 0 {
-		parts = append(parts, fmt.Sprintf("and %d more", more))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // ListIn filters the recorded schema changes.
@@ -230,7 +170,7 @@ func (h *handlers) listSchemaChanges(ctx context.Context, in ListIn) (*ListOut, 
 			fmt.Fprintf(&b, "\n… and %d more on this page", len(out.Changes)-20)
 			break
 		}
-		fmt.Fprintf(&b, "\n- %s %s: %s", s.TakenAt.Format("2006-01-02 15:04"), s.Table, describeColumnChanges(s.Changes))
+		fmt.Fprintf(&b, "\n- %s %s: %s", s.TakenAt.Format("2006-01-02 15:04"), s.Table, schemahistory.DescribeChanges(s.Changes))
 	}
 	if out.NextCursor != "" {
 		b.WriteString("\nMore: pass next_cursor as cursor.")

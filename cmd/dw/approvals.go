@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register("approvals list", "[--all] [--state S,…] [--incident ID] [--json]", "list proposals (open ones by default)", approvalsList)
-	register("approvals show", "ID [--json]", "show one proposal and who may decide it", approvalsShow)
+	register("approvals show", "ID [--all] [--json]", "show one proposal and who may decide it (--all: every dataset a lineage event names)", approvalsShow)
 	register("approvals sweep", "[--post]", "apply due expiries and escalations now (--post also posts to Slack)", approvalsSweep)
 	register("approvals listen", "[--every 30s]", "run the Slack Socket Mode listener: post requests, receive clicks", approvalsListen)
 }
@@ -61,7 +61,9 @@ func approvalsList(ctx context.Context, e *env, args []string) error {
 	// RUNS is every field the approval binds: what a decision allows.
 	fmt.Fprintln(tw, "ID\tSTATE\tDOMAIN\tKIND\tAPPROVER\tEXPIRES\tWHAT\tRUNS")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Domain, p.Kind, p.Approver, stamp(p.ExpiresAt), p.What, p.Action.Summary())
+		// Line escapes tabs and newlines too, so no text moves a column
+		// or starts a row of its own.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Domain, p.Kind, p.Approver, stamp(p.ExpiresAt), approvals.Line(p.What), p.Action.Summary())
 	}
 	return tw.Flush()
 }
@@ -69,6 +71,7 @@ func approvalsList(ctx context.Context, e *env, args []string) error {
 func approvalsShow(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("approvals show")
 	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "also list every dataset the proposal's lineage event names (a request lists at most 8 of each side)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -84,27 +87,65 @@ func approvalsShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var ds *approvals.LineageDatasets
+	if *all {
+		if ds, err = p.LineageDatasets(); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
-		return writeJSON(e.stdout, p)
+		if !*all {
+			return writeJSON(e.stdout, p)
+		}
+		return writeJSON(e.stdout, struct {
+			*approvals.Proposal
+			Datasets *approvals.LineageDatasets `json:"datasets"`
+		}{p, ds})
 	}
 	printProposal(e.stdout, e, p)
+	if *all {
+		printDatasets(e.stdout, p, ds)
+	}
 	return nil
+}
+
+// printDatasets lists every dataset a lineage_event proposal's event
+// names, with the digest its action binds them by.
+func printDatasets(w io.Writer, p *approvals.Proposal, ds *approvals.LineageDatasets) {
+	if ds == nil {
+		fmt.Fprintf(w, "  Datasets:     none: %s posts no lineage event\n", p.ID)
+		return
+	}
+	fmt.Fprintf(w, "  Datasets:     all %d the event names (datasets_sha256 %s)\n", ds.Total(), ds.SHA256)
+	for _, side := range []struct {
+		name string
+		list []string
+	}{{"inputs", ds.Inputs}, {"outputs", ds.Outputs}} {
+		fmt.Fprintf(w, "    %s (%d):\n", side.name, len(side.list))
+		for _, n := range side.list {
+			fmt.Fprintf(w, "      %s\n", approvals.Line(n))
+		}
+	}
 }
 
 func printProposal(w io.Writer, e *env, p *approvals.Proposal) {
 	cfg := e.cfg
-	fmt.Fprintf(w, "%s  %s  [%s]\n", p.ID, p.What, p.State)
+	fmt.Fprintf(w, "%s  %s  [%s]\n", p.ID, approvals.Line(p.What), p.State)
+	// row shows one label and its value; free text reaches it through
+	// approvals.Line or text, so a value's own lines are marked as its
+	// continuation and never pass for a label.
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(w, "  %-13s %s\n", k+":", v)
 		}
 	}
-	row("Why", p.Why)
+	text := func(s string) string { return approvals.Text(s, valueIndent) }
+	row("Why", text(p.Why))
 	row("Action", fmt.Sprintf("%s (%s class) in domain %s", p.Kind, p.Class, p.Domain))
-	row("Targets", strings.Join(p.Targets, ", "))
-	row("Blast radius", strings.Join(p.Scope, ", "))
-	row("Undo", p.Undo)
-	row("Incident", p.IncidentID)
+	row("Targets", approvals.Line(strings.Join(p.Targets, ", ")))
+	row("Blast radius", approvals.Line(strings.Join(p.Scope, ", ")))
+	row("Undo", text(p.Undo))
+	row("Incident", approvals.Line(p.IncidentID))
 	row("Proposed", fmt.Sprintf("by %s at %s", p.Proposer, stamp(p.CreatedAt)))
 	row("Approver", approvals.PersonLabel(cfg, p.Approver)+"  (order: "+strings.Join(p.ApproverOrder, " → ")+")")
 	row("Copied", strings.Join(p.Copied, ", "))
@@ -114,15 +155,22 @@ func printProposal(w io.Writer, e *env, p *approvals.Proposal) {
 	}
 	if d := p.Decision; d != nil {
 		row("Decision", fmt.Sprintf("%s by %s via %s at %s", d.Verdict, approvals.PersonLabel(cfg, d.PersonID), d.Channel, stamp(d.At)))
-		row("Reason", d.Reason)
+		row("Reason", text(d.Reason))
 	}
 	fmt.Fprint(w, approvals.ActionText(p.Action, "  "))
 	if len(p.Details) > 0 {
-		raw, _ := json.Marshal(p.Details)
-		row("Notes", string(raw)+" (notes only: they allow nothing)")
+		row("Notes", approvals.Line(approvals.NotesText(p.ID, p.Details, maxNotes))+" (notes only: they allow nothing)")
 	}
 	row("Receipt", "dw receipt show "+p.ReceiptID)
 }
+
+// valueIndent lines a row's continuation up under its value (two spaces,
+// the 13-character label column and a space).
+const valueIndent = "                "
+
+// maxNotes bounds the Notes line of dw approvals show: details hold up to
+// a megabyte (a whole lineage event), which --json prints in full.
+const maxNotes = 2000
 
 func approvalsSweep(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("approvals sweep")

@@ -10,7 +10,7 @@ import (
 func init() {
 	register("autonomy show", "[--json]", "show each domain's autonomy level", autonomyShow)
 	register("autonomy set", "DOMAIN LEVEL --reason …", "set a domain's level (L0-L4); domain owners only, recorded", autonomySet)
-	register("autonomy reset", "DOMAIN --reason …", "return a domain to its configured level, recorded", autonomyReset)
+	register("autonomy reset", "DOMAIN --reason …", "return a domain to its configured level (or clear a level stored for one not configured), recorded", autonomyReset)
 }
 
 func autonomyShow(ctx context.Context, e *env, args []string) error {
@@ -87,6 +87,10 @@ func autonomyReset(ctx context.Context, e *env, args []string) error {
 	li, err := svc.ResetAutonomy(ctx, pos[0], by, *reason)
 	if err != nil {
 		return err
+	}
+	if li.Source == "cleared" {
+		fmt.Fprintf(e.stdout, "Domain %s is not in the config; the level the store held for it is cleared by %s. Recorded in receipt %s.\n", li.Domain, li.SetBy, approvals.OrgReceiptID)
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "Domain %s is back at its configured level %s (%s). Recorded in receipt %s.\n", li.Domain, li.Level, li.Name, approvals.OrgReceiptID)
 	return nil

@@ -73,7 +73,7 @@ printf '%s\n' "${COMPREPLY[@]}"
 		}
 		return strings.Fields(string(out))
 	}
-	if got := complete("dw", "appr"); strings.Join(got, " ") != "approvals approve" {
+	if got := complete("dw", "appr"); strings.Join(got, " ") != "approvals approve approvers" {
 		t.Errorf("dw appr<TAB> = %v", got)
 	}
 	if got := complete("dw", "receipt", "''"); strings.Join(got, " ") != "anchor show verify" {

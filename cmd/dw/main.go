@@ -23,6 +23,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/storeconfig"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -61,6 +62,9 @@ func init() {
 // writers, OS user and configuration loader.
 type env struct {
 	stdout, stderr io.Writer
+	// stdin answers confirmation prompts (dw approve of a long lineage
+	// event); nil, or a file that is not a terminal, never answers.
+	stdin io.Reader
 	// osUser is the login of the account running dw, looked up by uid
 	// (approvals.OSLogin), never taken from $USER: the evidence for
 	// terminal decisions. When the uid has no account it is "" and
@@ -102,6 +106,8 @@ func (e *env) service(ctx context.Context) (*approvals.Service, error) {
 	}
 	e.db = db
 	e.svc = approvals.New(db, cfg, e.clock, nil)
+	// Cursors dw prints (dw routines list) are signed with this store's key.
+	page.SetKeySource(func() ([]byte, error) { return page.StoreKey(context.Background(), db) })
 	return e.svc, nil
 }
 
@@ -124,7 +130,7 @@ func main() {
 		os.Exit(2)
 	}
 	login, loginErr := approvals.OSLogin()
-	e := &env{stdout: os.Stdout, stderr: os.Stderr, osUser: login, osUserErr: loginErr, clock: clk, loadConfig: config.Load, log: log}
+	e := &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, osUser: login, osUserErr: loginErr, clock: clk, loadConfig: config.Load, log: log}
 	os.Exit(run(ctx, e, os.Args[1:]))
 }
 

@@ -150,6 +150,7 @@ func TestDecideAtTerminal(t *testing.T) {
 func TestStopResumeStatus(t *testing.T) {
 	eachStore(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
+		h.pin("billing")
 		_, errs, code := h.dw("root", "stop")
 		expect(t, "stop without reason", errs, code, 1, "a reason is required")
 		out, _, code := h.dw("root", "stop", "--reason", "bad deploy")
@@ -211,6 +212,7 @@ func TestReceiptShowAndVerify(t *testing.T) {
 
 func TestAutonomyFromTheTerminal(t *testing.T) {
 	eachStore(t, func(t *testing.T, h *harness) {
+		h.pin("billing")
 		_, errs, code := h.dw("carol", "autonomy", "set", "billing", "L4", "--reason", "faster")
 		expect(t, "not an owner", errs, code, 1, "carol does not own domain billing")
 		_, errs, code = h.dw("bob", "autonomy", "set", "biling", "L3", "--reason", "x")

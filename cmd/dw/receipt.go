@@ -121,7 +121,7 @@ func printAudit(e *env, rep *approvals.AuditReport) {
 			fmt.Fprintf(e.stdout, "TAMPERED  anchor  %s\n          - %s\n", a.Anchor, a.Problem)
 		}
 	}
-	fmt.Fprintf(e.stdout, "Key: %s. Verify proves records against that key; it cannot see what was never written, and a tail removed together with its heads shows only against an anchor (dw receipt anchor).\n", rep.KeyFrom)
+	fmt.Fprintf(e.stdout, "Key: %s. Verify proves records against that key; it cannot see what was never written, and a tail removed together with its heads shows against the highest head this machine has seen (receipt.anchor beside the key) or a posted anchor (dw receipt anchor).\n", rep.KeyFrom)
 }
 
 // receiptAnchor prints the head of the global chain, to be posted where

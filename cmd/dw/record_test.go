@@ -93,19 +93,36 @@ func TestAutonomyAndResumeFollowTheRecord(t *testing.T) {
 	}
 }
 
-// On a store no proposal has recorded approvers in, the first act records
-// them from the config in force; a swapped config later is measured
-// against that record. A stop is open to anyone and names the OS account.
-func TestFirstActRecordsTheApprovers(t *testing.T) {
+// On a store no proposal has recorded approvers in, nobody but the store
+// admin may put them on record: bob's first act, and mallory's with a
+// config naming herself, are refused naming the admin and the command;
+// once the admin pins them, a swapped config is measured against that
+// record. A stop is open to anyone and names the OS account.
+func TestApproversGetOnRecordOnlyByTheAdmin(t *testing.T) {
 	eachStore(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
+		admin := h.adminLogin()
+		_, errs, code := h.dw("bob", "autonomy", "set", "billing", "L3", "--reason", "reruns are safe")
+		expect(t, "first act by a non-admin", errs, code, 1, "domain billing has no approvers recorded in this store", "dw approvers pin billing", "OS user "+admin)
+		swapped := []byte(strings.Replace(string(h.data), "os_users: [bob]", "os_users: [bob, mallory]", 1))
+		_, errs, code = h.dwWith("mallory", nil, swapped, "approvers", "pin", "billing", "--reason", "mine")
+		expect(t, "pin by a non-admin", errs, code, 1, "only the store admin, OS user "+admin)
+		out, _, code := h.dw("mallory", "approvers", "show", "--json")
+		var v approversView
+		if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || len(v.Approvers) != 0 || v.Admin.OSUser != admin {
+			t.Fatalf("approvers show before the pin: %+v, %v", v, err)
+		}
+
+		out, errs, code = h.dw(admin, "approvers", "pin", "billing", "--reason", "billing goes live")
+		expect(t, "pin by the admin", out+errs, code, 0, "Domain billing (standard) approvers recorded: bob, carol")
+		out, _, code = h.dw(admin, "approvers", "pin", "billing", "--reason", "again")
+		expect(t, "pin again", out, code, 0, "already match this config")
 		if _, errs, code := h.dw("bob", "autonomy", "set", "billing", "L3", "--reason", "reruns are safe"); code != 0 {
 			t.Fatal(errs)
 		}
-		swapped := []byte(strings.Replace(string(h.data), "os_users: [bob]", "os_users: [bob, mallory]", 1))
 		// Anyone may stop; the swapped config's name for the login is not
 		// what is recorded.
-		out, errs, code := h.dwWith("mallory", nil, swapped, "stop", "--reason", "looks wrong")
+		out, errs, code = h.dwWith("mallory", nil, swapped, "stop", "--reason", "looks wrong")
 		expect(t, "stop by anyone", out+errs, code, 0, "by os:mallory")
 		st, err := h.service().StopStatus(ctx)
 		if err != nil || st.By != "os:mallory" || st.OSUser != "mallory" {
@@ -127,15 +144,16 @@ func TestFirstActRecordsTheApprovers(t *testing.T) {
 		for _, e := range doc.Entries {
 			kinds = append(kinds, e.Kind)
 		}
-		if strings.Join(kinds, ",") != "approvers,approvers,autonomy,stop,resume" {
+		if strings.Join(kinds, ",") != "store_admin,approvers,approvers,autonomy,stop,resume" {
 			t.Errorf("org receipt %v", kinds)
 		}
 		var first struct {
 			Domain    string                     `json:"domain"`
+			PinnedBy  string                     `json:"pinned_by"`
 			Approvers []approvals.ApproverRecord `json:"approvers"`
 		}
-		if err := json.Unmarshal(doc.Entries[0].Payload, &first); err != nil || first.Domain != "billing" || len(first.Approvers) != 2 ||
-			first.Approvers[0].ID != "bob" || strings.Join(first.Approvers[0].OSUsers, ",") != "bob" {
+		if err := json.Unmarshal(doc.Entries[1].Payload, &first); err != nil || first.Domain != "billing" || len(first.Approvers) != 2 || first.PinnedBy != "store admin" ||
+			first.Approvers[0].ID != "bob" || strings.Join(first.Approvers[0].OSUsers, ",") != "bob" || doc.Entries[1].Actor != "os:"+admin {
 			t.Errorf("recorded approvers %+v, %v", first, err)
 		}
 	})

@@ -5,8 +5,11 @@
 package agentboot
 
 import (
+	"context"
+
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/mcpserver"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
@@ -69,6 +72,16 @@ func Main(sp Spec, version string) int {
 			return mcpserver.Boot{}, err
 		}
 		sp.Wire(d)
+		// Cursors are signed with the store's own key, read when the first
+		// list is paged (which opens the store, as that call needs it).
+		page.SetKeySource(func() ([]byte, error) {
+			ctx := context.Background()
+			db, err := d.Store(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return page.StoreKey(ctx, db)
+		})
 		return mcpserver.Boot{Config: d.Config, ConfigErr: d.ConfigErr, Clock: d.Clock}, nil
 	})
 }

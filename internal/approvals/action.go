@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
 )
 
 // The systems an approved action runs on. Each is carried out by one tool:
@@ -108,24 +109,25 @@ func LineageEventAction(endpointURL string, event map[string]any) (*ActionSpec, 
 		"event_sha256": sum, "event_type": str(event, "eventType"), "event_time": str(event, "eventTime"),
 		"run_id": str(run, "runId"), "posts_to": NormalizeURL(endpointURL) + "/api/v1/lineage",
 	}
-	for _, side := range []string{"inputs", "outputs"} {
-		list, _ := event[side].([]any)
+	all := lineageDatasets(event)
+	for side, list := range map[string][]string{"inputs": all.Inputs, "outputs": all.Outputs} {
 		names := []any{}
-		for _, d := range list {
-			ds, _ := d.(map[string]any)
-			if len(names) < lineageDatasetsShown {
-				names = append(names, str(ds, "namespace")+"/"+str(ds, "name"))
-			}
+		for _, n := range list[:min(len(list), lineageDatasetsShown)] {
+			names = append(names, n)
 		}
 		params[side] = names
 		params[side+"_count"] = len(list)
 	}
+	// The digest of every dataset, so a request that lists only some still
+	// shows what binds the rest (datasets.go).
+	params["datasets_sha256"] = all.SHA256
 	return NewActionSpec(SystemOpenLineage, target, "openlineage://"+target, ActionLocation{Instance: NormalizeURL(endpointURL)}, params)
 }
 
 // lineageDatasetsShown bounds the inputs and outputs a lineage_event
-// action lists (the counts are whole and the hash binds every one), so
-// the request stays readable and within MaxActionParams.
+// action lists (the counts are whole, datasets_sha256 binds every one,
+// and every rendering says where to read them all: datasets.go), so the
+// request stays readable and within MaxActionParams.
 const lineageDatasetsShown = 8
 
 // NormalizeURL is the spelling of a configured URL an action binds:
@@ -174,6 +176,9 @@ func (a *ActionSpec) Fields() []ActionField {
 		if l.Value != "" {
 			out = append(out, l)
 		}
+	}
+	if f, ok := a.datasetsField(); ok {
+		out = append(out, f)
 	}
 	return append(out, ActionField{"params", string(text)}, ActionField{"params_sha256", a.ParamsSHA256})
 }
@@ -273,6 +278,12 @@ func bindAction(cfg *config.Config, spec *ActionSpec, kind, domain string, targe
 	if !a.kindFits(kind) {
 		return nil, invalid("a %s proposal cannot run on %s; %s", kind, a.System, kindSystems(kind))
 	}
+	// The asset is compared, and bound, as its one id, like the targets.
+	asset, err := canonicalAsset(lineage.NamesFromConfig(cfg), a.Asset)
+	if err != nil {
+		return nil, invalid("the action's asset %q is not an asset id: %v (see docs/ASSET_IDS.md)", a.Asset, err)
+	}
+	a.Asset = asset
 	if !slices.Contains(targets, a.Asset) {
 		return nil, invalid("the action's asset %s is not among the proposal's targets (%s); the approver must see what it acts on", a.Asset, strings.Join(targets, ", "))
 	}
@@ -304,6 +315,11 @@ func kindSystems(kind string) string {
 func (s *Service) requested(a *ActionSpec) ActionSpec {
 	r := *a
 	r.Domain = ""
+	// Compared as its one id, as the approved asset was bound; a spelling
+	// that is no id stays as given and so differs.
+	if id, err := canonicalAsset(lineage.NamesFromConfig(s.cfg), r.Asset); err == nil {
+		r.Asset = id
+	}
 	if d, ok := DomainForAsset(s.cfg, r.Asset); ok {
 		r.Domain = d.Name
 	}
@@ -519,7 +535,7 @@ func ActionText(a *ActionSpec, indent string) string {
 	var b strings.Builder
 	b.WriteString(indent + "Runs exactly this, and nothing else:\n")
 	for _, f := range a.Fields() {
-		fmt.Fprintf(&b, "%s  %s: %s\n", indent, f.Name, f.Value)
+		fmt.Fprintf(&b, "%s  %s: %s\n", indent, f.Name, Line(f.Value))
 	}
 	return b.String()
 }
@@ -531,7 +547,7 @@ func (a *ActionSpec) Summary() string {
 	}
 	var parts []string
 	for _, f := range a.Fields() {
-		parts = append(parts, f.Name+"="+f.Value)
+		parts = append(parts, f.Name+"="+Line(f.Value))
 	}
 	return strings.Join(parts, " ")
 }

@@ -11,6 +11,16 @@
 // The only way to approve is Decide with a Decider naming a configured
 // person and the channel that vouches for them (Slack, MCP elicitation or
 // the terminal). There is deliberately no other entry point.
+//
+// Who governs a domain (sets its autonomy, lifts the stop) is what the org
+// receipt records, never the config of whoever runs dw. Approvers get on
+// record only with a proposal an agent records, or by an act of the store
+// admin, the one trust root sealed as the org receipt's first entry (the
+// owner of the SQLite file, or the account that first sealed a PostgreSQL
+// store's org receipt): governors.go states the rule and the migration of
+// older stores. Every read that gates dispatch first checks the org chain
+// from the point this process last verified, and fails closed when it
+// does not verify (orgchain.go).
 package approvals
 
 import (
@@ -134,6 +144,9 @@ type Proposal struct {
 
 	// expiry is the wait given to each approver.
 	expiry time.Duration
+	// cfgOrder is the approver order the proposing agent's config gives,
+	// before routing to the approvers on record (routing.go).
+	cfgOrder []string
 	// actionErr says the stored action is unreadable or was edited.
 	actionErr error
 }

@@ -66,11 +66,14 @@ func (s *Service) levelOf(ctx context.Context, q store.Querier, d *config.Domain
 	if err != nil {
 		return li, err
 	}
-	o, set, problem, err := readLevel(ctx, q, ks, d.Name)
+	o, set, problem, err := readLevel(ctx, q, ks, s.db, d.Name)
 	if err != nil {
 		return li, err
 	}
 	switch {
+	case chainBroken(problem):
+		li.Level, li.Source, li.OpenClasses = "L0", "tampered", nil
+		li.Tampered = fmt.Sprintf("%s; %s runs at L0: %s", problem, d.Name, chainAdvice)
 	case problem != "":
 		li.Level, li.Source, li.OpenClasses = "L0", "tampered", nil
 		li.Tampered = fmt.Sprintf("%s: the store was changed outside Data Workers, so %s runs at L0 until an owner sets its level again (dw autonomy set); %s", problem, d.Name, tamperedAdvice)
@@ -136,9 +139,16 @@ func (s *Service) SetAutonomy(ctx context.Context, domain, level string, by Deci
 
 // ResetAutonomy returns a domain to the level its config names, recorded
 // like SetAutonomy.
+//
+// A domain the config does not name can still carry a level in the store
+// (forged, or left by a domain since removed): it is cleared here too, by
+// one of the domain's recorded approvers or the store admin (clear.go).
 func (s *Service) ResetAutonomy(ctx context.Context, domain string, by Decider, reason string) (LevelInfo, error) {
 	d, err := Domain(s.cfg, domain)
 	if err != nil {
+		if li, ok, cerr := s.clearUnconfigured(ctx, domain, by, reason); ok || cerr != nil {
+			return li, cerr
+		}
 		return LevelInfo{}, err
 	}
 	now, err := s.now(ctx)
@@ -219,6 +229,9 @@ type StopState struct {
 
 // Refusal is why dispatch may not run under this stop.
 func (st StopState) Refusal() error {
+	if chainBroken(st.Tampered) {
+		return refuse("%s; all dispatch is refused as if stopped: %s", st.Tampered, chainAdvice)
+	}
 	if st.Tampered != "" {
 		return refuse("org-wide governance state was tampered with: %s; all dispatch is refused as if stopped: %s, then a person lifts it with dw resume", st.Tampered, tamperedAdvice)
 	}
@@ -249,7 +262,7 @@ func (s *Service) stopStatus(ctx context.Context, q store.Querier) (StopState, e
 	if err != nil {
 		return StopState{}, err
 	}
-	return readStop(ctx, q, ks)
+	return readStop(ctx, q, ks, s.db)
 }
 
 // Stop halts all dispatch org-wide until Resume. Anyone at a terminal may
@@ -266,9 +279,13 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 	// Who pulled it is said by the record, not by the caller's config: a
 	// login recorded as exactly one approver's is named as them.
 	by := "os:" + osUser
-	recorded, err := recordedApprovers(ctx, s.db, "")
-	if err != nil {
-		return StopState{}, err
+	// A record that cannot be read (the chain does not verify) only costs
+	// the name: the stop is recorded under the login.
+	var recorded []ApproverRecord
+	if ks, err := s.keys(); err == nil {
+		if p, err := orgChainProblem(ctx, s.db, ks, s.db, false); err == nil && p == "" {
+			recorded, _ = recordedApprovers(ctx, s.db, ks, "")
+		}
 	}
 	var named []string
 	for _, a := range recorded {
@@ -304,6 +321,9 @@ func (s *Service) Stop(ctx context.Context, osUser, reason string) (StopState, e
 	if err != nil {
 		return StopState{}, err
 	}
+	// The stop is anchored on this machine now (anchor.go), so a store
+	// writer removing it later is found even by a new process.
+	s.anchorOrg(ctx)
 	return st, nil
 }
 

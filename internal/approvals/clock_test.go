@@ -112,7 +112,9 @@ func TestReplayStoreUsesTheReplayedTimeThroughout(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		cfg := testCfg(t)
-		if err := MarkReplayStore(ctx, db, cfg.Home, time.Now()); err != nil {
+		// Marked as the demo marks its store: at the replayed time, which
+		// dates the org receipt's first entry the mark is bound to.
+		if err := MarkReplayStore(ctx, db, cfg.Home, t0); err != nil {
 			t.Fatal(err)
 		}
 		replay := replayFake{clock.NewFake(t0)} // 2026-03-10, months before the real now

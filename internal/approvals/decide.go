@@ -91,6 +91,13 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 		if err != nil {
 			return err
 		}
+		if verdict == VerdictApprove {
+			// An approval covers every dataset its event names; one whose
+			// full list cannot be shown is not approvable (datasets.go).
+			if err := checkLineageDatasets(&p); err != nil {
+				return invalid("%s cannot be approved: %v; nothing was decided", p.ID, err)
+			}
+		}
 		if person == p.Proposer {
 			return invalid("%s proposed %s and cannot decide it", person, p.ID)
 		}

@@ -186,7 +186,7 @@ func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li Leve
 	if p.Kind != a.Kind {
 		return Permit{}, refuse("proposal %s approved a %s, not a %s", p.ID, p.Kind, a.Kind)
 	}
-	if a.Asset != "" && !slices.Contains(p.Targets, a.Asset) {
+	if a.Asset != "" && !slices.Contains(p.Targets, s.assetID(a.Asset)) {
 		return Permit{}, refuse("proposal %s approved changes to %s, not to %s", p.ID, strings.Join(p.Targets, ", "), a.Asset)
 	}
 	if err := s.sameAction(p, a.Spec); err != nil {

@@ -82,6 +82,7 @@ func TestL4StillNeedsApprovalForLiveAndIrreversible(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s, _ := fixture(t, db)
+		pinDomains(t, s, "streaming")
 		if _, err := s.SetAutonomy(ctx, "streaming", "L4", term(t, s, "alice"), "trial week"); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestOrgStopRefusesDispatchButNotReads(t *testing.T) {
 		if _, err := s.Resume(ctx, term(t, s, "bob"), ""); err == nil || !strings.Contains(err.Error(), "no org-wide stop") {
 			t.Errorf("resume twice: %v", err)
 		}
-		if kinds := entryKinds(t, s, OrgReceiptID); strings.Join(kinds, ",") != "approvers,stop,resume" {
+		if kinds := entryKinds(t, s, OrgReceiptID); strings.Join(kinds, ",") != "store_admin,approvers,stop,resume" {
 			t.Errorf("org receipt %v", kinds)
 		}
 	})
@@ -168,6 +169,7 @@ func TestAutonomyChangesOnlyByOwnerAtTerminal(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s, _ := fixture(t, db)
+		pinDomains(t, s, "streaming")
 		refused := []struct {
 			name  string
 			by    Decider
@@ -199,10 +201,10 @@ func TestAutonomyChangesOnlyByOwnerAtTerminal(t *testing.T) {
 		if err != nil || li.Level != "L2" || li.Source != "config" {
 			t.Fatalf("reset: %+v, %v", li, err)
 		}
-		// No proposal had recorded streaming's approvers: the first
-		// change records them (standard and live), then the two changes.
+		// No proposal had recorded streaming's approvers: the store admin
+		// pinned them (standard and live), then the two changes.
 		doc, err := Receipt(ctx, db, OrgReceiptID)
-		if err != nil || !doc.Chain.OK || len(doc.Entries) != 4 {
+		if err != nil || !doc.Chain.OK || len(doc.Entries) != 5 {
 			t.Fatalf("org receipt: %+v, %v", doc, err)
 		}
 		var kinds []string
@@ -210,8 +212,8 @@ func TestAutonomyChangesOnlyByOwnerAtTerminal(t *testing.T) {
 			kinds = append(kinds, e.Kind)
 		}
 		var set struct{ To string }
-		if strings.Join(kinds, ",") != "approvers,approvers,autonomy,autonomy" || json.Unmarshal(doc.Entries[2].Payload, &set) != nil || set.To != "L3" {
-			t.Fatalf("org receipt %v, first change %s", kinds, doc.Entries[2].Payload)
+		if strings.Join(kinds, ",") != "store_admin,approvers,approvers,autonomy,autonomy" || json.Unmarshal(doc.Entries[3].Payload, &set) != nil || set.To != "L3" {
+			t.Fatalf("org receipt %v, first change %s", kinds, doc.Entries[3].Payload)
 		}
 	})
 }

@@ -65,15 +65,15 @@ type Answer struct {
 // as the Slack request, and a choice of approve or reject with a reason.
 func ElicitationRequest(p Proposal) Form {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Approve %s? %s\n\n", p.ID, p.What)
-	fmt.Fprintf(&b, "Why: %s\n", p.Why)
-	fmt.Fprintf(&b, "Action: %s on %s (domain %s)\n", p.Kind, strings.Join(p.Targets, ", "), p.Domain)
+	fmt.Fprintf(&b, "Approve %s? %s\n\n", p.ID, Line(p.What))
+	fmt.Fprintf(&b, "Why: %s\n", Text(p.Why, "    "))
+	fmt.Fprintf(&b, "Action: %s on %s (domain %s)\n", p.Kind, Line(strings.Join(p.Targets, ", ")), p.Domain)
 	if len(p.Scope) > 0 {
-		fmt.Fprintf(&b, "Blast radius: %s\n", strings.Join(p.Scope, ", "))
+		fmt.Fprintf(&b, "Blast radius: %s\n", Line(strings.Join(p.Scope, ", ")))
 	} else {
 		b.WriteString("Blast radius: the targets only\n")
 	}
-	fmt.Fprintf(&b, "Undo: %s\n", p.Undo)
+	fmt.Fprintf(&b, "Undo: %s\n", Text(p.Undo, "    "))
 	b.WriteString(ActionText(p.Action, ""))
 	fmt.Fprintf(&b, "Expires: %s (then it escalates; it is never granted by default)\n", stamp(p.ExpiresAt))
 	if p.Class == ClassLive {

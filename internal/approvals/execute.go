@@ -89,6 +89,18 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 	}
 	permit, err := s.MayDispatch(ctx, a)
 	if err != nil {
+		if IsRefusal(err) {
+			// A call that carried the approval out between the read above
+			// and MayDispatch has moved the proposal on (executed): this
+			// call is its retry, not a new dispatch.
+			cur, lerr := loadExecution(ctx, s.db, a.ProposalID)
+			if lerr != nil {
+				return nil, lerr
+			}
+			if prior, perr := settled(cur, hash, now, lease); prior != nil || perr != nil {
+				return prior, perr
+			}
+		}
 		return nil, err
 	}
 	token := newToken()
@@ -107,6 +119,15 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 			return fmt.Errorf("read proposal %s: %w", a.ProposalID, err)
 		}
 		if State(state) != StateApproved {
+			cur, err := loadExecution(ctx, tx, a.ProposalID)
+			if err != nil {
+				return err
+			}
+			prior, err := settled(cur, hash, now, lease)
+			if prior != nil || err != nil {
+				out = prior
+				return err
+			}
 			return refuse("proposal %s is %s; only an approved proposal can run", a.ProposalID, state)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO approval_executions (proposal_id, action_hash, actor, state, token, claimed_ms, done_ms, result)
@@ -145,6 +166,23 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 		return nil, err
 	}
 	return out, nil
+}
+
+// settled is what a call for action hash learns from the execution row
+// cur when the proposal is no longer approved: another call carried this
+// same action out (its result, Done) or is carrying it out now (busy).
+// Both nil: nothing of this action was claimed, and the refusal stands.
+func settled(cur *Execution, hash string, now time.Time, lease time.Duration) (*Execution, error) {
+	if cur == nil || cur.ActionHash != hash {
+		return nil, nil
+	}
+	switch {
+	case cur.state == execDone:
+		return cur, nil
+	case cur.state == execClaimed && !cur.claimedAt.Before(now.Add(-lease)):
+		return nil, &BusyError{ProposalID: cur.ProposalID, Actor: cur.Actor, Since: cur.claimedAt, Lease: lease}
+	}
+	return nil, nil
 }
 
 // FinishExecution marks the claimed execution done with the result a

@@ -143,7 +143,7 @@ func TestApproverChangeIsRecorded(t *testing.T) {
 		for _, e := range es {
 			kinds = append(kinds, e.Kind)
 		}
-		if strings.Join(kinds, ",") != "approvers,approvers" {
+		if strings.Join(kinds, ",") != "store_admin,approvers,approvers" {
 			t.Fatalf("org receipt kinds %v; want the first record and the change", kinds)
 		}
 		var last struct {
@@ -152,7 +152,7 @@ func TestApproverChangeIsRecorded(t *testing.T) {
 			Approvers []ApproverRecord `json:"approvers"`
 			Previous  []ApproverRecord `json:"previous"`
 		}
-		if err := json.Unmarshal(es[1].Payload, &last); err != nil {
+		if err := json.Unmarshal(es[2].Payload, &last); err != nil {
 			t.Fatal(err)
 		}
 		if last.Domain != "billing" || last.Proposal != p.ID || len(last.Previous) != 2 ||

@@ -19,9 +19,13 @@ import (
 // rows are only a cache that must agree with the receipt's latest keyed
 // stop/resume or autonomy entry: a row edited, added or removed outside
 // Data Workers makes the state "tampered", and tampered fails closed
-// (dispatch refused as if stopped, the domain at L0). A read costs two
-// indexed point queries and one MAC, never a chain walk; VerifyAll walks
-// the chain and reports the same disagreements.
+// (dispatch refused as if stopped, the domain at L0). Before that, a read
+// checks that the org receipt's chain verifies from the point this
+// process last verified (orgchain.go): a chain that does not verify fails
+// closed the same way. A read costs the head query and two indexed point
+// queries while nothing was appended, and walks only what was appended
+// since otherwise; VerifyAll walks the chain and reports the same
+// disagreements.
 
 // govEntry is the latest governance entry of the org receipt found for a
 // read, already authenticated.
@@ -86,9 +90,22 @@ func (e *govEntry) str(k string) string {
 }
 
 // readStop is the org-wide stop as the org receipt proves it, checked
-// against the kv cache.
-func readStop(ctx context.Context, q store.Querier, ks *keyset) (StopState, error) {
-	fr, err := cachedFromReceipt(ctx, q, ks, "stop", func() (fromReceipt, error) {
+// against the kv cache. gate is the store whose org chain is verified
+// first (from its checkpoint); nil skips that, for verify, which walks the
+// chain itself.
+func readStop(ctx context.Context, q store.Querier, ks *keyset, gate *store.DB) (StopState, error) {
+	head := ""
+	if gate != nil {
+		problem, h, err := walkOrgChain(ctx, q, ks, gate, false)
+		if err != nil {
+			return StopState{}, fmt.Errorf("org stop: %w", err)
+		}
+		if problem != "" {
+			return StopState{Active: true, Tampered: chainFailure(problem)}, nil
+		}
+		head = h
+	}
+	fr, err := cachedFromReceipt(ctx, q, ks, head, "stop", func() (fromReceipt, error) {
 		r, err := scanRawGovEntry(q.QueryRowContext(ctx, `SELECT `+govEntryCols+` FROM receipt_entries
 			WHERE receipt_id = ? AND kind IN (?, ?) ORDER BY seq DESC LIMIT 1`, OrgReceiptID, EntryStop, EntryResume))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -150,8 +167,19 @@ func stopDisagreement(st StopState, ent *govEntry, raw string, cached bool) stri
 // readLevel is the autonomy a person set for domain as the org receipt
 // proves it, checked against the kv cache; set is false when the domain
 // runs at its configured level. A tampered state is returned as problem.
-func readLevel(ctx context.Context, q store.Querier, ks *keyset, domain string) (o levelOverride, set bool, problem string, err error) {
-	fr, err := cachedFromReceipt(ctx, q, ks, "autonomy\x00"+domain, func() (fromReceipt, error) {
+func readLevel(ctx context.Context, q store.Querier, ks *keyset, gate *store.DB, domain string) (o levelOverride, set bool, problem string, err error) {
+	head := ""
+	if gate != nil {
+		p, h, err := walkOrgChain(ctx, q, ks, gate, false)
+		if err != nil || p != "" {
+			if p != "" {
+				p = chainFailure(p)
+			}
+			return o, false, p, err
+		}
+		head = h
+	}
+	fr, err := cachedFromReceipt(ctx, q, ks, head, "autonomy\x00"+domain, func() (fromReceipt, error) {
 		return latestAutonomyEntry(ctx, q, ks, domain)
 	})
 	if err != nil {
@@ -189,7 +217,7 @@ func readLevel(ctx context.Context, q store.Querier, ks *keyset, domain string) 
 // the org receipt ever changed, with what the receipt proves.
 func governanceProblems(ctx context.Context, q store.Querier, ks *keyset) ([]string, error) {
 	var probs []string
-	st, err := readStop(ctx, q, ks)
+	st, err := readStop(ctx, q, ks, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +268,7 @@ func governanceProblems(ctx context.Context, q store.Querier, ks *keyset) ([]str
 	}
 	sort.Strings(names)
 	for _, d := range names {
-		_, _, p, err := readLevel(ctx, q, ks, d)
+		_, _, p, err := readLevel(ctx, q, ks, nil, d)
 		if err != nil {
 			return nil, err
 		}
@@ -283,15 +311,19 @@ var receiptStates = struct {
 	m map[string]fromReceipt
 }{m: map[string]fromReceipt{}}
 
-func cachedFromReceipt(ctx context.Context, q store.Querier, ks *keyset, what string, load func() (fromReceipt, error)) (fromReceipt, error) {
-	var head string
-	err := q.QueryRowContext(ctx, `SELECT hash FROM receipt_heads WHERE receipt_id = ?`, OrgReceiptID).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) || head == "" {
+// head is the org head MAC the caller's chain check verified through, or
+// "" to read it here.
+func cachedFromReceipt(ctx context.Context, q store.Querier, ks *keyset, head, what string, load func() (fromReceipt, error)) (fromReceipt, error) {
+	if head == "" {
+		err := q.QueryRowContext(ctx, `SELECT hash FROM receipt_heads WHERE receipt_id = ?`, OrgReceiptID).Scan(&head)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fromReceipt{}, err
+		}
+	}
+	if head == "" {
 		return load()
 	}
-	if err != nil {
-		return fromReceipt{}, err
-	}
+	var err error
 	key := head + "\x00" + what
 	receiptStates.Lock()
 	fr, ok := receiptStates.m[key]

@@ -42,6 +42,8 @@ type keyset struct {
 	state   []byte
 	// source says where the key came from, for messages.
 	source string
+	// anchor is this machine's anchor file of org heads (anchor.go).
+	anchor string
 }
 
 func derive(master []byte, purpose string) []byte {
@@ -113,7 +115,9 @@ func loadKeys(home string) (*keyset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", keyEnv, err)
 		}
-		return newKeyset(master, keyEnv), nil
+		ks := newKeyset(master, keyEnv)
+		ks.anchor = anchorPathFor("", home)
+		return ks, nil
 	}
 	path := os.Getenv(keyFileEnv)
 	create := false
@@ -133,6 +137,7 @@ func loadKeys(home string) (*keyset, error) {
 		return nil, err
 	}
 	ks := newKeyset(master, path)
+	ks.anchor = anchorPathFor(path, "")
 	keyCache.bySource[path] = ks
 	return ks, nil
 }

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 )
@@ -101,12 +103,33 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 		return nil, invalid("unknown kind %q; closest: %s (valid: %s)", np.Kind,
 			strings.Join(suggest.Closest(np.Kind, Kinds, 2), ", "), strings.Join(Kinds, ", "))
 	}
-	for name, v := range map[string]string{"what": np.What, "why": np.Why, "undo": np.Undo} {
-		if strings.TrimSpace(v) == "" {
-			return nil, invalid("%s is empty: the approver must see what changes, why, and how to undo it", name)
+	for _, f := range []struct {
+		name      string
+		v         string
+		multiline bool
+	}{{"what", np.What, false}, {"why", np.Why, true}, {"undo", np.Undo, true}} {
+		v := strings.TrimSpace(f.v)
+		if v == "" {
+			return nil, invalid("%s is empty: the approver must see what changes, why, and how to undo it", f.name)
+		}
+		// Every rendering escapes what it shows (render.go); refusing here
+		// keeps the record itself what the approver can read.
+		if err := checkText(f.name, v, f.multiline); err != nil {
+			return nil, err
 		}
 	}
-	targets := cleanList(np.Targets)
+	for i, v := range np.Scope {
+		if err := checkText(fmt.Sprintf("scope[%d]", i), strings.TrimSpace(v), false); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkText("incident_id", strings.TrimSpace(np.IncidentID), false); err != nil {
+		return nil, err
+	}
+	targets, err := canonicalTargets(s.cfg, np.Targets)
+	if err != nil {
+		return nil, err
+	}
 	if len(targets) == 0 {
 		return nil, invalid("targets is empty: name at least one asset id the change acts on")
 	}
@@ -129,7 +152,13 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	if err != nil {
 		return nil, err
 	}
-	order, err := s.approverOrder(ctx, d, class, targets)
+	cfgOrder, err := s.approverOrder(ctx, d, class, targets)
+	if err != nil {
+		return nil, err
+	}
+	// Who is asked follows the approvers on record unless this agent runs
+	// as the store admin (routing.go).
+	order, err := s.routedOrder(ctx, d.Name, class, cfgOrder)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +191,10 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 		What: strings.TrimSpace(np.What), Why: strings.TrimSpace(np.Why), Targets: targets,
 		Scope: cleanList(np.Scope), Undo: strings.TrimSpace(np.Undo), Action: action, Details: np.Details,
 		Proposer: np.Proposer, Approver: order[0], ApproverOrder: order, Copied: copied,
-		State: StatePending, CreatedAt: now, ExpiresAt: now.Add(expiry), UpdatedAt: now, expiry: expiry,
+		State: StatePending, CreatedAt: now, ExpiresAt: now.Add(expiry), UpdatedAt: now, expiry: expiry, cfgOrder: cfgOrder,
+	}
+	if err := checkLineageDatasets(p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -209,6 +241,51 @@ func (s *Service) personIDs() []string {
 		ids = append(ids, p.ID)
 	}
 	return ids
+}
+
+// canonicalTargets turns each target into its one asset id
+// (docs/ASSET_IDS.md), resolving table names against the configured
+// warehouses, so a target spelled two ways (AIRFLOW://dag/x and
+// airflow://dag/x; duckdb://sales.orders and duckdb://warehouse.sales.orders)
+// is one target and binds one approval. A target that names no asset
+// Data Workers can tell is refused rather than stored as given: dispatch
+// compares ids, and an id nobody canonicalizes would never match.
+func canonicalTargets(cfg *config.Config, in []string) ([]string, error) {
+	names := lineage.NamesFromConfig(cfg)
+	var out []string
+	for i, t := range in {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		id, err := canonicalAsset(names, t)
+		if err != nil {
+			return nil, invalid("targets[%d] %q is not an asset id: %v (see docs/ASSET_IDS.md)", i, t, err)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// canonicalAsset is the one id of an asset reference. Control characters
+// are refused outright: an id is shown to the approver, and a newline
+// would let one target pose as two lines of the request.
+func canonicalAsset(names *lineage.Names, ref string) (string, error) {
+	if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
+		return "", errors.New("it contains a control character")
+	}
+	return names.Canonical(ref)
+}
+
+// assetID is ref's one id, or ref as given when it is none (it then
+// matches no canonical target, so nothing is allowed by a spelling).
+func (s *Service) assetID(ref string) string {
+	if id, err := canonicalAsset(lineage.NamesFromConfig(s.cfg), strings.TrimSpace(ref)); err == nil {
+		return id
+	}
+	return ref
 }
 
 func cleanList(in []string) []string {

@@ -135,10 +135,21 @@ func appendReceipt(ctx context.Context, q store.Querier, ks *keyset, at time.Tim
 		var e Entry
 		err := db.InTx(ctx, func(tx *store.Tx) error {
 			var err error
-			e, err = appendTx(ctx, tx, ks, at, receiptID, kind, actor, body)
+			e, err = appendSealed(ctx, tx, ks, at, receiptID, kind, actor, body)
 			return err
 		})
 		return e, err
+	}
+	return appendSealed(ctx, q, ks, at, receiptID, kind, actor, body)
+}
+
+// appendSealed is appendTx, the org receipt opening with the store's
+// trust root (storeadmin.go) before its first entry of any other kind.
+func appendSealed(ctx context.Context, q store.Querier, ks *keyset, at time.Time, receiptID, kind, actor, body string) (Entry, error) {
+	if receiptID == OrgReceiptID && kind != EntryStoreAdmin {
+		if err := recordFoundingAdmin(ctx, q, ks, at); err != nil {
+			return Entry{}, fmt.Errorf("receipt %s: record the store admin: %w", receiptID, err)
+		}
 	}
 	return appendTx(ctx, q, ks, at, receiptID, kind, actor, body)
 }
@@ -332,6 +343,17 @@ func verifyReceipt(ctx context.Context, q store.Querier, ks *keyset, receiptID s
 		}
 	}
 	if receiptID == OrgReceiptID {
+		// A tail removed with the head rolled back verifies on its own;
+		// this machine's anchor of the org head shows it (anchor.go).
+		_, genesis, problem, err := anchorProblem(ctx, q, ks, want-1)
+		if err != nil {
+			return v, err
+		}
+		if problem != "" {
+			v.Problems = append(v.Problems, problem)
+		} else if len(v.Problems) == 0 && v.Unauthenticated == 0 {
+			noteAnchor(ks, genesis, want-1, prevHash)
+		}
 		// The stop and autonomy levels dispatch acts on must be what this
 		// receipt proves (govstate.go).
 		probs, err := governanceProblems(ctx, q, ks)

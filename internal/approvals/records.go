@@ -65,42 +65,55 @@ func snapshotApprovers(cfg *config.Config, order []string) ([]ApproverRecord, er
 }
 
 // recordApprovers stores the approver snapshot with a just-inserted
-// proposal, records in the org receipt when the domain's approvers differ
-// from those recorded for its previous proposal, and seals the proposal.
+// proposal and seals the proposal. The snapshot is the approvers on record
+// unless the agent runs as the store admin (routing.go): then a config
+// that names others (or a domain with none on record) is recorded in the
+// org receipt. A non-admin agent's differing config is only noted there.
 // It must be the last write to the proposal's fixed columns.
 func (s *Service) recordApprovers(ctx context.Context, tx *store.Tx, p *Proposal, now time.Time) error {
 	ks, err := s.keys()
 	if err != nil {
 		return err
 	}
-	snap, err := snapshotApprovers(s.cfg, p.ApproverOrder)
+	cfgOrder := p.cfgOrder
+	if len(cfgOrder) == 0 {
+		cfgOrder = p.ApproverOrder
+	}
+	r, err := s.routeApprovers(ctx, tx, ks, p.Domain, p.Class, cfgOrder)
 	if err != nil {
 		return err
 	}
-	body, err := canonicalJSON(snap)
-	if err != nil {
-		return err
+	if !slices.Equal(r.order, p.ApproverOrder) {
+		// Another process changed the record between prepare and now.
+		return invalid("the approvers on record for domain %s changed while the proposal was being made (now %s); propose it again",
+			p.Domain, describeSnapshot(r.snap))
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE approval_proposals SET approvers = ? WHERE id = ?`, body, p.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE approval_proposals SET approvers = ? WHERE id = ?`, r.body, p.ID); err != nil {
 		return fmt.Errorf("record approvers of %s: %w", p.ID, err)
 	}
-	key := "approvers." + p.Domain + "." + string(p.Class)
-	prev, _, had, err := store.GetSetting(ctx, tx, key)
-	if err != nil {
-		return err
-	}
-	if !had || prev != body {
+	key := approverKeyPrefix + p.Domain + "." + string(p.Class)
+	switch {
+	case r.record:
 		// Who may approve a domain is itself a governed fact: a change
 		// (a new person, a login added to someone) is on the record.
-		facts := map[string]any{"domain": p.Domain, "class": p.Class, "approvers": json.RawMessage(body),
-			"proposal": p.ID, "config": s.cfg.Source}
-		if had {
-			facts["previous"] = json.RawMessage(prev)
+		facts := map[string]any{"domain": p.Domain, "class": p.Class, "approvers": json.RawMessage(r.body),
+			"proposal": p.ID, "config": s.cfg.Source, "recorded_as": "store admin " + r.admin.String()}
+		if r.previous != "" {
+			facts["previous"] = json.RawMessage(r.previous)
 		}
 		if _, err := appendReceipt(ctx, tx, ks, now, OrgReceiptID, EntryApprovers, p.Proposer, facts); err != nil {
 			return err
 		}
-		if err := store.PutSetting(ctx, tx, key, body, now); err != nil {
+		if err := store.PutSetting(ctx, tx, key, r.body, now); err != nil {
+			return err
+		}
+	case r.differ != "":
+		facts := map[string]any{"domain": p.Domain, "class": p.Class, "config_approvers": json.RawMessage(r.differ),
+			"recorded_approvers": json.RawMessage(r.body), "proposal": p.ID, "config": s.cfg.Source,
+			"uid": strconv.Itoa(processUID()), "store_admin": r.admin.String(),
+			"note": fmt.Sprintf("the agent's config names other approvers for %s than the record; %s went to those on record. "+
+				"The store admin, %s, accepts the config's with: dw approvers pin %s --reason …", p.Domain, p.ID, r.admin, p.Domain)}
+		if _, err := appendReceipt(ctx, tx, ks, now, OrgReceiptID, EntryApproversDiffer, p.Proposer, facts); err != nil {
 			return err
 		}
 	}
@@ -383,14 +396,48 @@ const replaySetting = "store.made_for_replay"
 
 // MarkReplayStore records that a store was made for replay (the demo's):
 // on it, and only on it, a replayed clock (DW_CLOCK) also dates decisions.
-// home is the data directory whose key the store's agents use.
+// home is the data directory whose key the store's agents use. The mark
+// is a MAC over the store's own org genesis (its first org entry, which
+// carries a random store id), so a mark copied into another store under
+// the same key does not verify there.
 func MarkReplayStore(ctx context.Context, db *store.DB, home string, at time.Time) error {
 	registerHome(db, home)
 	ks, err := keysForQuerier(db)
 	if err != nil {
 		return err
 	}
-	return store.PutSetting(ctx, db, replaySetting, mac(ks.record, []byte(replaySetting)), at)
+	return db.InTx(ctx, func(tx *store.Tx) error {
+		// The genesis is sealed now if the store has none yet.
+		if err := recordFoundingAdmin(ctx, tx, ks, at); err != nil {
+			return err
+		}
+		genesis, err := orgGenesis(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if genesis == "" {
+			return errors.New("mark replay store: the org receipt has no first entry")
+		}
+		return store.PutSetting(ctx, tx, replaySetting, replayMark(ks, genesis), at)
+	})
+}
+
+// replayMark binds the replay mark to one store's org genesis.
+func replayMark(ks *keyset, genesis string) string {
+	b, _ := json.Marshal([]any{replaySetting, genesis})
+	return mac(ks.record, b)
+}
+
+// IsReplayStore reports whether db carries a replay mark that verifies
+// under the key of home's agents for this very store: a mark copied from
+// another store, or written without the key, does not count.
+func IsReplayStore(ctx context.Context, db *store.DB, home string) (bool, error) {
+	registerHome(db, home)
+	ks, err := keysForQuerier(db)
+	if err != nil {
+		return false, err
+	}
+	return isReplayStore(ctx, db, ks)
 }
 
 func isReplayStore(ctx context.Context, q store.Querier, ks *keyset) (bool, error) {
@@ -398,7 +445,20 @@ func isReplayStore(ctx context.Context, q store.Querier, ks *keyset) (bool, erro
 	if err != nil || !ok {
 		return false, err
 	}
-	return macEqual(v, mac(ks.record, []byte(replaySetting))), nil
+	// The genesis must be genuine: its MAC copied from the demo store's
+	// over this store's first entry would otherwise carry the mark over.
+	r, err := scanRawGovEntry(q.QueryRowContext(ctx, `SELECT `+govEntryCols+` FROM receipt_entries
+		WHERE receipt_id = ? AND seq = 1`, OrgReceiptID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if r.gseq <= 0 || !macEqual(entryMAC(ks, OrgReceiptID, r.seq, r.kind, r.actor, r.atMs, r.prev, r.payload, r.gseq, r.gprev), r.hash) {
+		return false, nil
+	}
+	return macEqual(v, replayMark(ks, r.hash)), nil
 }
 
 // verifyApproval checks, for a proposal whose state says approved, that

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // RenderMarkdown prints a receipt for people: the chain's integrity first,
@@ -40,7 +43,7 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 	if len(causes) > 0 {
 		b.WriteString("\n## Cause\n\n")
 		for _, c := range causes {
-			fmt.Fprintf(&b, "- %s (recorded by %s at %s)\n", describe(c.facts), c.Actor, stamp(c.At))
+			fmt.Fprintf(&b, "- %s (recorded by %s at %s)\n", Line(describe(c.facts)), Line(c.Actor), stamp(c.At))
 		}
 	}
 	state := map[string]Proposal{}
@@ -55,13 +58,13 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 			if cur, ok := state[id]; ok {
 				now = " [" + string(cur.State) + "]"
 			}
-			fmt.Fprintf(&b, "\n### %s: %s%s\n\n", id, str(p.facts["what"]), now)
+			fmt.Fprintf(&b, "\n### %s: %s%s\n\n", id, Line(str(p.facts["what"])), now)
 			fmt.Fprintf(&b, "- Action: %s (%s class) in domain %s on %s\n", str(p.facts["kind"]), str(p.facts["class"]), str(p.facts["domain"]), list(p.facts["targets"]))
-			fmt.Fprintf(&b, "- Why: %s\n", str(p.facts["why"]))
+			fmt.Fprintf(&b, "- Why: %s\n", Text(str(p.facts["why"]), "  "))
 			if s := list(p.facts["scope"]); s != "" {
 				fmt.Fprintf(&b, "- Blast radius: %s\n", s)
 			}
-			fmt.Fprintf(&b, "- Undo: %s\n", str(p.facts["undo"]))
+			fmt.Fprintf(&b, "- Undo: %s\n", Text(str(p.facts["undo"]), "  "))
 			b.WriteString(receiptAction(p.facts))
 			fmt.Fprintf(&b, "- Approver: %s (escalation order: %s)", str(p.facts["approver"]), strings.ReplaceAll(list(p.facts["approver_order"]), ", ", " → "))
 			if c := list(p.facts["copied"]); c != "" {
@@ -81,7 +84,7 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 				}
 				fmt.Fprintf(&b, "- Decision: **%s** by %s via %s at %s", verb, str(d.facts["person"]), str(d.facts["channel"]), stamp(d.At))
 				if r := str(d.facts["reason"]); r != "" {
-					fmt.Fprintf(&b, ", reason: %s", r)
+					fmt.Fprintf(&b, ", reason: %s", Line(r))
 				}
 				if ev, ok := d.facts["evidence"].(map[string]any); ok && len(ev) > 0 {
 					fmt.Fprintf(&b, "; evidence: %s", pairs(ev))
@@ -100,7 +103,7 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 			if id := str(s.facts["proposal"]); id != "" {
 				fmt.Fprintf(&b, " (%s)", id)
 			}
-			fmt.Fprintf(&b, ": %s\n", str(s.facts["description"]))
+			fmt.Fprintf(&b, ": %s\n", Line(str(s.facts["description"])))
 			for _, phase := range []string{"checks_before", "checks_after"} {
 				checks, _ := s.facts[phase].([]any)
 				for _, c := range checks {
@@ -126,7 +129,7 @@ func RenderMarkdown(doc *ReceiptDoc) string {
 		b.WriteString("\n## Undo\n\n")
 		for _, p := range props {
 			id := str(p.facts["proposal"])
-			fmt.Fprintf(&b, "- %s: %s", id, str(p.facts["undo"]))
+			fmt.Fprintf(&b, "- %s: %s", id, Text(str(p.facts["undo"]), "  "))
 			if cur, ok := state[id]; ok && cur.State == StateUndone {
 				b.WriteString(" (carried out)")
 			}
@@ -155,7 +158,7 @@ func receiptAction(f map[string]any) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "- Runs exactly (action sha256 %s):\n", str(f["action_sha256"]))
 	for _, fl := range a.Fields() {
-		fmt.Fprintf(&b, "  - %s: %s\n", fl.Name, fl.Value)
+		fmt.Fprintf(&b, "  - %s: %s\n", fl.Name, Line(fl.Value))
 	}
 	return b.String()
 }
@@ -266,8 +269,7 @@ func summary(e Entry) string {
 }
 
 func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+	return strings.ReplaceAll(Line(s), "|", `\|`)
 }
 
 func short(h string) string {
@@ -275,4 +277,182 @@ func short(h string) string {
 		return h[:16]
 	}
 	return h
+}
+
+// Free text in a proposal (what, why, undo, a reason, a note) is written by
+// an agent, which a hostile MCP client may steer; every rendering for
+// people (the terminal, Slack, the MCP form, the receipt) shows it through
+// Line or Text, so no character of it can move a cursor, recolour or hide
+// what follows, or start a line that passes for one of the request's own
+// labels ("Runs exactly this: …").
+
+// unshown reports whether r must not reach a screen as itself: C0 and C1
+// controls and DEL, Unicode format characters (zero-width, bidi embeddings,
+// overrides and isolates, the BOM), line and paragraph separators, and any
+// other character Go does not call printable (the ASCII space excepted).
+func unshown(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
+		unicode.In(r, unicode.Zl, unicode.Zp) || (r != ' ' && !unicode.IsPrint(r))
+}
+
+// escapeRune is r as a Go escape (\n, \x1b, \u200b): visible, never acted on.
+func escapeRune(r rune) string {
+	q := strconv.QuoteRuneToASCII(r)
+	return q[1 : len(q)-1]
+}
+
+// Line is s on one line as people are shown it: every character unshown
+// reports, a newline included, written as its escape.
+func Line(s string) string {
+	if strings.IndexFunc(s, unshown) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unshown(r) {
+			b.WriteString(escapeRune(r))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// ContinuationMark starts every line of multi-line text after its first,
+// after the caller's indent: no line of a why or an undo can begin where a
+// label does.
+const ContinuationMark = "> "
+
+// Text is multi-line free text (why, undo, a reason) as people are shown
+// it: split at newlines, each line escaped as Line does, and every line
+// after the first written as indent, ContinuationMark, then the line.
+func Text(s, indent string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Line(l)
+		if i > 0 {
+			lines[i] = indent + ContinuationMark + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// quotedName is a dataset namespace or name as people are shown it: as
+// given, unless it is empty, has leading or trailing space, holds a
+// character unshown reports, a quote, or one of special; then quoted as Go
+// quotes strings. Two different strings never print the same.
+func quotedName(s, special string) string {
+	if s == "" || s != strings.TrimSpace(s) || strings.IndexFunc(s, unshown) >= 0 || strings.ContainsAny(s, `"`+special) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// checkText refuses free text an approver could be misled by: what and
+// each scope entry are one line, why and undo may span lines (\n) and
+// nothing else; none may hold another control character or an invisible
+// formatting one. The error names the field, the character and where.
+func checkText(field, s string, multiline bool) error {
+	i := 0
+	for _, r := range s {
+		i++
+		if !unshown(r) || (multiline && r == '\n') {
+			continue
+		}
+		rule := "it is one line of plain text"
+		if multiline {
+			rule = "it may span lines (\\n) but holds no other control character"
+		}
+		return invalid("%s holds %U (%s) at character %d; %s and no invisible formatting (zero-width, bidi): remove it so the approver reads exactly what is shown",
+			field, r, runeKind(r), i, rule)
+	}
+	return nil
+}
+
+func runeKind(r rune) string {
+	switch {
+	case r == '\n' || r == '\r' || unicode.In(r, unicode.Zl, unicode.Zp):
+		return "a line break"
+	case unicode.IsControl(r):
+		return "a control character"
+	case unicode.Is(unicode.Cf, r):
+		return "an invisible formatting character"
+	}
+	return "an unprintable character"
+}
+
+// maxNote bounds one note's JSON in NotesSummary; a longer one is named by
+// its size and where to read it.
+const maxNote = 300
+
+// NotesSummary is a proposal's details as an answer or a terminal shows
+// them without echoing whole documents: the lineage event a lineage_event
+// proposal keeps is named by its SHA-256, job, run and dataset counts
+// (dw approvals show ID --all lists every dataset); any other note whose
+// JSON is longer than maxNote characters by its size; and once the notes
+// shown reach budget characters, the rest by their count. Details are
+// notes (they never decide what runs), and the whole of them is in
+// dw approvals show ID --json.
+func NotesSummary(id string, details map[string]any, budget int) map[string]any {
+	if len(details) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(details))
+	for k := range details {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := map[string]any{}
+	used := 0
+	for i, k := range keys {
+		v := details[k]
+		if k == DetailLineageEvent {
+			v = eventSummary(id, v)
+		} else if raw, _ := json.Marshal(v); len(raw) > maxNote {
+			v = fmt.Sprintf("(%d characters of JSON; read them with dw approvals show %s --json)", len(raw), id)
+		}
+		raw, _ := json.Marshal(v)
+		if used += len(raw) + len(clipRunes(k, maxNote)) + 4; used > budget {
+			out["omitted_notes"] = fmt.Sprintf("%d more notes (%s); read them with dw approvals show %s --json", len(keys)-i, clipRunes(strings.Join(keys[i:min(len(keys), i+5)], ", "), 200), id)
+			break
+		}
+		out[clipRunes(k, maxNote)] = v
+	}
+	return out
+}
+
+// NotesText is NotesSummary as one line of JSON, at most max characters.
+func NotesText(id string, details map[string]any, max int) string {
+	raw, _ := json.Marshal(NotesSummary(id, details, max))
+	return clipRunes(string(raw), max)
+}
+
+// eventSummary names a kept lineage event without its datasets.
+func eventSummary(id string, v any) any {
+	event, ok := v.(map[string]any)
+	if !ok {
+		raw, _ := json.Marshal(v)
+		return fmt.Sprintf("(not an event object: %d characters of JSON)", len(raw))
+	}
+	sum, _ := CanonicalSHA256(event)
+	field := func(m map[string]any, k string) string { s, _ := m[k].(string); return clipRunes(s, 200) }
+	job, _ := event["job"].(map[string]any)
+	run, _ := event["run"].(map[string]any)
+	ins, _ := event["inputs"].([]any)
+	outs, _ := event["outputs"].([]any)
+	return map[string]any{
+		"event_sha256": sum, "event_type": field(event, "eventType"),
+		"job": DatasetName(field(job, "namespace"), field(job, "name")), "run_id": field(run, "runId"),
+		"inputs_count": len(ins), "outputs_count": len(outs),
+		"every_dataset": "dw approvals show " + id + " --all",
+	}
+}
+
+// clipRunes is s cut to at most n characters, the cut marked.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }

@@ -14,10 +14,9 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
@@ -178,8 +177,11 @@ func CleanAsset(field, a string) (string, error) {
 		return "", invalid("%s: asset id longer than %d characters", field, maxAssetLen)
 	case strings.ContainsAny(a, " \t\r\n"):
 		return "", invalid("%s: asset id %q contains whitespace", field, a)
-	case strings.ContainsFunc(a, unicode.IsControl) || !utf8.ValidString(a):
-		return "", invalid("%s: asset id %q contains a control character or invalid UTF-8; use an id like snowflake://usage.usage_hourly", field, a)
+	}
+	// The one asset id text rule (control and invisible format characters,
+	// invalid UTF-8), as every other way in applies it.
+	if err := lineage.CheckIDText("", a); err != nil {
+		return "", invalid("%s: asset id %s", field, err.(*lineage.IDTextError).Reason())
 	}
 	return a, nil
 }

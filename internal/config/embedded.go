@@ -1,7 +1,6 @@
 package config
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/dataworkers/dw/internal/clock"
 )
@@ -21,30 +18,27 @@ import (
 // reads the incident day (so "today" is the day the demo's data shows).
 // Nothing here applies when a dw.yaml is in use.
 
-//go:embed demo_people.yaml
-var demoPeopleYAML []byte
+// The people and domains are written in demo_people.yaml and reach the
+// binary as Go values (demo_people_gen.go, written from the YAML by
+// TestDemoPeopleAreCurrent): every agent starts on the embedded default,
+// and parsing the YAML at each start was 4-5% of an agent's cold start.
+//
+//go:generate env UPDATE_DEMO_PEOPLE=true go test -run TestDemoPeopleAreCurrent .
 
 // addDemoPeople gives the embedded default the demo's people and domains,
 // with login (the OS account running this process, looked up by uid) added
 // to every person's os_users: whoever runs the demo is its approver, in the
 // demo's own store and nowhere else.
-func (c *Config) addDemoPeople(login string) error {
-	var f struct {
-		People  []Person `yaml:"people"`
-		Domains []Domain `yaml:"domains"`
-	}
-	if err := yaml.Unmarshal(demoPeopleYAML, &f); err != nil {
-		return fmt.Errorf("the embedded demo people: %w", err)
-	}
+func (c *Config) addDemoPeople(login string) {
+	people, domains := demoPeople() // fresh values: os_users is appended to
 	if login != "" {
-		for i := range f.People {
-			if !slices.Contains(f.People[i].OSUsers, login) {
-				f.People[i].OSUsers = append(f.People[i].OSUsers, login)
+		for i := range people {
+			if !slices.Contains(people[i].OSUsers, login) {
+				people[i].OSUsers = append(people[i].OSUsers, login)
 			}
 		}
 	}
-	c.People, c.Domains = f.People, f.Domains
-	return nil
+	c.People, c.Domains = people, domains
 }
 
 // DemoIncidentTime is the demo's "now" on its incident day: 15:05 UTC, the

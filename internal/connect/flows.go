@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf16"
 )
 
@@ -168,14 +169,16 @@ func pairs(v string) map[string]string {
 	return m
 }
 
-var bigQueryInvalid = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+// The patterns here are compiled on first use, not at package init: every
+// dw-connectors start links this package and few calls need them.
+var bigQueryInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_]`) })
 
 func bigQueryTable(cfg map[string]string, topic string) string {
 	table, mapped := pairs(cfg["topic2TableMap"])[topic]
 	if !mapped {
 		table = topic
 		if strings.EqualFold(cfg["sanitizeTopics"], "true") {
-			table = bigQueryInvalid.ReplaceAllString(table, "_")
+			table = bigQueryInvalid().ReplaceAllString(table, "_")
 			if table != "" && table[0] >= '0' && table[0] <= '9' {
 				table = "_" + table
 			}
@@ -200,9 +203,9 @@ func bigQueryTable(cfg map[string]string, topic string) string {
 }
 
 var (
-	snowflakeIdent     = regexp.MustCompile(`^[_a-zA-Z][_$a-zA-Z0-9]+$`)
-	snowflakeFirstChar = regexp.MustCompile(`^[_a-zA-Z]$`)
-	snowflakeChar      = regexp.MustCompile(`^[_$a-zA-Z0-9]$`)
+	snowflakeIdent     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[_a-zA-Z][_$a-zA-Z0-9]+$`) })
+	snowflakeFirstChar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[_a-zA-Z]$`) })
+	snowflakeChar      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[_$a-zA-Z0-9]$`) })
 )
 
 const snowflakeRegexPrefix = "REGEX_MATCHER>"
@@ -229,7 +232,7 @@ func snowflakeName(topic string, m map[string]string) string {
 	if t, ok := m[topic]; ok {
 		return t
 	}
-	if snowflakeIdent.MatchString(topic) {
+	if snowflakeIdent().MatchString(topic) {
 		return topic
 	}
 	keys := make([]string, 0, len(m))
@@ -245,7 +248,7 @@ func snowflakeName(topic string, m map[string]string) string {
 		if err != nil {
 			continue
 		}
-		if name := rx.ReplaceAllString(topic, m[k]); snowflakeIdent.MatchString(name) {
+		if name := rx.ReplaceAllString(topic, m[k]); snowflakeIdent().MatchString(name) {
 			return name
 		}
 	}
@@ -254,14 +257,14 @@ func snowflakeName(topic string, m map[string]string) string {
 	i := 0
 	// A valid first character is kept; an invalid one gets "_" put in
 	// front and is then judged again as an ordinary character.
-	if snowflakeFirstChar.MatchString(string(rs[0])) {
+	if snowflakeFirstChar().MatchString(string(rs[0])) {
 		b.WriteRune(rs[0])
 		i = 1
 	} else {
 		b.WriteByte('_')
 	}
 	for _, r := range rs[i:] {
-		if snowflakeChar.MatchString(string(r)) {
+		if snowflakeChar().MatchString(string(r)) {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
@@ -294,7 +297,7 @@ func join(parts ...string) string {
 	return strings.Join(keep, ".")
 }
 
-var regexMeta = regexp.MustCompile(`[\\*+?()\[\]{}|^$]`)
+var regexMeta = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\\*+?()\[\]{}|^$]`) })
 
 func sourceFlows(cfg map[string]string) []Flow {
 	class := cfg["connector.class"]
@@ -308,7 +311,7 @@ func sourceFlows(cfg map[string]string) []Flow {
 		}
 		for _, t := range tables {
 			f := Flow{Topic: join(prefix, t), Table: t, Direction: TableToTopic}
-			if regexMeta.MatchString(t) {
+			if regexMeta().MatchString(t) {
 				// Include lists are regular expressions over
 				// qualified names; a literal dot matches itself.
 				f.Topic, f.TopicPattern = regexp.QuoteMeta(prefix)+`\.`+t, true

@@ -108,6 +108,9 @@ type Diagnosis struct {
 //     reader in the graph), or the field is itself the symptomatic column;
 //     0.5 when the change touched no fields; 0.35 when it broke fields no
 //     recorded reader on the path uses; 0.3 when it only added fields.
+//     The reader walk runs only for changes to the symptoms or upstream of
+//     them and stays inside the symptoms' upstream set, so its cost
+//     follows what can be a cause, not the size of the window.
 //   - history: 1 when an earlier incident on one of the same assets had a
 //     change of the same kind as its top cause.
 //
@@ -211,6 +214,8 @@ type ranker struct {
 	up, down map[string]Hop
 	history  map[changelog.ChangeKind][]pastCause
 	readers  map[string][]FieldReader
+	// scope is the symptoms' upstream set the field-reader walks stay in.
+	scope Scope
 	// bound skips the field-reader walk while scoring: a change whose
 	// fields factor depends on it gets its upper bound (fields = 1) and
 	// walked is false. See rankCauses.
@@ -231,7 +236,10 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	r.up, r.down = map[string]Hop{}, map[string]Hop{}
 	if g != nil {
 		var err error
-		if r.up, err = g.Upstream(ctx, inc.Assets, opts.MaxDepth); err != nil {
+		// The upstream set is also the field-reader walks' scope: only a
+		// job on the way to the symptoms can make a broken field a cause,
+		// so a walk never needs to leave it (see fields).
+		if r.up, r.scope, err = g.UpstreamScope(ctx, inc.Assets, opts.MaxDepth); err != nil {
 			return nil, 0, fmt.Errorf("walk lineage upstream of %s: %w", strings.Join(inc.Assets, ", "), err)
 		}
 		if r.down, err = g.Downstream(ctx, inc.Assets, opts.MaxDepth); err != nil {
@@ -253,7 +261,9 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if r.history, err = pastTopCauses(ctx, db, inc); err != nil {
 		return nil, 0, err
 	}
-	changes, err := changelog.LoadWindow(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
+	// Every change in the window is scored, ten are put into words: the
+	// window is read with what scoring needs, the kept ones in full below.
+	changes, err := changelog.LoadWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -318,9 +328,12 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	}
 	causes := make([]Cause, len(order))
 	for rank, o := range order {
-		c := changes[o.i]
-		if err := c.LoadDetails(); err != nil {
+		c, found, err := changelog.ByID(ctx, db, changes[o.i].ID)
+		if err != nil {
 			return nil, 0, err
+		}
+		if !found {
+			return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", changes[o.i].ID)
 		}
 		if causes[rank], err = r.score(c, true); err != nil {
 			return nil, 0, err
@@ -658,7 +671,7 @@ func (r *ranker) fieldReaders(asset string, names []string) ([]FieldReader, erro
 	if got, ok := r.readers[key]; ok {
 		return got, nil
 	}
-	got, err := r.g.FieldReaders(r.ctx, asset, names, r.opts.MaxDepth)
+	got, err := r.g.FieldReaders(r.ctx, asset, names, r.opts.MaxDepth, r.scope)
 	if err != nil {
 		return nil, fmt.Errorf("find readers of %s on %s: %w", strings.Join(names, ", "), asset, err)
 	}

@@ -18,6 +18,8 @@ type memGraph struct {
 	out, in  map[string][]string
 	cols     map[[2]string][]colMapping
 	evidence map[[2]string]string // (reader, field) -> how the read is known
+	// walked lists the assets FieldReaders was asked to walk from, in order.
+	walked []string
 }
 
 type colMapping struct{ from, to string }
@@ -85,7 +87,24 @@ func (g *memGraph) Downstream(_ context.Context, start []string, maxDepth int) (
 	return bfs(start, g.out, maxDepth), nil
 }
 
-func (g *memGraph) FieldReaders(_ context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error) {
+// memScope is an upstream answer as a Scope.
+type memScope map[string]Hop
+
+func (s memScope) Contains(asset string) bool {
+	_, ok := s[asset]
+	return ok
+}
+
+func (g *memGraph) UpstreamScope(ctx context.Context, start []string, maxDepth int) (map[string]Hop, Scope, error) {
+	up, err := g.Upstream(ctx, start, maxDepth)
+	return up, memScope(up), err
+}
+
+func (g *memGraph) FieldReaders(_ context.Context, asset string, fields []string, maxDepth int, within Scope) ([]FieldReader, error) {
+	g.walked = append(g.walked, asset)
+	if within != nil && !within.Contains(asset) {
+		return nil, nil
+	}
 	type state struct {
 		asset string
 		// name at this asset -> name as the change called it
@@ -102,6 +121,9 @@ func (g *memGraph) FieldReaders(_ context.Context, asset string, fields []string
 		var next []state
 		for _, st := range frontier {
 			for _, to := range g.out[st.asset] {
+				if within != nil && !within.Contains(to) {
+					continue
+				}
 				maps, hasCols := g.cols[[2]string{st.asset, to}]
 				carried := map[string]string{}
 				if !hasCols {

@@ -15,11 +15,27 @@ type Graph interface {
 	Upstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error)
 	// Downstream is Upstream along the edges' direction.
 	Downstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error)
+	// UpstreamScope is Upstream that also returns what it reached as a
+	// Scope, for confining field-reader walks to it.
+	UpstreamScope(ctx context.Context, start []string, maxDepth int) (map[string]Hop, Scope, error)
 	// FieldReaders lists the jobs and models downstream of asset, at most
 	// maxDepth hops, that read any of fields (following column lineage where
 	// it renames a field, and carrying the name unchanged across edges
-	// without column lineage, such as a schema subject to its topic).
-	FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error)
+	// without column lineage, such as a schema subject to its topic). With
+	// a scope (from this graph's UpstreamScope), the walk passes only
+	// through assets in it and reports only readers in it: diagnosis asks
+	// which jobs on the way to the symptoms read a field, and walking
+	// everything downstream of each changed asset made its cost follow the
+	// window rather than what can be a cause. A nil scope confines nothing.
+	FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int, within Scope) ([]FieldReader, error)
+}
+
+// Scope is a set of assets made by a Graph's UpstreamScope; a graph reads
+// only the scopes it made.
+type Scope interface {
+	// Contains reports whether the asset (by any name the walk answered
+	// under) is in the set.
+	Contains(asset string) bool
 }
 
 // Hop places an asset reached by a walk.

@@ -42,8 +42,33 @@ func (l lineageGraph) Downstream(ctx context.Context, start []string, maxDepth i
 	return convertHops(l.g.Downstream(ctx, start, maxDepth))
 }
 
-func (l lineageGraph) FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error) {
-	rs, err := l.g.FieldReaders(ctx, asset, fields, maxDepth)
+// lineageScope is the reach of an upstream walk with its answer, so
+// Contains is a lookup by name and the field walk reads the node set.
+type lineageScope struct {
+	hops  map[string]Hop
+	reach *lineage.Reach
+}
+
+func (s lineageScope) Contains(asset string) bool {
+	_, ok := s.hops[asset]
+	return ok
+}
+
+func (l lineageGraph) UpstreamScope(ctx context.Context, start []string, maxDepth int) (map[string]Hop, Scope, error) {
+	in, reach, err := l.g.UpstreamReach(ctx, start, maxDepth)
+	hops, err := convertHops(in, err)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hops, lineageScope{hops, reach}, nil
+}
+
+func (l lineageGraph) FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int, within Scope) ([]FieldReader, error) {
+	var reach *lineage.Reach
+	if s, ok := within.(lineageScope); ok {
+		reach = s.reach
+	}
+	rs, err := l.g.FieldReadersWithin(ctx, asset, fields, maxDepth, reach)
 	if errors.Is(err, lineage.ErrUnknownAsset) {
 		return nil, nil
 	}

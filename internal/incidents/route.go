@@ -38,6 +38,23 @@ type Proposed struct {
 	Proposals []*approvals.Proposal
 }
 
+// RemediationError is one remediation of a set refused before anything
+// was written (its draft, or approvals' check of it): which one, and why.
+// A caller proposing on its own behalf, such as a routine, can leave that
+// one out, say why, and propose the rest.
+type RemediationError struct {
+	// Index is the remediation's position in ProposeParams.Remediations.
+	Index int
+	What  string
+	Err   error
+}
+
+func (e *RemediationError) Error() string {
+	return fmt.Sprintf("proposals[%d] (%s): %v", e.Index, e.What, e.Err)
+}
+
+func (e *RemediationError) Unwrap() error { return e.Err }
+
 // ProposeRemediations drafts each remediation against the incident's
 // diagnosis, has approvals check it and name its approver (approvals owns
 // who approves, autonomy and stop), and copies the first owners of every
@@ -45,7 +62,8 @@ type Proposed struct {
 // transaction: the cited cause on the incident's receipt (once), every
 // proposal with its request, and the incident's move to proposed. So a
 // failure anywhere leaves nothing behind: no proposal a person could
-// approve for an incident that does not point at it.
+// approve for an incident that does not point at it. A remediation refused
+// before anything is written comes back as a *RemediationError naming it.
 func (s *Service) ProposeRemediations(ctx context.Context, apv *approvals.Service, p ProposeParams) (*Proposed, error) {
 	switch n := len(p.Remediations); {
 	case n == 0:
@@ -67,7 +85,7 @@ func (s *Service) ProposeRemediations(ctx context.Context, apv *approvals.Servic
 	for i, r := range p.Remediations {
 		r.Draft.IncidentID = inc.ID
 		if drafts[i], err = s.DraftProposal(ctx, r.Draft); err != nil {
-			return nil, fmt.Errorf("proposals[%d] (%s): %w", i, strings.TrimSpace(r.Draft.What), err)
+			return nil, &RemediationError{Index: i, What: strings.TrimSpace(r.Draft.What), Err: err}
 		}
 	}
 	assets := inc.InvolvedAssets()
@@ -90,7 +108,7 @@ func (s *Service) ProposeRemediations(ctx context.Context, apv *approvals.Servic
 			Undo: d.Undo, Copy: copies, Action: p.Remediations[i].Action, Details: det, Proposer: p.Proposer,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("proposals[%d] (%s): %w", i, d.What, err)
+			return nil, &RemediationError{Index: i, What: d.What, Err: err}
 		}
 		checked[i] = c
 	}

@@ -140,7 +140,8 @@ func TestProposeRemediationsIsAllOrNothing(t *testing.T) {
 				_, err := s.ProposeRemediations(context.Background(), apv, ProposeParams{IncidentID: id,
 					Remediations: []Remediation{holdStripe(), bad}, Proposer: "dw-incidents"})
 				var ie *approvals.InputError
-				if !errors.As(err, &ie) || !strings.HasPrefix(err.Error(), "proposals[1] ") {
+				var re *RemediationError
+				if !errors.As(err, &ie) || !strings.HasPrefix(err.Error(), "proposals[1] ") || !errors.As(err, &re) || re.Index != 1 {
 					t.Fatalf("bad #%d: want approvals' refusal of proposals[1], got %v", i, err)
 				}
 				nothingWritten(t, db, s, id)

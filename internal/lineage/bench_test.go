@@ -2,8 +2,6 @@ package lineage
 
 import (
 	"context"
-	"github.com/dataworkers/dw/internal/lineage/graphindex"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -57,23 +57,7 @@ func benchGraph(b *testing.B) {
 	bench.once.Do(func() {
 		start := time.Now()
 		n := benchAssets()
-		comp := n * 1065 / 10000
-		rng := rand.New(rand.NewPCG(7, 11))
-		edges := make([][2]int32, 0, 3*n)
-		for i := 0; i < n; i++ {
-			base := i / comp * comp
-			size := min(comp, n-base)
-			var picked [3]int32
-			for k := 0; k < 3; k++ {
-			again:
-				j := int32(base + rng.IntN(size))
-				if int(j) == i || (k > 0 && picked[0] == j) || (k > 1 && picked[1] == j) {
-					goto again
-				}
-				picked[k] = j
-				edges = append(edges, [2]int32{int32(i), j})
-			}
-		}
+		edges := lineagetest.NewGraph(n).Edges
 		dir, err := os.MkdirTemp("", "dw-lineage-bench-")
 		if err != nil {
 			b.Fatal(err)
@@ -83,7 +67,7 @@ func benchGraph(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bulkLoad(b, db, n, edges)
+		lineagetest.BulkLoad(b, db, n, edges)
 		// A store in use has its write-ahead log folded into the file; a
 		// fresh 4M-row log would make every page read look it up first.
 		if _, err := db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
@@ -97,29 +81,36 @@ func benchGraph(b *testing.B) {
 	}
 }
 
-// floorAdjacency is the baseline representation: a Go slice per node.
-func floorAdjacency(n int, edges [][2]int32) [][]int32 {
-	adj := make([][]int32, n)
-	for _, e := range edges {
-		adj[e[0]] = append(adj[e[0]], e[1])
-	}
-	return adj
+// floorAdjacency is the bench graph in the floor's representation.
+func floorAdjacency() [][]int32 {
+	return (&lineagetest.Graph{N: bench.n, Edges: bench.edges}).Adjacency()
 }
 
-// floorBFS is the plainest breadth-first search: the floor no index can beat by much.
-func floorBFS(adj [][]int32, start int32) int {
-	visited := make([]bool, len(adj))
-	visited[start] = true
-	queue := []int32{start}
-	for h := 0; h < len(queue); h++ {
-		for _, v := range adj[queue[h]] {
-			if !visited[v] {
-				visited[v] = true
-				queue = append(queue, v)
-			}
+// againstFloor runs op b.N times, each run of it after one lineagetest.FloorBFS over
+// adj from asset 0 timed outside the benchmark's timer, so both see the
+// same machine load and cache state. It reports how many assets the floor
+// reaches, the floor's time and op's time as a ratio of it ("x-floor"),
+// and returns op's time per run.
+func againstFloor(b *testing.B, adj [][]int32, op func() error) time.Duration {
+	reached := lineagetest.FloorBFS(adj, 0)
+	var floorTotal time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		t0 := time.Now()
+		lineagetest.FloorBFS(adj, 0)
+		floorTotal += time.Since(t0)
+		b.StartTimer()
+		if err := op(); err != nil {
+			b.Fatal(err)
 		}
 	}
-	return len(queue) - 1
+	per := b.Elapsed() / time.Duration(b.N)
+	floor := floorTotal / time.Duration(b.N)
+	b.ReportMetric(float64(reached), "reached")
+	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-ms")
+	b.ReportMetric(float64(per)/float64(floor), "x-floor")
+	return per
 }
 
 func heapMB() float64 {
@@ -154,7 +145,7 @@ func BenchmarkLoadIndex(b *testing.B) {
 }
 
 // BenchmarkTraversal times the index's downstream walk from a component's
-// first asset against floorBFS over [][]int32 on the same graph in the same
+// first asset against lineagetest.FloorBFS over [][]int32 on the same graph in the same
 // run, and reports the ratio.
 func BenchmarkTraversal(b *testing.B) {
 	benchGraph(b)
@@ -163,35 +154,18 @@ func BenchmarkTraversal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	adj := floorAdjacency(bench.n, bench.edges)
+	adj := floorAdjacency()
 	start, ok := idx.Node(1)
 	if !ok {
 		b.Fatal("no start asset")
 	}
-	want := floorBFS(adj, 0)
+	want := lineagetest.FloorBFS(adj, 0)
 	lim := graphindex.Limits{MaxDepth: maxMaxDepth, MaxNodes: maxMaxAssets}
 	w := idx.BFS(ctx, []int32{start}, false, lim)
 	if got := len(w.Order) - w.Starts; got != want || w.Budget != "" {
 		b.Fatalf("index reached %d (budget %q), floor %d", got, w.Budget, want)
 	}
-
-	// The floor runs interleaved with the index, outside the timer, so both
-	// see the same machine load and cache state.
-	var floorTotal time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		t0 := time.Now()
-		floorBFS(adj, 0)
-		floorTotal += time.Since(t0)
-		b.StartTimer()
-		idx.BFS(ctx, []int32{start}, false, lim)
-	}
-	per := b.Elapsed() / time.Duration(b.N)
-	floor := floorTotal / time.Duration(b.N)
-	b.ReportMetric(float64(want), "reached")
-	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-ms")
-	b.ReportMetric(float64(per)/float64(floor), "x-floor")
+	againstFloor(b, adj, func() error { idx.BFS(ctx, []int32{start}, false, lim); return nil })
 }
 
 // BenchmarkBlastRadius times the whole BlastRadius call (version check,
@@ -200,12 +174,12 @@ func BenchmarkTraversal(b *testing.B) {
 func BenchmarkBlastRadius(b *testing.B) {
 	benchGraph(b)
 	ctx := context.Background()
-	g := New(bench.db, clock.NewFake(storyTime))
+	g := New(bench.db, clock.NewFake(lineagetest.StoryTime))
 	if _, err := g.Index(ctx); err != nil {
 		b.Fatal(err)
 	}
-	adj := floorAdjacency(bench.n, bench.edges)
-	want := floorBFS(adj, 0)
+	adj := floorAdjacency()
+	want := lineagetest.FloorBFS(adj, 0)
 	p := BlastParams{Asset: "bench://a1", MaxDepth: maxMaxDepth, MaxAssets: maxMaxAssets, Timeout: "60s"}
 	res, err := g.BlastRadius(ctx, p)
 	if err != nil {
@@ -214,22 +188,6 @@ func BenchmarkBlastRadius(b *testing.B) {
 	if res.Total != want || res.Partial || len(res.Assets) != defaultLimit || len(res.Assets[0].Critical) == 0 {
 		b.Fatalf("blast radius total %d partial %v listed %d; want %d", res.Total, res.Partial, len(res.Assets), want)
 	}
-	var floorTotal time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		t0 := time.Now()
-		floorBFS(adj, 0)
-		floorTotal += time.Since(t0)
-		b.StartTimer()
-		if _, err := g.BlastRadius(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-	}
-	per := b.Elapsed() / time.Duration(b.N)
-	floor := floorTotal / time.Duration(b.N)
-	b.ReportMetric(float64(want), "reached")
+	per := againstFloor(b, adj, func() error { _, err := g.BlastRadius(ctx, p); return err })
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/blast")
-	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-ms")
-	b.ReportMetric(float64(per)/float64(floor), "x-floor")
 }

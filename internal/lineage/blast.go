@@ -90,6 +90,7 @@ type BlastResult struct {
 	NoColumnLineage      []EdgeRef       `json:"no_column_lineage,omitempty" jsonschema:"edges followed in full because they carry no column lineage, so the answer is conservative past them (at most 50)"`
 	NoColumnLineageTotal int             `json:"no_column_lineage_total,omitempty" jsonschema:"edges without column lineage in all"`
 	GraphVersion         int64           `json:"graph_version" jsonschema:"graph version the answer was computed on"`
+	IndexLoadMS          float64         `json:"index_load_ms,omitempty" jsonschema:"milliseconds this call spent loading the graph's traversal index (the first call after a start or a graph change); absent when the index was held"`
 	Summary              string          `json:"summary" jsonschema:"one-paragraph summary for a person"`
 }
 
@@ -121,21 +122,24 @@ func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (gra
 	return lim, nil
 }
 
-// start resolves a traversal's starting asset to its node in a current index.
-func (g *Graph) start(ctx context.Context, ref string) (*graphindex.Index, int32, resolved, error) {
-	r, err := resolveAsset(ctx, g.db, ref)
+// start resolves a traversal's starting asset to its node in a current
+// index, and says how long loading that index took when this call did.
+// The reference is resolved after the version is read, through the
+// index's table, so a warm call does not resolve it in the store again.
+func (g *Graph) start(ctx context.Context, ref string) (*graphindex.Index, int32, resolved, time.Duration, error) {
+	idx, took, err := g.index(ctx)
 	if err != nil {
-		return nil, 0, r, err
+		return nil, 0, resolved{}, took, err
 	}
-	idx, err := g.Index(ctx)
+	r, err := indexResolve(ctx, idx, g.db, ref)
 	if err != nil {
-		return nil, 0, r, err
+		return nil, 0, r, took, err
 	}
 	n, ok := idx.Node(r.seq)
 	if !ok {
-		return nil, 0, r, fmt.Errorf("%w %q: it was removed while the question was asked; retry", ErrUnknownAsset, ref)
+		return nil, 0, r, took, fmt.Errorf("%w %q: it was added or removed while the question was asked; retry", ErrUnknownAsset, ref)
 	}
-	return idx, n, r, nil
+	return idx, n, r, took, nil
 }
 
 func criticalTags(tags []string) []string {
@@ -160,7 +164,7 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 	if err != nil {
 		return nil, err
 	}
-	idx, start, r, err := g.start(ctx, p.Asset)
+	idx, start, r, took, err := g.start(ctx, p.Asset)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +175,8 @@ func (g *Graph) BlastRadius(ctx context.Context, p BlastParams) (*BlastResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &BlastResult{Asset: r.id, CountsByKind: map[string]int{}, Assets: []ImpactedAsset{}, GraphVersion: idx.Version}
+	res := &BlastResult{Asset: r.id, CountsByKind: map[string]int{}, Assets: []ImpactedAsset{}, GraphVersion: idx.Version,
+		IndexLoadMS: float64(took.Microseconds()) / 1000}
 	var w *graphindex.Walk
 	var states []*graphindex.ColSet
 	var unknown [][2]int32
@@ -273,44 +278,30 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	}
 	res.NoColumnLineageTotal = len(unknown)
 	unknown = unknown[:min(len(unknown), maxUnknownEdges)]
-	// Read the listed assets in full, and only the ids of the others on
-	// their paths and of the edges without column lineage.
+	// Read what the listed assets show, and only the ids of the others on
+	// their paths and of the edges without column lineage, through the
+	// index's table: a warm call on an unchanged graph reads none of it
+	// from the store again.
 	listed := make([]int64, len(pick))
-	need := map[int64]bool{}
+	var need []int32
 	paths := make([][]int32, len(pick))
 	for i, p := range pick {
 		listed[i] = idx.Seqs[w.Order[p]]
 		paths[i] = w.Path(p)
-		for _, n := range paths[i] {
-			need[idx.Seqs[n]] = true
-		}
+		need = append(need, paths[i]...)
 	}
 	for _, e := range unknown {
-		need[idx.Seqs[e[0]]], need[idx.Seqs[e[1]]] = true, true
+		need = append(need, e[0], e[1])
 	}
-	rows, err := loadListRows(ctx, g.db, listed)
+	rows, err := indexListRows(ctx, idx, g.db, listed)
 	if err != nil {
 		return err
 	}
-	var others []int64
-	for s := range need {
-		if _, ok := rows[s]; !ok {
-			others = append(others, s)
-		}
-	}
-	ids, err := loadIDs(ctx, g.db, others)
+	ids, err := indexIDs(ctx, idx, g.db, need)
 	if err != nil {
 		return err
 	}
-	for s, r := range rows {
-		ids[s] = r.ID
-	}
-	idOf := func(n int32) string {
-		if id, ok := ids[idx.Seqs[n]]; ok {
-			return id
-		}
-		return fmt.Sprintf("#%d", idx.Seqs[n])
-	}
+	idOf := func(n int32) string { return ids[n] }
 	now := g.clock.Now()
 	nextRuns := map[Schedule]time.Time{} // many listed jobs share a few schedules
 	for i, p := range pick {
@@ -320,10 +311,11 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 			continue // deleted since the index was built
 		}
 		a := ImpactedAsset{ID: r.ID, Kind: r.Kind, Platform: r.Platform, Title: r.Title, Owner: r.Owner,
-			OwnerEmail: r.OwnerEmail, Domain: r.Domain, Tags: r.Tags, Critical: criticalTags(r.Tags),
+			OwnerEmail: r.OwnerEmail, Domain: r.Domain, Tags: slices.Clone(r.Tags), Critical: criticalTags(r.Tags),
 			Distance: int(w.Distance(p)), Schedule: scheduleOf(r)}
-		for _, pn := range paths[i] {
-			a.Path = append(a.Path, idOf(pn))
+		a.Path = make([]string, len(paths[i]))
+		for k, pn := range paths[i] {
+			a.Path[k] = idOf(pn)
 		}
 		if a.Schedule != nil {
 			next, ok := nextRuns[*a.Schedule]
@@ -448,6 +440,10 @@ func blastSummary(r *BlastResult) string {
 	}
 	if len(r.Assets) < r.Total {
 		fmt.Fprintf(&b, " Listed %d of %d.", len(r.Assets), r.Total)
+	}
+	if r.IndexLoadMS > 0 {
+		fmt.Fprintf(&b, " This call first loaded the graph's traversal index (%s; kept for later calls until the graph changes).",
+			time.Duration(r.IndexLoadMS*float64(time.Millisecond)).Round(time.Millisecond))
 	}
 	return b.String()
 }

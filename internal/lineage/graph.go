@@ -40,23 +40,33 @@ func (g *Graph) DB() *store.DB { return g.db }
 // first, so a write racing the load makes the next call reload again rather
 // than leaving a stale index marked current.
 func (g *Graph) Index(ctx context.Context) (*graphindex.Index, error) {
+	idx, _, err := g.index(ctx)
+	return idx, err
+}
+
+// index is Index that also says how long this call spent loading the
+// index: zero when it was held (or another call loaded it while this one
+// waited), so the first answer after a start or a graph change can say
+// what the load cost and a warm one says nothing.
+func (g *Graph) index(ctx context.Context) (*graphindex.Index, time.Duration, error) {
 	v, _, err := GraphVersion(ctx, g.db)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.idx != nil && g.idx.Version == v {
-		return g.idx, nil
+		return g.idx, 0, nil
 	}
 	start := time.Now()
 	idx, err := loadIndex(ctx, g.db, v)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	slog.Debug("lineage: index loaded", "version", idx.Version, "assets", idx.Len(), "edges", idx.EdgeCount(), "took", time.Since(start))
+	took := time.Since(start)
+	slog.Debug("lineage: index loaded", "version", idx.Version, "assets", idx.Len(), "edges", idx.EdgeCount(), "took", took)
 	g.idx = idx
-	return idx, nil
+	return idx, took, nil
 }
 
 // indexCodes are the kind codes the index keeps: positions in Kinds and

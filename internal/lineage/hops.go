@@ -58,7 +58,32 @@ func (g *Graph) Downstream(ctx context.Context, start []string, maxDepth int) (m
 	return g.hops(ctx, start, maxDepth, false)
 }
 
+// Reach is the set of assets a walk reached, as nodes of the index it
+// walked: what FieldReadersWithin confines its walk to.
+type Reach struct {
+	idx *graphindex.Index
+	in  []bool // by node
+}
+
+// UpstreamReach is Upstream that also returns what it reached as a Reach.
+func (g *Graph) UpstreamReach(ctx context.Context, start []string, maxDepth int) (map[string]Hop, *Reach, error) {
+	var reach *Reach
+	out, err := g.walkHops(ctx, start, maxDepth, true, func(idx *graphindex.Index, w *graphindex.Walk) {
+		reach = &Reach{idx: idx, in: make([]bool, idx.Len())}
+		for _, n := range w.Order {
+			reach.in[n] = true
+		}
+	})
+	return out, reach, err
+}
+
 func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool) (map[string]Hop, error) {
+	return g.walkHops(ctx, start, maxDepth, up, nil)
+}
+
+// walkHops walks and names what it reached; seen, when set, is shown the
+// walk first.
+func (g *Graph) walkHops(ctx context.Context, start []string, maxDepth int, up bool, seen func(*graphindex.Index, *graphindex.Walk)) (map[string]Hop, error) {
 	if maxDepth < 0 || maxDepth > maxMaxDepth {
 		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
 	}
@@ -67,6 +92,7 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 	if err != nil {
 		return nil, err
 	}
+
 	// given maps a start node to the first name the caller used for it.
 	given := map[int32]string{}
 	var nodes []int32
@@ -93,11 +119,17 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 		}
 	}
 	if len(nodes) == 0 {
+		if seen != nil {
+			seen(idx, &graphindex.Walk{}) // an empty reach
+		}
 		return out, nil
 	}
 	w := idx.BFS(ctx, nodes, up, graphindex.Limits{MaxDepth: maxDepth, MaxNodes: idx.Len()})
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if seen != nil {
+		seen(idx, w)
 	}
 	names, err := indexNames(ctx, idx, g.db, w.Order)
 	if err != nil {
@@ -152,37 +184,65 @@ func findAsset(ctx context.Context, q store.Querier, ref string) (resolved, bool
 	return resolved{}, false, nil
 }
 
-// nameTable caches the ids and aliases of the assets walks have reached,
-// by node, for one index (the index itself keeps only numbers). Names are
-// loaded for the nodes an answer needs, so the cost follows what a walk
-// reaches rather than the size of the graph, and later walks on the same
-// index reuse them.
+// nameTable caches, per index, what answers read from the store about the
+// assets walks reached: ids and aliases by node, list rows by seq and
+// resolved references (the index itself keeps only numbers). All of it is
+// fixed for one graph version, since every lineage write moves the version
+// and a new version is a new index with a new table, so a warm call reads
+// none of it again. It is loaded for the nodes an answer needs, so the cost
+// follows what a walk reaches rather than the size of the graph, and it is
+// emptied when it grows past maxCached entries.
 type nameTable struct {
 	mu      sync.Mutex
 	ids     map[int32]string
+	aliased map[int32]bool // nodes whose aliases are loaded
 	aliases map[int32][]string
+	rows    map[int64]*assetRow
+	refs    map[string]resolved
 }
+
+// maxCached bounds a table's entries (ids, rows and references together).
+const maxCached = 200_000
+
+func (t *nameTable) reset() {
+	t.ids, t.aliased, t.aliases = map[int32]string{}, map[int32]bool{}, map[int32][]string{}
+	t.rows, t.refs = map[int64]*assetRow{}, map[string]resolved{}
+}
+
+func (t *nameTable) full() bool { return len(t.ids)+len(t.rows)+len(t.refs) > maxCached }
 
 // nameTables caches one table per live index; the weak key lets an index
 // that is no longer used be collected, and its cleanup drops the entry.
 var nameTables sync.Map // weak.Pointer[Index] -> *nameTable
 
+func tableOf(ix *graphindex.Index) *nameTable {
+	key := weak.Make(ix)
+	if v, ok := nameTables.Load(key); ok {
+		return v.(*nameTable)
+	}
+	t := &nameTable{}
+	t.reset()
+	v, loaded := nameTables.LoadOrStore(key, t)
+	if !loaded {
+		runtime.AddCleanup(ix, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
+	}
+	return v.(*nameTable)
+}
+
 // indexNames returns every name (id first, then aliases) of the given nodes,
 // loading into the index's table those it does not hold yet. The answer is
 // a copy: the table keeps growing under its lock while callers read.
 func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32][]string, error) {
-	key := weak.Make(ix)
-	v, loaded := nameTables.LoadOrStore(key, &nameTable{ids: map[int32]string{}, aliases: map[int32][]string{}})
-	if !loaded {
-		runtime.AddCleanup(ix, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
-	}
-	t := v.(*nameTable)
+	t := tableOf(ix)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.full() {
+		t.reset()
+	}
 	var missing []any
 	bySeq := map[int64]int32{}
 	for _, n := range nodes {
-		if _, ok := t.ids[n]; !ok {
+		if !t.aliased[n] {
 			if _, dup := bySeq[ix.Seqs[n]]; !dup {
 				bySeq[ix.Seqs[n]] = n
 				missing = append(missing, ix.Seqs[n])
@@ -207,9 +267,11 @@ func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, node
 		for _, seq := range chunk {
 			// An asset removed since the index was built is named by its
 			// seq, so answers stay well-formed.
-			if n := bySeq[seq.(int64)]; t.ids[n] == "" {
+			n := bySeq[seq.(int64)]
+			if t.ids[n] == "" {
 				t.ids[n] = fmt.Sprintf("#%d", seq)
 			}
+			t.aliased[n] = true
 		}
 	}
 	out := make(map[int32][]string, len(nodes))
@@ -217,6 +279,105 @@ func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, node
 		out[n] = append([]string{t.ids[n]}, t.aliases[n]...)
 	}
 	return out, nil
+}
+
+// indexIDs returns the ids of the given nodes ("#seq" for one removed
+// since the index was built), reading only those the index's table lacks.
+func indexIDs(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32]string, error) {
+	t := tableOf(ix)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.full() {
+		t.reset()
+	}
+	var missing []int64
+	bySeq := map[int64]int32{}
+	for _, n := range nodes {
+		if _, ok := t.ids[n]; !ok {
+			if _, dup := bySeq[ix.Seqs[n]]; !dup {
+				bySeq[ix.Seqs[n]] = n
+				missing = append(missing, ix.Seqs[n])
+			}
+		}
+	}
+	if len(missing) > 0 {
+		ids, err := loadIDs(ctx, q, missing)
+		if err != nil {
+			return nil, err
+		}
+		for seq, n := range bySeq {
+			id, ok := ids[seq]
+			if !ok {
+				id = fmt.Sprintf("#%d", seq)
+			}
+			t.ids[n] = id
+		}
+	}
+	out := make(map[int32]string, len(nodes))
+	for _, n := range nodes {
+		out[n] = t.ids[n]
+	}
+	return out, nil
+}
+
+// indexListRows is loadListRows through the index's table. The rows are
+// shared: callers must not modify them.
+func indexListRows(ctx context.Context, ix *graphindex.Index, q store.Querier, seqs []int64) (map[int64]*assetRow, error) {
+	t := tableOf(ix)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.full() {
+		t.reset()
+	}
+	var missing []int64
+	out := make(map[int64]*assetRow, len(seqs))
+	for _, s := range seqs {
+		if r, ok := t.rows[s]; ok {
+			if r != nil {
+				out[s] = r
+			}
+		} else {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err := loadListRows(ctx, q, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range missing {
+		r := rows[s] // nil: removed since the index was built
+		t.rows[s] = r
+		if r != nil {
+			out[s] = r
+		}
+	}
+	return out, nil
+}
+
+// indexResolve is resolveAsset through the index's table: a reference
+// resolves the same way for one graph version. Errors are not kept.
+func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, ref string) (resolved, error) {
+	t := tableOf(ix)
+	t.mu.Lock()
+	r, ok := t.refs[ref]
+	t.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := resolveAsset(ctx, q, ref)
+	if err != nil {
+		return r, err
+	}
+	t.mu.Lock()
+	if t.full() {
+		t.reset()
+	}
+	t.refs[ref] = r
+	t.mu.Unlock()
+	return r, nil
 }
 
 func scanPairs(ctx context.Context, q store.Querier, query string, args []any, fn func(int64, string)) error {
@@ -250,6 +411,17 @@ func scanPairs(ctx context.Context, q store.Querier, query string, args []any, f
 // An asset the graph does not know is an error wrapping ErrUnknownAsset
 // that lists the closest names.
 func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string, maxDepth int) ([]FieldReader, error) {
+	return g.FieldReadersWithin(ctx, asset, fields, maxDepth, nil)
+}
+
+// FieldReadersWithin is FieldReaders with the walk confined to a Reach (a
+// diagnosis passes the symptoms' upstream): assets outside it are neither
+// walked through nor reported, so the walk's cost follows what can reach
+// the symptoms rather than all that lies downstream of the asset. A nil
+// reach confines nothing; a reach from an index the graph has since
+// replaced confines nothing either (its node numbers name other assets),
+// which can only widen the answer.
+func (g *Graph) FieldReadersWithin(ctx context.Context, asset string, fields []string, maxDepth int, within *Reach) ([]FieldReader, error) {
 	if maxDepth < 0 || maxDepth > maxMaxDepth {
 		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
 	}
@@ -281,7 +453,14 @@ func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string,
 	if !ok {
 		return []FieldReader{}, nil // added after the index was built: no edges yet
 	}
-	reads := idx.FieldReads(n, start, maxDepth)
+	var in []bool
+	if within != nil && within.idx == idx {
+		if !within.in[n] {
+			return []FieldReader{}, nil
+		}
+		in = within.in
+	}
+	reads := idx.FieldReads(n, start, maxDepth, in)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

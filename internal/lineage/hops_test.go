@@ -260,3 +260,76 @@ func TestWalksConcurrently(t *testing.T) {
 		}
 	})
 }
+
+// FieldReadersWithin walks only through the reach it is given: a reader
+// downstream of the asset but outside the reach (it feeds something else)
+// is not reported, nor one behind an asset outside it; a stale or absent
+// reach confines nothing.
+func TestFieldReadersWithinReach(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g := lineage.New(db, clock.NewFake(time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)))
+		note := lineage.Note{Edges: []lineage.NoteEdge{
+			{From: "kafka://prod/pay", To: "flink://rollup", ReadsFields: []string{"amount"}},
+			{From: "flink://rollup", To: "kafka://prod/pay-hourly"},
+			{From: "kafka://prod/pay", To: "flink://audit", ReadsFields: []string{"amount"}},
+			{From: "flink://audit", To: "kafka://prod/audit-out"},
+			{From: "kafka://prod/pay", To: "kafka://prod/pay-copy"},
+			{From: "kafka://prod/pay-copy", To: "kafka://prod/pay-copy2"},
+			{From: "kafka://prod/pay-copy2", To: "flink://copy-reader", ReadsFields: []string{"amount"}},
+			{From: "flink://copy-reader", To: "kafka://prod/pay-hourly"},
+		}}
+		if _, err := g.RecordLineage(ctx, note); err != nil {
+			t.Fatal(err)
+		}
+		readers := func(rs []lineage.FieldReader) []string {
+			var out []string
+			for _, r := range rs {
+				out = append(out, r.Reader)
+			}
+			slices.Sort(out)
+			return out
+		}
+		all, err := g.FieldReaders(ctx, "kafka://prod/pay", []string{"amount"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readers(all); !slices.Equal(got, []string{"flink://audit", "flink://copy-reader", "flink://rollup"}) {
+			t.Fatalf("unconfined readers %v", got)
+		}
+		// Upstream of the hourly topic within 2 hops: rollup, pay,
+		// copy-reader and pay-copy2, but not pay-copy (3 hops), so
+		// copy-reader is reachable from pay only through an asset outside
+		// the reach.
+		up, reach, err := g.UpstreamReach(ctx, []string{"kafka://prod/pay-hourly"}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := up["kafka://prod/pay"]; !ok {
+			t.Fatalf("pay not upstream within 2 hops: %v", up)
+		}
+		in, err := g.FieldReadersWithin(ctx, "kafka://prod/pay", []string{"amount"}, 10, reach)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readers(in); !slices.Equal(got, []string{"flink://rollup"}) {
+			t.Errorf("readers within the hourly topic's upstream: %v, want only flink://rollup", got)
+		}
+		// An asset outside the reach walks nothing.
+		if rs, err := g.FieldReadersWithin(ctx, "kafka://prod/pay-copy", []string{"amount"}, 10, reach); err != nil || len(rs) != 0 {
+			t.Errorf("walk from outside the reach: %v, %v; want nothing", readers(rs), err)
+		}
+		// After a write the reach names another index's nodes: the walk
+		// is not confined (wider, never wrong).
+		if _, err := g.RecordLineage(ctx, lineage.Note{Edges: []lineage.NoteEdge{{From: "kafka://prod/x", To: "kafka://prod/y"}}}); err != nil {
+			t.Fatal(err)
+		}
+		stale, err := g.FieldReadersWithin(ctx, "kafka://prod/pay", []string{"amount"}, 10, reach)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readers(stale); len(got) != 3 {
+			t.Errorf("readers with a stale reach %v, want all three", got)
+		}
+	})
+}

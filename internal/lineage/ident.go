@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Identity: one physical table is named differently by each system that
@@ -149,7 +150,7 @@ func splitQualified(name string) ([]namePart, error) {
 	return parts, nil
 }
 
-var regularIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
+var regularIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`) })
 
 // canonicalPart renders one part under a case rule. Parts that fold are
 // rendered lower-case for readability; parts whose case matters are kept
@@ -162,7 +163,7 @@ func canonicalPart(rule caseRule, p namePart, index, count int) string {
 		if !p.quoted {
 			stored = strings.ToUpper(p.s)
 		}
-		if regularIdent.MatchString(stored) && stored == strings.ToUpper(stored) {
+		if regularIdent().MatchString(stored) && stored == strings.ToUpper(stored) {
 			return strings.ToLower(stored)
 		}
 		return quote(stored)
@@ -171,7 +172,7 @@ func canonicalPart(rule caseRule, p namePart, index, count int) string {
 		if !p.quoted {
 			stored = strings.ToLower(p.s)
 		}
-		if regularIdent.MatchString(stored) && stored == strings.ToLower(stored) {
+		if regularIdent().MatchString(stored) && stored == strings.ToLower(stored) {
 			return stored
 		}
 		return quote(stored)
@@ -261,6 +262,9 @@ var PlatformToken = regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`)
 // case, since those systems are case-sensitive.
 func CanonicalID(id string) (string, error) {
 	id = strings.TrimSpace(id)
+	if err := CheckIDText("asset id", id); err != nil {
+		return "", err
+	}
 	p, path, ok := SplitID(id)
 	if !ok {
 		return "", fmt.Errorf("asset id %q must look like platform://path (e.g. kafka://prod/api-usage, snowflake://usage.usage_hourly)", id)

@@ -8,9 +8,98 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/config"
 )
+
+// The text rule: every asset id entering the product (a note, an
+// OpenLineage event, a dbt manifest, a connector's config, a proposal's
+// target) is printable text. An id is shown to people who approve work on
+// it, in terminals and in answers: a control character can rewrite the
+// line it is printed on (ESC sequences, CR) or forge a second one (LF),
+// and an invisible format character (a zero-width space, a bidirectional
+// override) makes an id that looks exactly like another asset's. So they
+// are refused wherever an id comes in, by CheckIDText, and the Writer
+// refuses them again so no path into lineage_* can skip the rule.
+
+// IDTextRule says what an asset id may contain, for error messages.
+const IDTextRule = "an asset id is printable text: no control characters (U+0000-U+001F, U+007F-U+009F), " +
+	"no invisible format characters (Unicode category Cf, e.g. U+00AD, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), " +
+	"no line or paragraph separators (U+2028, U+2029) and valid UTF-8 (see docs/ASSET_IDS.md)"
+
+// IDTextError is text refused by the asset id rule. It never holds the
+// text itself: the id may come from any file, so only the refused
+// character's code point and position are shown.
+type IDTextError struct {
+	// Field names where the text came from (assets[0].id, inputs[2].name);
+	// "" when the caller adds it.
+	Field string
+	// Rune is the refused character; utf8.RuneError when the bytes are not
+	// UTF-8 (BadUTF8).
+	Rune    rune
+	BadUTF8 bool
+	// Pos is the refused character's position, counted in characters from 1.
+	Pos int
+}
+
+// Reason says what is wrong and what is valid, without the field.
+func (e *IDTextError) Reason() string {
+	var what string
+	switch {
+	case e.BadUTF8:
+		what = "is not valid UTF-8"
+	case e.Rune == utf8.RuneError:
+		what = "contains U+FFFD, the replacement character a decoder puts where bytes were not UTF-8,"
+	case unicode.IsControl(e.Rune):
+		what = fmt.Sprintf("contains the control character U+%04X", e.Rune)
+	case e.Rune == '\u2028' || e.Rune == '\u2029':
+		what = fmt.Sprintf("contains the line separator U+%04X", e.Rune)
+	default:
+		what = fmt.Sprintf("contains the invisible format character U+%04X", e.Rune)
+	}
+	return fmt.Sprintf("%s at character %d; %s", what, e.Pos, IDTextRule)
+}
+
+func (e *IDTextError) Error() string {
+	if e.Field == "" {
+		return e.Reason()
+	}
+	return e.Field + " " + e.Reason()
+}
+
+// refusedInID reports whether r may not appear in an asset id.
+func refusedInID(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
+}
+
+// CheckIDText applies the text rule to s (an id, or a part an id is made
+// of), returning an *IDTextError naming field when s breaks it.
+func CheckIDText(field, s string) error {
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++ // printable ASCII, the usual id, needs no decoding
+	}
+	if i == len(s) {
+		return nil
+	}
+	pos := utf8.RuneCountInString(s[:i])
+	for off, r := range s[i:] {
+		pos++
+		if refusedInID(r) {
+			e := &IDTextError{Field: field, Rune: r, Pos: pos}
+			if r == utf8.RuneError {
+				// Ranging yields RuneError both for a byte that is not
+				// UTF-8 (size 1) and for an encoded U+FFFD (size 3).
+				_, size := utf8.DecodeRuneInString(s[i+off:])
+				e.BadUTF8 = size == 1
+			}
+			return e
+		}
+	}
+	return nil
+}
 
 // Spellings: a person names a table the way the tool in front of them
 // shows it: duckdb://sales.orders from a check, duckdb://warehouse.sales.orders
@@ -112,6 +201,9 @@ type spelling struct {
 
 func parseSpelling(ref string) (spelling, error) {
 	ref = strings.TrimSpace(ref)
+	if err := CheckIDText("asset", ref); err != nil {
+		return spelling{}, err
+	}
 	if strings.Contains(ref, "://") {
 		id, err := CanonicalID(ref)
 		if err != nil {
@@ -138,7 +230,7 @@ func parseSpelling(ref string) (spelling, error) {
 		return spelling{}, fmt.Errorf("%q has %d parts; a table is at most database.schema.table", ref, len(parts))
 	}
 	for _, p := range parts {
-		if !p.quoted && !regularIdent.MatchString(p.s) {
+		if !p.quoted && !regularIdent().MatchString(p.s) {
 			// api-usage is more likely a topic than a table: without a
 			// platform only a plain or quoted identifier is taken as one.
 			return spelling{}, fmt.Errorf("%q is not a table name (quote identifiers with other characters) and has no platform; give an id like kafka://prod/%s", ref, ref)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -50,7 +51,7 @@ func TestRecordLineageRejectsBadNotes(t *testing.T) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
 		buildBillingStory(t, g)
-		before := graphDump(t, db)
+		before := lineagetest.GraphDump(t, db)
 		cases := []struct {
 			note Note
 			want string
@@ -75,7 +76,7 @@ func TestRecordLineageRejectsBadNotes(t *testing.T) {
 				t.Errorf("case %d: error %v, want mention of %q", i, err, c.want)
 			}
 		}
-		if after := graphDump(t, db); !slices.Equal(before, after) {
+		if after := lineagetest.GraphDump(t, db); !slices.Equal(before, after) {
 			t.Errorf("rejected notes changed the graph")
 		}
 	})

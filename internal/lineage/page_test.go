@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -41,7 +42,7 @@ func TestWideAssetIsPaged(t *testing.T) {
 		for i := int32(down + 1); i <= down+up; i++ {
 			edges = append(edges, [2]int32{i, 0})
 		}
-		bulkLoad(t, db, down+up+1, edges)
+		lineagetest.BulkLoad(t, db, down+up+1, edges)
 
 		first, err := g.GetLineage(ctx, LineageParams{Asset: "bench://a1"})
 		if err != nil {

@@ -105,7 +105,7 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	case p.MaxPaths > 0:
 		maxPaths = p.MaxPaths
 	}
-	idx, start, r, err := g.start(ctx, p.Asset)
+	idx, start, r, _, err := g.start(ctx, p.Asset)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func TestTracePathsAreBounded(t *testing.T) {
 		edges = append(edges, [2]int32{prev, i})
 		prev = i
 	}
-	bulkLoad(t, db, leaves+chain+1, edges)
+	lineagetest.BulkLoad(t, db, leaves+chain+1, edges)
 
 	tr, err := g.Trace(ctx, TraceParams{Asset: "bench://a1", Direction: "down", MaxDepth: 1000, MaxAssets: 100_000})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestBlastRadiusBudgetsAndCycles(t *testing.T) {
 		for i := int32(3000); i < 5000; i++ {
 			edges = append(edges, [2]int32{0, i})
 		}
-		bulkLoad(t, db, 5000, edges)
+		lineagetest.BulkLoad(t, db, 5000, edges)
 
 		full, err := g.BlastRadius(ctx, BlastParams{Asset: "bench://a1", MaxDepth: 5000, MaxAssets: 100000, Limit: 10})
 		if err != nil {

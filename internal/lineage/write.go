@@ -41,6 +41,27 @@ type AssetInput struct {
 	KindIfNew Kind
 }
 
+// checkText applies the asset id rule (CheckIDText) to every name the
+// input registers. Each source checks its ids where it reads them, naming
+// its own fields; this is the writer's guarantee that no path stores one
+// the rule refuses.
+func (in *AssetInput) checkText() error {
+	if err := CheckIDText("asset id", in.ID); err != nil {
+		return err
+	}
+	for _, n := range in.Names {
+		if err := CheckIDText("asset name", n); err != nil {
+			return err
+		}
+	}
+	for _, n := range in.Weak {
+		if err := CheckIDText("asset partial name", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // assetRow is a stored asset.
 type assetRow struct {
 	Seq         int64
@@ -157,6 +178,9 @@ type Writer struct {
 	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
+	// stage, when set, is a staged bulk import (WriteBulk): statements
+	// name the staging tables and the work commits every stageBatchRows.
+	stage *stager
 }
 
 // edgeRows is pairs per statement in flushEdges: 6 parameters a row, well
@@ -188,9 +212,8 @@ func (w *Writer) flushEdges() error {
 	}
 	queued := w.pending
 	w.pending = nil
-	type pair struct{ from, to int64 }
-	seen := map[pair]bool{}
-	var edges []edgeInput
+	seen := make(map[pair]bool, len(queued))
+	edges := make([]edgeInput, 0, len(queued))
 	for _, e := range queued {
 		p := pair{e.From, e.To}
 		if e.From == e.To || seen[p] {
@@ -199,39 +222,26 @@ func (w *Writer) flushEdges() error {
 		seen[p] = true
 		edges = append(edges, e)
 	}
+	// Into an empty edge table (a first import, or a staged one into a
+	// new catalog) every pair is new: the pairs are distinct, so no chunk
+	// meets one an earlier chunk wrote, and reading back is skipped.
+	none, err := w.empty("lineage_edges")
+	if err != nil {
+		return fmt.Errorf("read edges: %w", err)
+	}
+	args := make([]any, 0, edgeRows*6)
+	stored := map[pair]bool{}
 	for start := 0; start < len(edges); start += edgeRows {
 		chunk := edges[start:min(start+edgeRows, len(edges))]
-		var q strings.Builder
-		q.WriteString("SELECT from_seq, to_seq FROM lineage_edges WHERE (from_seq, to_seq) IN (VALUES ")
-		args := make([]any, 0, len(chunk)*6)
-		for i, e := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
+		clear(stored)
+		if !none {
+			if err := w.storedEdges(chunk, stored); err != nil {
+				return err
 			}
-			q.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT))")
-			args = append(args, e.From, e.To)
-		}
-		q.WriteString(")")
-		rows, err := w.query(q.String(), args...)
-		if err != nil {
-			return fmt.Errorf("read edges: %w", err)
-		}
-		stored := map[pair]bool{}
-		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.from, &p.to); err != nil {
-				rows.Close()
-				return fmt.Errorf("read edges: %w", err)
-			}
-			stored[p] = true
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("read edges: %w", err)
 		}
 		var ins strings.Builder
-		ins.WriteString("INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms) VALUES ")
+		ins.Grow(len(edgeInsertSQL) + len(chunk)*len(", (?, ?, ?, ?, ?, ?)"))
+		ins.WriteString(edgeInsertSQL)
 		args = args[:0]
 		n := 0
 		for _, e := range chunk {
@@ -249,6 +259,9 @@ func (w *Writer) flushEdges() error {
 			n++
 		}
 		if n == 0 {
+			if err := w.batched(len(chunk)); err != nil {
+				return err
+			}
 			continue
 		}
 		if _, err := w.exec(ins.String(), args...); err != nil {
@@ -256,14 +269,68 @@ func (w *Writer) flushEdges() error {
 		}
 		w.changed = true
 		w.stats.EdgesCreated += n
+		if err := w.batched(len(chunk)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+const edgeInsertSQL = "INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms) VALUES "
+
+type pair struct{ from, to int64 }
+
+// storedEdges marks in stored the pairs of chunk the edge table holds.
+func (w *Writer) storedEdges(chunk []edgeInput, stored map[pair]bool) error {
+	var q strings.Builder
+	q.WriteString("SELECT from_seq, to_seq FROM lineage_edges WHERE (from_seq, to_seq) IN (VALUES ")
+	args := make([]any, 0, len(chunk)*2)
+	for i, e := range chunk {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT))")
+		args = append(args, e.From, e.To)
+	}
+	q.WriteString(")")
+	rows, err := w.query(q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("read edges: %w", err)
+	}
+	for rows.Next() {
+		var p pair
+		if err := rows.Scan(&p.from, &p.to); err != nil {
+			rows.Close()
+			return fmt.Errorf("read edges: %w", err)
+		}
+		stored[p] = true
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("read edges: %w", err)
+	}
+	return nil
+}
+
+// empty reports whether table holds no rows.
+func (w *Writer) empty(table string) (bool, error) {
+	var one int
+	err := w.queryRow("SELECT 1 FROM " + table + " LIMIT 1").Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	return false, err
 }
 
 // stmt returns the prepared statement for query, preparing it once.
 func (w *Writer) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
+	}
+	key := query
+	if w.stage != nil {
+		query = stageTables.Replace(query)
 	}
 	st, err := w.tx.PrepareContext(w.ctx, query)
 	if err != nil {
@@ -272,7 +339,7 @@ func (w *Writer) stmt(query string) (*sql.Stmt, error) {
 	if w.stmts == nil {
 		w.stmts = map[string]*sql.Stmt{}
 	}
-	w.stmts[query] = st
+	w.stmts[key] = st
 	return st, nil
 }
 
@@ -296,6 +363,9 @@ func (w *Writer) queryRow(query string, args ...any) *sql.Row {
 	st, err := w.stmt(query)
 	if err != nil {
 		// The unprepared query reports the same error through its Row.
+		if w.stage != nil {
+			query = stageTables.Replace(query)
+		}
 		return w.tx.QueryRowContext(w.ctx, query, args...)
 	}
 	return st.QueryRowContext(w.ctx, args...)
@@ -407,6 +477,9 @@ func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
 	if in.ID == "" {
 		return 0, errors.New("asset id is empty")
 	}
+	if err := in.checkText(); err != nil {
+		return 0, err
+	}
 	if !slices.Contains(in.Names, in.ID) {
 		in.Names = append([]string{in.ID}, in.Names...)
 	}
@@ -507,9 +580,15 @@ func (w *Writer) newRow(in *AssetInput) *assetRow {
 }
 
 func assetArgs(r *assetRow) []any {
-	return []any{r.ID, shortName(r.ID), strings.ToLower(shortName(r.ID)), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
+	return appendAssetArgs(make([]any, 0, assetRowArgs), r)
+}
+
+// appendAssetArgs appends r's insertAssetSQL parameters to args.
+func appendAssetArgs(args []any, r *assetRow) []any {
+	name := shortName(r.ID) // parses the id: once, not once per column
+	return append(args, r.ID, name, strings.ToLower(name), r.Title, string(r.Kind), r.Platform, r.Owner, r.OwnerEmail,
 		r.Domain, r.Description, mustJSON(r.Tags), int(r.flags()), r.Cron, r.Timezone, mustJSON(r.Columns), r.SQL, r.URL,
-		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen}
+		strings.Join(r.Sources, ","), r.FirstSeen, r.LastSeen)
 }
 
 // UpsertAssets is UpsertAsset over many inputs, returning their seqs in
@@ -520,21 +599,38 @@ func assetArgs(r *assetRow) []any {
 // order between the two groups does not matter.
 func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 	seqs := make([]int64, len(ins))
-	uses := map[string]int{}
+	// An empty alias table (a first import, or a staged one into a new
+	// catalog) holds none of the names: looking each up is skipped.
+	none, err := w.empty("lineage_aliases")
+	if err != nil {
+		return nil, fmt.Errorf("look up assets: %w", err)
+	}
+	uses := make(map[string]int, 2*len(ins))
 	var names []string
+	count := func(n string) {
+		if uses[n] == 0 && !none {
+			names = append(names, n)
+		}
+		uses[n]++
+	}
 	for _, in := range ins {
 		if in.ID == "" {
 			return nil, errors.New("asset id is empty")
 		}
+		if err := in.checkText(); err != nil {
+			return nil, err
+		}
 		if !slices.Contains(in.Names, in.ID) {
 			in.Names = append([]string{in.ID}, in.Names...)
 		}
-		in.Weak = slices.DeleteFunc(slices.Clone(in.Weak), func(s string) bool { return s == "" || slices.Contains(in.Names, s) })
-		for _, n := range slices.Concat(in.Names, in.Weak) {
-			if uses[n] == 0 {
-				names = append(names, n)
-			}
-			uses[n]++
+		if slices.ContainsFunc(in.Weak, func(s string) bool { return s == "" || slices.Contains(in.Names, s) }) {
+			in.Weak = slices.DeleteFunc(slices.Clone(in.Weak), func(s string) bool { return s == "" || slices.Contains(in.Names, s) })
+		}
+		for _, n := range in.Names {
+			count(n)
+		}
+		for _, n := range in.Weak {
+			count(n)
 		}
 	}
 	stored := map[string]bool{}
@@ -547,18 +643,19 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			stored[n] = true
 		}
 	}
-	var fresh []int
-	for i, in := range ins {
-		plain := true
-		for _, n := range slices.Concat(in.Names, in.Weak) {
-			// A name listed twice by one input counts once per listing;
-			// such an input takes the careful path too.
+	// A name listed twice (by two inputs, or twice by one, which counts
+	// once per listing) sends its inputs down the careful path too.
+	known := func(names []string) bool {
+		for _, n := range names {
 			if stored[n] || uses[n] > 1 {
-				plain = false
-				break
+				return true
 			}
 		}
-		if plain {
+		return false
+	}
+	fresh := make([]int, 0, len(ins))
+	for i, in := range ins {
+		if !known(in.Names) && !known(in.Weak) {
 			fresh = append(fresh, i)
 			continue
 		}
@@ -567,28 +664,40 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			return nil, err
 		}
 		seqs[i] = seq
+		if err := w.batched(1); err != nil {
+			return nil, err
+		}
 	}
+	if w.kinds == nil {
+		w.kinds = make(map[int64]Kind, len(fresh))
+	}
+	// Buffers reused by every chunk: a chunk's rows and names are
+	// hundreds of values each.
+	args := make([]any, 0, assetRows*assetRowArgs)
+	kinds := make([]Kind, 0, assetRows)
+	byID := make(map[string]int64, assetRows)
+	var aliases []any // alias, seq, weak
 	for start := 0; start < len(fresh); start += assetRows {
 		chunk := fresh[start:min(start+assetRows, len(fresh))]
 		var q strings.Builder
+		q.Grow(len(insertAssetSQL) + len(chunk)*(len(assetRowSQL)+2) + 20)
 		q.WriteString(insertAssetSQL)
-		args := make([]any, 0, len(chunk)*assetRowArgs)
-		kinds := map[string]Kind{}
+		args, kinds = args[:0], kinds[:0]
 		for j, i := range chunk {
 			if j > 0 {
 				q.WriteString(", ")
 			}
 			q.WriteString(assetRowSQL)
 			r := w.newRow(ins[i])
-			kinds[r.ID] = r.Kind
-			args = append(args, assetArgs(r)...)
+			kinds = append(kinds, r.Kind)
+			args = appendAssetArgs(args, r)
 		}
 		q.WriteString(" RETURNING seq, id")
 		rows, err := w.query(q.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert assets: %w", err)
 		}
-		byID := map[string]int64{}
+		clear(byID)
 		for rows.Next() {
 			var seq int64
 			var id string
@@ -603,14 +712,14 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("insert assets: %w", err)
 		}
-		var aliases []any // alias, seq, weak
-		for _, i := range chunk {
+		aliases = aliases[:0]
+		for j, i := range chunk {
 			seq, ok := byID[ins[i].ID]
 			if !ok {
 				return nil, fmt.Errorf("insert asset %s: no seq returned", ins[i].ID)
 			}
 			seqs[i] = seq
-			w.setKind(seq, kinds[ins[i].ID])
+			w.setKind(seq, kinds[j])
 			for _, n := range ins[i].Names {
 				aliases = append(aliases, n, seq, 0)
 			}
@@ -627,11 +736,25 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		}
 		w.changed = true
 		w.stats.AssetsCreated += len(chunk)
+		if err := w.batched(len(chunk) + len(aliases)/3); err != nil {
+			return nil, err
+		}
 	}
 	return seqs, nil
 }
 
 func mustJSON(v any) string {
+	// Most assets have no tags or columns: no encoder for those.
+	switch x := v.(type) {
+	case []string:
+		if len(x) == 0 {
+			return "[]"
+		}
+	case []Column:
+		if len(x) == 0 {
+			return "[]"
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // only slices of strings and Columns reach here
@@ -787,7 +910,10 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	}
 	rows := make([]*assetRow, 0, len(seqs))
 	for _, s := range seqs {
-		r, err := loadAsset(w.ctx, w.tx, s)
+		r, err := scanAsset(w.queryRow("SELECT "+assetCols+" FROM lineage_assets WHERE seq = ?", s))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = fmt.Errorf("asset #%d: %w", s, store.ErrNotFound)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

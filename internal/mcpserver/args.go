@@ -32,13 +32,14 @@ const maxArgErrors = 5
 
 // argChecker holds what checking one tool's arguments needs.
 type argChecker struct {
-	schema *jsonschema.Schema
+	// schema is the tool's input schema, built on first use.
+	schema func() *jsonschema.Schema
 	// resolved is the schema resolved on the first call, not at start:
 	// an agent starts with every tool and resolving is most of what
 	// registering one costs, while most tools of a session are never
-	// called. The SDK's AddTool resolves the same schema with the same
-	// options at registration and panics if it does not resolve, so
-	// resolving here later loses no check at start.
+	// called. The same resolution validates the call and fills in its
+	// defaults (call.go); that every tool's schema resolves is tested
+	// for every agent (TestListedSchemasAreCurrent).
 	resolved func() (*jsonschema.Resolved, error)
 	// decode decodes an arguments object into the tool's input type.
 	decode func([]byte) error
@@ -64,12 +65,10 @@ func (a *argCheckers) get(name string) *argChecker {
 	return a.m[name]
 }
 
-func newArgChecker[In any](schema *jsonschema.Schema) *argChecker {
+func newArgChecker[In any](schema func() *jsonschema.Schema) *argChecker {
 	return &argChecker{
-		schema: schema,
-		resolved: sync.OnceValues(func() (*jsonschema.Resolved, error) {
-			return schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-		}),
+		schema:   schema,
+		resolved: resolver(schema),
 		decode: func(b []byte) error {
 			var in In
 			return json.Unmarshal(b, &in)
@@ -102,7 +101,15 @@ func (s *Server) checkArgsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (c *argChecker) check(raw json.RawMessage) error {
+func (c *argChecker) check(raw json.RawMessage) (err error) {
+	// The schema is built here on a tool's first call: a patch that no
+	// longer fits its type panics, and that must cost the model this one
+	// call, not the client its server.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: the tool's input schema cannot be built: %v (the server keeps running; please report this)", p)
+		}
+	}()
 	var v any = map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -114,7 +121,7 @@ func (c *argChecker) check(raw json.RawMessage) error {
 		return fmt.Errorf("arguments must be a JSON object of named arguments, got %s", jsonKind(v))
 	}
 	var probs []string
-	walkArg(c.schema, "", args, &probs)
+	walkArg(c.schema(), "", args, &probs)
 	if len(probs) > 0 {
 		if len(probs) > maxArgErrors {
 			probs = append(probs[:maxArgErrors], fmt.Sprintf("and %d more", len(probs)-maxArgErrors))
@@ -124,7 +131,7 @@ func (c *argChecker) check(raw json.RawMessage) error {
 	// Anything the walk does not cover (a $ref, anyOf) is still checked,
 	// with the library's words cut short.
 	resolved, err := c.resolved()
-	if err != nil { // not reached: the SDK refused to register the tool
+	if err != nil { // not reached: every agent's schemas resolve in a test
 		return fmt.Errorf("the tool's input schema does not resolve: %v", err)
 	}
 	withDefaults := any(args)
@@ -158,7 +165,7 @@ func (c *argChecker) decodeProblem(raw json.RawMessage, args map[string]any, err
 			if errors.As(e, &te) && te.Field != "" {
 				name = te.Field
 			}
-			return fmt.Errorf("argument '%s': %s", name, decodeWords(e, c.schema.Properties[k]))
+			return fmt.Errorf("argument '%s': %s", name, decodeWords(e, c.schema().Properties[k]))
 		}
 	}
 	return fmt.Errorf("arguments: %s", decodeWords(err, nil))

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,20 @@ func TestBadArgumentsAreWordedForTheModel(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "args", Arguments: map[string]any{"at": at, "limit": 5, "kind": "deploy", "sub": map[string]any{"n": 2}}})
 	if err != nil || res.IsError || called != 1 {
 		t.Fatalf("valid call: %v %+v called %d", err, res, called)
+	}
+}
+
+// A schema that cannot be built (a patch naming a property its type no
+// longer has) refuses the call with an error instead of panicking in the
+// server's request path.
+func TestUnbuildableSchemaRefusesTheCall(t *testing.T) {
+	c := newArgChecker[argsIn](func() *jsonschema.Schema {
+		s := inferSchema[argsIn]()
+		Enum(s, "no_such_property", "a")
+		return s
+	})
+	err := c.check(json.RawMessage(`{"at":"2026-12-01T09:40:00Z"}`))
+	if err == nil || !strings.Contains(err.Error(), "no property no_such_property") {
+		t.Errorf("check = %v, want the build failure", err)
 	}
 }

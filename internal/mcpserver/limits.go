@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -161,16 +162,21 @@ func lookup(s *jsonschema.Schema, path string) *jsonschema.Schema {
 	return cur
 }
 
-// withLimits is the schema a tool is registered with: its own patched
-// schema, or the one inferred from In, with ApplyLimits applied.
-func withLimits[In any](tool string, s *jsonschema.Schema) *jsonschema.Schema {
-	if s == nil {
-		s = InputSchema[In](nil)
-	} else {
-		// A tool's schema is a package variable; registering twice (as
-		// tests do) must not mutate it under another server.
-		s = s.CloneSchemas()
-	}
-	ApplyLimits(tool, s)
-	return s
+// lazyInput is the schema a tool is registered with: its own patched
+// schema, or the one inferred from In, with ApplyLimits applied, built
+// once on first need (the tool's first call, or registration when the
+// schema is not in schemas_gen.go).
+func lazyInput[In any](tool string, stated *Schema) func() *jsonschema.Schema {
+	return sync.OnceValue(func() *jsonschema.Schema {
+		var s *jsonschema.Schema
+		if stated == nil {
+			s = inferSchema[In]()
+		} else {
+			// Built afresh: registering a tool twice (as tests do) never
+			// shares a schema between servers.
+			s = stated.Build()
+		}
+		ApplyLimits(tool, s)
+		return s
+	})
 }

@@ -25,7 +25,7 @@ func TestApplyLimits(t *testing.T) {
 	s := InputSchema[limitsIn](func(s *jsonschema.Schema) {
 		Enum(s, "kind", "a", "b")
 		MaxLength(s, "own", 7)
-	})
+	}).Build()
 	ApplyLimits("some_tool", s)
 	p := s.Properties
 	for path, want := range map[string]int{
@@ -85,7 +85,7 @@ func TestApplyLimitsToolSpecific(t *testing.T) {
 	type in struct {
 		Schema string `json:"schema" jsonschema:"a name"`
 	}
-	a, b := InputSchema[in](nil), InputSchema[in](nil)
+	a, b := InputSchema[in](nil).Build(), InputSchema[in](nil).Build()
 	ApplyLimits("list_tables", a)
 	ApplyLimits("check_compatibility", b)
 	if *a.Properties["schema"].MaxLength != MaxID || *b.Properties["schema"].MaxLength != MaxSchemaText {

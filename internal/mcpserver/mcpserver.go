@@ -22,7 +22,10 @@
 //     person can read in the client;
 //   - the output schema a tool advertises is its answer's shape cut to
 //     OutputSchemaBudget characters (outschema.go), so tools/list stays
-//     small: clients check answers against it, models read the answers.
+//     small: clients check answers against it, models read the answers;
+//   - start-up does no schema work a client is not waiting for: tools/list
+//     carries schemas generated into schemas_gen.go (register.go), and a
+//     tool's schemas are built and resolved on its first call (call.go).
 package mcpserver
 
 import (
@@ -69,6 +72,14 @@ type Server struct {
 	checkers argCheckers
 	// note, when set, says the demo's time in every answer (demo.go).
 	note func() string
+	// live holds each tool's schemas as its Go types give them, for the
+	// test that keeps schemas_gen.go current (register.go);
+	// ignoreListed makes the server list those instead of the table's.
+	live         map[string]liveSchemas
+	ignoreListed bool
+	// fromTable are the tools whose schemas tools/list takes from the
+	// table (register.go).
+	fromTable listedTools
 }
 
 // ToolNames lists the tools registered so far, in order.
@@ -76,6 +87,12 @@ func (s *Server) ToolNames() []string { return append([]string(nil), s.tools...)
 
 // New builds the server for an agent without serving it.
 func New(a Agent, version string, logger *slog.Logger) (*Server, error) {
+	return newServer(a, version, logger, false)
+}
+
+// newServer is New; ignoreListed lists every tool's schemas as its Go
+// types give them now rather than from schemas_gen.go (register.go).
+func newServer(a Agent, version string, logger *slog.Logger, ignoreListed bool) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -87,8 +104,8 @@ func New(a Agent, version string, logger *slog.Logger) (*Server, error) {
 		// and, at the level a client sets, to the client (progress.go).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
-	s := &Server{MCP: srv, Name: a.Name, Logger: logger}
-	srv.AddReceivingMiddleware(s.checkArgsMiddleware)
+	s := &Server{MCP: srv, Name: a.Name, Logger: logger, ignoreListed: ignoreListed}
+	srv.AddReceivingMiddleware(s.checkArgsMiddleware, s.listMiddleware)
 	if a.Register != nil {
 		if err := a.Register(s); err != nil {
 			return nil, fmt.Errorf("register %s tools: %w", a.Name, err)

@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/memtrim"
 )
 
 // Progress and logging reach the client only through the request being
@@ -15,9 +18,9 @@ import (
 //   - Every call whose client sent a progress token gets a progress
 //     notification at least every heartbeat while it runs (elapsed
 //     seconds, total unknown), so a client showing progress sees that a
-//     long check, import, diagnosis or wait is alive. A handler that knows
-//     how far it is calls Progress with a total; the heartbeat then stops
-//     and the handler's reports are the only ones.
+//     long check, import, diagnosis or wait is alive. Once the handler
+//     calls Progress the heartbeat stops and the handler's reports are the
+//     only ones, each sent, shifted above the heartbeats already sent.
 //   - Log sends a notifications/message the client filters by the level
 //     it set with logging/setLevel (nothing is sent before it sets one).
 //   - Cancellation (notifications/cancelled) cancels the call's context;
@@ -34,10 +37,19 @@ type call struct {
 	tool  string
 	start time.Time
 
-	mu     sync.Mutex
-	last   float64 // progress sent so far; every notification increases it
-	ruled  bool    // the handler reports with a total: no heartbeat
-	closed bool
+	// mu is held while a notification is sent, so the heartbeat and the
+	// handler never send out of order: the client sees every value rise.
+	mu   sync.Mutex
+	last float64 // progress sent so far; every notification increases it
+	sent bool    // at least one notification went out
+	// offset is added to every handler report. Heartbeats count elapsed
+	// seconds, so a handler that starts reporting after a few of them (a
+	// backfill planned after a slow first query) would have its early
+	// steps fall below the last heartbeat and be dropped; its scale starts
+	// above the heartbeats instead, fixed at its first report.
+	offset  float64
+	handler bool // the handler has reported: no more heartbeats
+	closed  bool
 }
 
 func (c *call) token() any {
@@ -47,32 +59,48 @@ func (c *call) token() any {
 	return c.req.Params.GetProgressToken()
 }
 
-// notify sends one progress notification if progress increased.
+// notify sends one progress notification if progress increased. A
+// handler's report is shifted by the call's offset (its total too), so
+// each of its rising reports is sent even after heartbeats went out.
 func (c *call) notify(ctx context.Context, done, total float64, msg string, fromHandler bool) {
 	tok := c.token()
 	if tok == nil {
 		return
 	}
 	c.mu.Lock()
-	if c.closed || done <= c.last || (!fromHandler && c.ruled) {
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.closed || (!fromHandler && c.handler) {
 		return
 	}
-	c.last = done
-	if fromHandler && total > 0 {
-		c.ruled = true
+	if fromHandler {
+		if !c.handler && c.sent {
+			c.offset = math.Floor(c.last) + 1
+		}
+		c.handler = true
+		done += c.offset
+		if total > 0 {
+			total += c.offset
+		}
 	}
-	c.mu.Unlock()
+	if c.sent && done <= c.last {
+		return
+	}
+	c.last, c.sent = done, true
 	_ = c.req.Session.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{
 		ProgressToken: tok, Progress: done, Total: total, Message: msg})
 }
 
+// quiet trims the agent's memory once no call has run for a while: an
+// agent lives for the client's session, mostly waiting (see memtrim).
+var quiet = memtrim.New()
+
 // begin starts the heartbeat for a call; the returned func stops it.
 func begin(ctx context.Context, tool string, req *mcp.CallToolRequest) (context.Context, func()) {
+	quiet.Busy()
 	c := &call{req: req, tool: tool, start: time.Now()}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	if c.token() == nil {
-		return ctx, func() {}
+		return ctx, quiet.Quiet
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -98,11 +126,15 @@ func begin(ctx context.Context, tool string, req *mcp.CallToolRequest) (context.
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
+		quiet.Quiet()
 	}
 }
 
 // Progress reports how far a long call has come (done of total; total 0
-// when unknown), when the client asked for progress. Reports that do not
+// when unknown), when the client asked for progress. Every report that
+// rises above the handler's previous one reaches the client, in order; if
+// heartbeats went out first, done and total arrive shifted up by the same
+// offset (the message says which step it is). Reports that do not
 // increase are dropped, as the spec requires progress to increase.
 func Progress(ctx context.Context, done, total float64, msg string) {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {

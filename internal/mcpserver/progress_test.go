@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -181,5 +183,76 @@ func TestCancelStopsTheWork(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler never saw the cancel: the work kept running")
+	}
+}
+
+type chunksIn struct {
+	AfterMillis int `json:"after_millis" jsonschema:"how long before the first chunk"`
+	Chunks      int `json:"chunks" jsonschema:"chunks to report"`
+}
+
+// TestLateHandlerProgressKeepsEveryChunk: a handler that starts reporting
+// after heartbeats went out (a backfill planned after a slow first query)
+// still gets every chunk to the client, in order, each above the last
+// heartbeat and the one before it, with the handler's total shifted by the
+// same amount.
+func TestLateHandlerProgressKeepsEveryChunk(t *testing.T) {
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "backfill", Description: "backfills", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, in chunksIn) (*waitOut, string, error) {
+				time.Sleep(time.Duration(in.AfterMillis) * time.Millisecond)
+				for i := 1; i <= in.Chunks; i++ {
+					Progress(ctx, float64(i), float64(in.Chunks), fmt.Sprintf("chunk %d of %d", i, in.Chunks))
+				}
+				return &waitOut{}, "done", nil
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{}
+	cs := connectRecording(t, s, r)
+	const chunks = 5
+	params := &mcp.CallToolParams{Name: "backfill", Arguments: map[string]any{"after_millis": 4300, "chunks": chunks}}
+	params.SetProgressToken("bf")
+	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var beats int
+	var chunkMsgs []string
+	for i, p := range r.progress {
+		if p.ProgressToken != "bf" {
+			t.Errorf("progress token %v", p.ProgressToken)
+		}
+		if i > 0 && p.Progress <= r.progress[i-1].Progress {
+			t.Errorf("progress did not increase: %v then %v", r.progress[i-1].Progress, p.Progress)
+		}
+		if strings.HasPrefix(p.Message, "backfill: still working") {
+			if len(chunkMsgs) > 0 {
+				t.Errorf("heartbeat %q after the handler reported", p.Message)
+			}
+			beats++
+			continue
+		}
+		chunkMsgs = append(chunkMsgs, p.Message)
+		// done and total move together: the remaining share is the
+		// handler's own.
+		if left := p.Total - p.Progress; left != float64(chunks-len(chunkMsgs)) {
+			t.Errorf("%q: %v of %v, want %d left", p.Message, p.Progress, p.Total, chunks-len(chunkMsgs))
+		}
+	}
+	if beats < 2 {
+		t.Errorf("%d heartbeats before the first chunk at 4.3 s, want at least 2", beats)
+	}
+	var want []string
+	for i := 1; i <= chunks; i++ {
+		want = append(want, fmt.Sprintf("chunk %d of %d", i, chunks))
+	}
+	if !slices.Equal(chunkMsgs, want) {
+		t.Errorf("chunk reports %q, want %q", chunkMsgs, want)
 	}
 }

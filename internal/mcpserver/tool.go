@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -28,7 +30,7 @@ type Tool struct {
 	OpenWorld bool
 	// InputSchema overrides the schema inferred from the input type, for
 	// enums, defaults and bounds (see InputSchema).
-	InputSchema *jsonschema.Schema
+	InputSchema *Schema
 	// Text renders the key data of the tool's output for the text content,
 	// after the summary (render.go); nil means RenderData. It receives the
 	// handler's *Out.
@@ -48,9 +50,6 @@ func (t Tool) mcpTool() *mcp.Tool {
 			IdempotentHint:  t.Idempotent,
 			OpenWorldHint:   &open,
 		},
-	}
-	if t.InputSchema != nil {
-		mt.InputSchema = t.InputSchema
 	}
 	return mt
 }
@@ -112,24 +111,51 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 		return res, out, err
 	}
 
-	t.InputSchema = withLimits[In](t.Name, t.InputSchema) // limits.go: every string input bounded
+	// Nothing about the schemas is worked out here that tools/list does
+	// not need (register.go): the input schema is built and resolved on the
+	// tool's first call, the output schema resolved on its first answer.
+	in := lazyInput[In](t.Name, t.InputSchema)
+	out := sync.OnceValue(outputSchema[Out]) // outschema.go: the answer's shape within a budget
 	// args.go: bad arguments are worded before the SDK sees them.
-	s.checkers.add(name, newArgChecker[In](t.InputSchema))
+	checker := newArgChecker[In](in)
+	s.checkers.add(name, checker)
 	mt := t.mcpTool()
-	mt.OutputSchema = outputSchema[Out]() // outschema.go: the answer's shape within a budget
-	mcp.AddTool(s.MCP, mt, wrapped)
+	mt.InputSchema, mt.OutputSchema = s.listedSchemas(t.Name, in, out, reflect.TypeFor[In](), reflect.TypeFor[Out]())
+	s.MCP.AddTool(mt, typedHandler(wrapped, checker.resolved, resolver(out)))
 	s.tools = append(s.tools, name)
 }
 
+// Schema is a tool's input schema as its agent states it: the schema
+// inferred from a Go type with the agent's patch (enums, defaults,
+// bounds) applied. It is only a recipe: tools are declared as package
+// variables, and building every schema when the package loads was a good
+// part of an agent's start-up, for schemas the tools/list answer already
+// carries (schemas_gen.go) and most of which no call of a session needs.
+type Schema struct {
+	build func() *jsonschema.Schema
+}
+
+// Build builds the schema afresh, as stated (without ApplyLimits).
+func (p *Schema) Build() *jsonschema.Schema { return p.build() }
+
 // InputSchema infers the schema of In and lets the caller patch it (enums,
-// defaults, bounds) before it is used.
-func InputSchema[In any](patch func(s *jsonschema.Schema)) *jsonschema.Schema {
+// defaults, bounds) before it is used. Both happen when the schema is first
+// needed; a patch that names no property panics then (the tests list every
+// tool, so that is in a test, not in a session).
+func InputSchema[In any](patch func(s *jsonschema.Schema)) *Schema {
+	return &Schema{build: func() *jsonschema.Schema {
+		sch := inferSchema[In]()
+		if patch != nil {
+			patch(sch)
+		}
+		return sch
+	}}
+}
+
+func inferSchema[In any]() *jsonschema.Schema {
 	sch, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema for %T: %v", *new(In), err))
-	}
-	if patch != nil {
-		patch(sch)
 	}
 	return sch
 }

@@ -59,9 +59,9 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		blast = bullets(p.Scope)
 	}
 	fields := []*slack.TextBlockObject{
-		mrkdwn("*Why*\n" + esc(p.Why)),
+		mrkdwn("*Why*\n" + esc(approvals.Text(p.Why, ""))),
 		mrkdwn("*Blast radius*\n" + blast),
-		mrkdwn("*Undo*\n" + esc(p.Undo)),
+		mrkdwn("*Undo*\n" + esc(approvals.Text(p.Undo, ""))),
 		mrkdwn("*Expires*\n" + slackDate(p.ExpiresAt) + "\nthen it escalates; never granted by default"),
 		mrkdwn("*Targets*\n" + bullets(p.Targets)),
 	}
@@ -73,7 +73,7 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		fields = append(fields, mrkdwn("*Copied*\n"+strings.Join(cc, ", ")))
 	}
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain("Approval needed: " + p.What)),
+		slack.NewHeaderBlock(plain("Approval needed: " + approvals.Line(p.What))),
 		slack.NewSectionBlock(mrkdwn(intro), nil, nil),
 		slack.NewSectionBlock(nil, fields, nil),
 	}
@@ -85,7 +85,7 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		approve := slack.NewButtonBlockElement(ActionID(approvals.VerdictApprove, p.ID), p.ID, plain("Approve")).
 			WithStyle(slack.StylePrimary).
 			WithConfirm(slack.NewConfirmationBlockObject(plain("Approve "+p.ID+"?"),
-				mrkdwn(esc(p.What)+"\nUndo: "+esc(p.Undo)), plain("Approve"), plain("Cancel")))
+				mrkdwn(esc(approvals.Line(p.What))+"\nUndo: "+esc(approvals.Text(p.Undo, ""))), plain("Approve"), plain("Cancel")))
 		reject := slack.NewButtonBlockElement(ActionID(approvals.VerdictReject, p.ID), p.ID, plain("Reject")).
 			WithStyle(slack.StyleDanger)
 		blocks = append(blocks, slack.NewActionBlock(fmt.Sprintf("dw_decide:%s:r%d", p.ID, n.Round), approve, reject))
@@ -108,10 +108,10 @@ func actionBlocks(a *approvals.ActionSpec) []slack.Block {
 	var params string
 	for _, f := range a.Fields() {
 		if f.Name == "params" {
-			params = f.Value
+			params = approvals.Line(f.Value)
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("*%s*: %s", f.Name, esc(f.Value)))
+		lines = append(lines, fmt.Sprintf("*%s*: %s", f.Name, esc(approvals.Line(f.Value))))
 	}
 	blocks := []slack.Block{slack.NewSectionBlock(sectionText("*Allows exactly this action, nothing else*\n"+strings.Join(lines, "\n")), nil, nil)}
 	r := []rune(params)
@@ -137,23 +137,23 @@ func OutcomeBlocks(cfg *config.Config, n approvals.Notice) []slack.Block {
 	var head, body string
 	switch {
 	case n.Outcome == "escalated" && p.State.Open():
-		head = "Escalated: " + p.What
+		head = "Escalated: " + approvals.Line(p.What)
 		body = fmt.Sprintf("No answer from %s in time; %s now decides %s.", mention(cfg, n.Approver), mention(cfg, p.Approver), p.ID)
 	case p.Decision != nil:
 		verb := "Approved"
 		if p.Decision.Verdict == approvals.VerdictReject {
 			verb = "Rejected"
 		}
-		head = verb + ": " + p.What
+		head = verb + ": " + approvals.Line(p.What)
 		body = fmt.Sprintf("*%s* %s by %s via %s at %s.", p.ID, strings.ToLower(verb), mention(cfg, p.Decision.PersonID), p.Decision.Channel, slackDate(p.Decision.At))
 		if p.Decision.Reason != "" {
-			body += "\nReason: " + esc(p.Decision.Reason)
+			body += "\nReason: " + esc(approvals.Text(p.Decision.Reason, ""))
 		}
 	case p.State == approvals.StateExpired:
-		head = "Expired: " + p.What
+		head = "Expired: " + approvals.Line(p.What)
 		body = fmt.Sprintf("*%s* expired unanswered; nothing was granted.", p.ID)
 	default:
-		head = "Closed: " + p.What
+		head = "Closed: " + approvals.Line(p.What)
 		body = fmt.Sprintf("*%s* is %s.", p.ID, p.State)
 	}
 	body += fmt.Sprintf("\nReceipt: `dw receipt show %s`", p.ReceiptID)
@@ -165,7 +165,7 @@ func OutcomeBlocks(cfg *config.Config, n approvals.Notice) []slack.Block {
 
 // fallbackText is the notification text for clients that show no blocks.
 func fallbackText(n approvals.Notice) string {
-	return fmt.Sprintf("Approval needed for %s: %s (undo: %s; expires %s)", n.Proposal.ID, n.Proposal.What, n.Proposal.Undo,
+	return fmt.Sprintf("Approval needed for %s: %s (undo: %s; expires %s)", n.Proposal.ID, approvals.Line(n.Proposal.What), approvals.Line(n.Proposal.Undo),
 		n.Proposal.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
@@ -196,7 +196,7 @@ func bullets(items []string) string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString("• " + esc(it))
+		b.WriteString("• " + esc(approvals.Line(it)))
 	}
 	return b.String()
 }

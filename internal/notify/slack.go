@@ -241,7 +241,7 @@ func (s *Slack) HandleInteraction(ctx context.Context, cb slack.InteractionCallb
 		if verdict == approvals.VerdictReject {
 			verb = "rejected"
 		}
-		r.Text = fmt.Sprintf("You %s %s: %s. Recorded in receipt %s.", verb, p.ID, p.What, p.ReceiptID)
+		r.Text = fmt.Sprintf("You %s %s: %s. Recorded in receipt %s.", verb, p.ID, approvals.Line(p.What), p.ReceiptID)
 	}
 	s.tell(ctx, cb, r.Text)
 	if r.Decided {

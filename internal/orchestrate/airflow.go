@@ -80,10 +80,20 @@ var dagIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 
 var airflowParams = []string{"conf"}
 
+// validDAGID is Airflow's rule for a DAG id, without "." and "..": those
+// fit KEY_REGEX but name no DAG, and in a URL path they are the directory
+// itself and its parent (POST /api/v1/dags/../dagRuns).
+func validDAGID(id string) error {
+	if !dagIDPattern().MatchString(id) || id == "." || id == ".." {
+		return invalid("airflow DAG id %q is not valid; DAG ids are 1 to 250 of the ASCII letters, digits, '_', '.' and '-', and not \".\" or \"..\" (e.g. sync_metered_usage_to_stripe)", id)
+	}
+	return nil
+}
+
 // Validate checks the DAG id and the params (conf: an object).
 func (r *AirflowRunner) Validate(req RunRequest) error {
-	if !dagIDPattern().MatchString(req.Target) {
-		return invalid("airflow DAG id %q is not valid; DAG ids use letters, digits, '_', '.' and '-' (e.g. sync_metered_usage_to_stripe)", req.Target)
+	if err := validDAGID(req.Target); err != nil {
+		return err
 	}
 	if err := knownParams(Airflow, req.Params, airflowParams); err != nil {
 		return err
@@ -116,7 +126,7 @@ func (r *AirflowRunner) Trigger(ctx context.Context, req RunRequest) (RunRef, er
 	if c, ok := req.Params["conf"]; ok && c != nil {
 		body["conf"] = c
 	}
-	target := r.c.url("/api/v1/dags/"+req.Target+"/dagRuns", nil)
+	target := r.c.urlOf(nil, "api", "v1", "dags", req.Target, "dagRuns")
 	status, data, err := r.c.do(ctx, http.MethodPost, target, body)
 	if err != nil {
 		return ref, err
@@ -150,8 +160,13 @@ func (r *AirflowRunner) Trigger(ctx context.Context, req RunRequest) (RunRef, er
 }
 
 func (r *AirflowRunner) get(ctx context.Context, dagID, runID string) (airflowDAGRun, error) {
-	target := r.c.url("/api/v1/dags/"+dagID+"/dagRuns/"+url.PathEscape(runID), nil)
 	var run airflowDAGRun
+	// A run recorded before the rule was this strict is read only if its
+	// DAG id still passes it.
+	if err := validDAGID(dagID); err != nil {
+		return run, err
+	}
+	target := r.c.urlOf(nil, "api", "v1", "dags", dagID, "dagRuns", runID)
 	status, data, err := r.c.do(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return run, err
@@ -197,5 +212,5 @@ func airflowState(s string) State {
 }
 
 func (r *AirflowRunner) runURL(dagID, runID string) string {
-	return r.c.url("/dags/"+dagID+"/grid", url.Values{"dag_run_id": {runID}})
+	return r.c.urlOf(url.Values{"dag_run_id": {runID}}, "dags", dagID, "grid")
 }

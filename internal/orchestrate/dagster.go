@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
@@ -100,21 +103,35 @@ type dagsterTarget struct{ location, repository, job string }
 // definitions of a code location built with Definitions.
 const DefaultDagsterRepository = "__repository__"
 
+// Dagster's names: jobs and repositories follow its VALID_NAME_REGEX
+// (letters, digits, '_'); a code location is named after a module or file
+// (my_package.defs, repo.py), so '.' and '-' are allowed there too, but
+// not "." or "..". Compiled on first use.
+var (
+	dagsterName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`) })
+	dagsterLocation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,255}$`) })
+)
+
 func parseDagsterTarget(t string) (dagsterTarget, error) {
 	parts := strings.Split(strings.TrimSpace(t), "/")
-	for _, p := range parts {
-		if strings.TrimSpace(p) == "" {
-			parts = nil
-			break
-		}
-	}
+	var dt dagsterTarget
 	switch len(parts) {
 	case 2:
-		return dagsterTarget{location: parts[0], repository: DefaultDagsterRepository, job: parts[1]}, nil
+		dt = dagsterTarget{location: parts[0], repository: DefaultDagsterRepository, job: parts[1]}
 	case 3:
-		return dagsterTarget{location: parts[0], repository: parts[1], job: parts[2]}, nil
+		dt = dagsterTarget{location: parts[0], repository: parts[1], job: parts[2]}
+	default:
+		return dagsterTarget{}, invalid("dagster target %q is not valid; want location/job or location/repository/job (e.g. billing_location/__repository__/refresh_usage)", t)
 	}
-	return dagsterTarget{}, invalid("dagster target %q is not valid; want location/job or location/repository/job (e.g. billing_location/__repository__/refresh_usage)", t)
+	switch {
+	case !dagsterLocation().MatchString(dt.location) || dt.location == "." || dt.location == "..":
+		return dagsterTarget{}, invalid("dagster target %q: the code location name is not valid; it is 1 to 255 of the ASCII letters, digits, '_', '.' and '-', and not \".\" or \"..\" (e.g. billing_location)", t)
+	case !dagsterName().MatchString(dt.repository):
+		return dagsterTarget{}, invalid("dagster target %q: the repository name is not valid; Dagster names use ASCII letters, digits and '_' (the default is %s)", t, DefaultDagsterRepository)
+	case !dagsterName().MatchString(dt.job):
+		return dagsterTarget{}, invalid("dagster target %q: the job name is not valid; Dagster names use ASCII letters, digits and '_' (e.g. refresh_usage)", t)
+	}
+	return dt, nil
 }
 
 // DagsterTarget builds the target string for a job.
@@ -339,7 +356,9 @@ func dagsterState(s string) State {
 	return StateUnknown
 }
 
-func (r *DagsterRunner) runURL(id string) string { return r.base + "/runs/" + id }
+// runURL is the run's page; the id is the one Dagster answered, escaped
+// as one path segment.
+func (r *DagsterRunner) runURL(id string) string { return r.base + "/runs/" + url.PathEscape(id) }
 
 // graphql posts one document and decodes data into out; GraphQL-level
 // errors (a schema mismatch, a bad variable) become an error.

@@ -220,7 +220,7 @@ func (r *DBTCloudRunner) Trigger(ctx context.Context, req RunRequest) (RunRef, e
 			body[k] = v
 		}
 	}
-	target := r.c.url(fmt.Sprintf("/api/v2/accounts/%s/jobs/%s/run/", r.account, req.Target), nil)
+	target := r.c.urlOf(nil, "api", "v2", "accounts", r.account, "jobs", req.Target, "run", "")
 	status, data, err := r.c.do(ctx, http.MethodPost, target, body)
 	if err != nil {
 		return ref, err
@@ -244,7 +244,7 @@ func (r *DBTCloudRunner) Trigger(ctx context.Context, req RunRequest) (RunRef, e
 func (r *DBTCloudRunner) findByKey(ctx context.Context, jobID, key string) (*dbtRun, error) {
 	q := url.Values{"job_definition_id": {jobID}, "order_by": {"-id"}, "include_related": {`["trigger"]`},
 		"limit": {strconv.Itoa(dbtLookback)}}
-	target := r.c.url(fmt.Sprintf("/api/v2/accounts/%s/runs/", r.account), q)
+	target := r.c.urlOf(q, "api", "v2", "accounts", r.account, "runs", "")
 	status, data, err := r.c.do(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func (r *DBTCloudRunner) findByKey(ctx context.Context, jobID, key string) (*dbt
 
 // Status reads the run.
 func (r *DBTCloudRunner) Status(ctx context.Context, ref RunRef) (RunStatus, error) {
-	target := r.c.url(fmt.Sprintf("/api/v2/accounts/%s/runs/%s/", r.account, url.PathEscape(ref.RunID)), nil)
+	target := r.c.urlOf(nil, "api", "v2", "accounts", r.account, "runs", ref.RunID, "")
 	status, data, err := r.c.do(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return RunStatus{}, err

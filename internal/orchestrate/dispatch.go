@@ -15,6 +15,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 )
@@ -366,7 +367,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, pr *prepared, permit approval
 	// the claim would hold until its lease runs out.
 	bg := context.WithoutCancel(ctx)
 	if terr != nil {
-		var te *TransportError
+		var te *rest.TransportError
 		unknown := errors.As(terr, &te)
 		if err := markFailed(bg, d.db, pr.key, token, terr.Error(), unknown, d.clk.Now()); err != nil {
 			d.log.Error("orchestrate: could not record a failed trigger", "run_key", pr.key, "err", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/orchestrate/orchestratetest"
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -59,7 +60,7 @@ func TestLostTriggerAnswerRetryFindsTheRun(t *testing.T) {
 				p := f.approved(sys)
 				sys.drop(f.srv, 1, 3*time.Second)
 				_, err := f.d.Run(f.ctx, f.params(sys, p.ID))
-				var te *orchestrate.TransportError
+				var te *rest.TransportError
 				if !errors.As(err, &te) || !te.TimedOut || !strings.Contains(err.Error(), "may or may not have started") {
 					t.Fatalf("first run: %v, want a timeout that says the run may have started", err)
 				}
@@ -417,7 +418,7 @@ func TestUnreachableEndpointNamesURLAndTimeout(t *testing.T) {
 		for _, sys := range []system{systems[1], systems[3]} {
 			p := f.approved(sys)
 			_, err := d.Run(f.ctx, f.params(sys, p.ID))
-			var te *orchestrate.TransportError
+			var te *rest.TransportError
 			if !errors.As(err, &te) || !strings.Contains(err.Error(), dead) || !strings.Contains(err.Error(), "timeout 700ms") {
 				t.Errorf("%s: %v; want the URL %s and the timeout", sys.name, err, dead)
 			}

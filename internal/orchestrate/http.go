@@ -3,7 +3,6 @@ package orchestrate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -19,30 +18,6 @@ const DefaultTimeout = 30 * time.Second
 
 // MaxResponseBytes caps one answer of an orchestrator.
 const MaxResponseBytes = 16 << 20
-
-// TransportError is a call that got no answer: the system was unreachable
-// or did not answer in time. Whether a trigger took effect is then
-// unknown, which is why every Trigger is idempotent on its key.
-type TransportError struct {
-	System  System
-	Method  string
-	URL     string
-	Timeout time.Duration
-	// TimedOut is true when the system was reached but did not answer in time.
-	TimedOut bool
-	Err      error
-}
-
-// Error names the URL and the timeout so the reader knows where to look.
-func (e *TransportError) Error() string {
-	if e.TimedOut {
-		return fmt.Sprintf("%s: %s %s got no answer within the %s timeout: %v", e.System, e.Method, e.URL, e.Timeout, e.Err)
-	}
-	return fmt.Sprintf("%s: cannot reach %s (%s, timeout %s): %v", e.System, e.URL, e.Method, e.Timeout, e.Err)
-}
-
-// Unwrap returns the underlying network error.
-func (e *TransportError) Unwrap() error { return e.Err }
 
 // APIError is an error answer from an orchestrator.
 type APIError struct {
@@ -66,10 +41,9 @@ func (e *APIError) Error() string {
 // restClient is the HTTP plumbing shared by the Dagster, Airflow and dbt
 // Cloud runners.
 type restClient struct {
-	system  System
-	base    *url.URL
-	rc      *rest.Client
-	timeout time.Duration
+	system System
+	base   *url.URL
+	rc     *rest.Client
 	// auth adds credentials; it reads them from the environment per call so
 	// a variable set after start-up is picked up and a missing one is named.
 	auth func(*http.Request) error
@@ -93,7 +67,7 @@ func newRESTClient(system System, svc *config.Service, defaultURL string) (*rest
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	c := &restClient{system: system, base: u, timeout: timeout,
+	c := &restClient{system: system, base: u,
 		auth: func(*http.Request) error { return nil }, message: func([]byte) string { return "" }}
 	// The runners set auth after construction; the core asks for it per call.
 	c.rc = rest.New(u, rest.Options{Name: string(system), Timeout: timeout, MaxResponseBytes: MaxResponseBytes,
@@ -121,8 +95,22 @@ func basicAuth(svc *config.Service, system System) func(*http.Request) error {
 	}
 }
 
-// url joins a path (already escaped where needed) and a query to the
-// base URL.
+// urlOf joins path segments, each escaped with url.PathEscape, and a
+// query to the base URL: a segment taken from a request (a DAG id, a job
+// id, a run id an answer gave) is one segment whatever it holds, so a
+// '/', '?', '#' or '%' in it can never reach another endpoint. A last
+// segment "" ends the path with a slash. "." and ".." are not escaped by
+// PathEscape and are refused by each system's target rule instead.
+func (c *restClient) urlOf(query url.Values, segments ...string) string {
+	esc := make([]string, len(segments))
+	for i, s := range segments {
+		esc[i] = url.PathEscape(s)
+	}
+	return c.url("/"+strings.Join(esc, "/"), query)
+}
+
+// url joins a fixed path (no request values in it: those go through
+// urlOf) and a query to the base URL.
 func (c *restClient) url(path string, query url.Values) string {
 	s := strings.TrimRight(c.base.String(), "/") + path
 	if len(query) > 0 {
@@ -131,15 +119,13 @@ func (c *restClient) url(path string, query url.Values) string {
 	return s
 }
 
-// do sends one request and returns the status and body. Transport
-// failures become *TransportError; an answer over MaxResponseBytes is a
+// do sends one request and returns the status and body. A call that got
+// no answer is a *rest.TransportError (named by the system): whether a
+// trigger took effect is then unknown, which is why every Trigger is
+// idempotent on its key. An answer over MaxResponseBytes is a
 // *rest.TooLargeError; status codes are the caller's to judge.
 func (c *restClient) do(ctx context.Context, method, target string, body any) (int, []byte, error) {
 	resp, err := c.rc.DoURL(ctx, method, target, body)
-	var te *rest.TransportError
-	if errors.As(err, &te) {
-		return 0, nil, &TransportError{System: c.system, Method: method, URL: target, Timeout: c.timeout, TimedOut: te.TimedOut, Err: te.Err}
-	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/orchestrate"
+	"github.com/dataworkers/dw/internal/rest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -115,7 +116,7 @@ func TestEveryRunnerNamesAnUnreachableURL(t *testing.T) {
 		}
 		for _, sys := range systems {
 			_, err := runners[sys.name].Trigger(f.ctx, orchestrate.RunRequest{Key: "dw-test-1", Target: sys.target, Params: sys.params})
-			var te *orchestrate.TransportError
+			var te *rest.TransportError
 			if !errors.As(err, &te) || te.TimedOut || !strings.Contains(err.Error(), dead) || !strings.Contains(err.Error(), "timeout 1.5s") {
 				t.Errorf("%s trigger: %v", sys.name, err)
 			}

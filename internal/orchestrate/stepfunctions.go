@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/rest"
 )
 
 // StepFunctionsRunner starts AWS Step Functions executions. The key is
@@ -232,10 +232,7 @@ func (r *StepFunctionsRunner) explain(op, subject string, err error) error {
 		}
 		return fmt.Errorf("step_functions: %s on %s at %s answered %s: %s%s", op, subject, r.endpoint, api.ErrorCode(), api.ErrorMessage(), hint)
 	}
-	te := &TransportError{System: StepFunctions, Method: "POST " + op, URL: r.endpoint, Timeout: r.timeout, Err: err}
-	var ne net.Error
-	te.TimedOut = errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
-	return te
+	return rest.NewTransportError(string(StepFunctions), "POST "+op, r.endpoint, r.timeout, err)
 }
 
 // executionARN is the ARN Step Functions gives the execution name of a

@@ -3,21 +3,35 @@
 // `cursor` in and `next_cursor` out, and the total.
 //
 // A cursor is bound to the query it came from (the tool and its filters)
-// and carries a check value, so a cursor that was edited, invented, or
-// passed to a different query is refused with a clear error instead of
-// silently returning the wrong page. Cursors are not secrets: the check
-// guards against mistakes, not attackers, and the key is fixed so a cursor
-// survives a restart of the agent.
+// and to the store it was made for, and carries an HMAC, so a cursor that
+// was edited, invented, passed to a different query or taken from another
+// Data Workers store is refused with a clear error instead of silently
+// returning the wrong page.
+//
+// The HMAC key is the store's own secret (StoreKey: created once, kept in
+// the store's settings), so a cursor survives a restart of the agent and
+// works from every process sharing the store, and nobody who cannot read
+// the store can make one. The binary names the key once at start-up
+// (SetKeySource); a process that names none signs with a random key of
+// its own, good for its lifetime only.
 package page
 
 import (
+	"bytes"
+	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/dataworkers/dw/internal/store"
 )
 
 const (
@@ -59,6 +73,9 @@ type Page struct {
 	Limit  int
 	Offset int
 	scope  string
+	// key signs the next cursor; nil (a Page built by hand) is the
+	// process's own key.
+	key []byte
 }
 
 // Resolve checks the limit and the cursor. Scope names the query (the
@@ -74,9 +91,13 @@ func (p Params) ResolveWith(def, max int, scope ...string) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	pg := Page{Limit: limit, scope: strings.Join(scope, "\x00")}
+	key, err := currentKey()
+	if err != nil {
+		return Page{}, err
+	}
+	pg := Page{Limit: limit, scope: strings.Join(scope, "\x00"), key: key}
 	if p.Cursor != "" {
-		off, err := decode(pg.scope, p.Cursor)
+		off, err := decode(key, pg.scope, p.Cursor)
 		if err != nil {
 			return Page{}, err
 		}
@@ -94,7 +115,7 @@ func (pg Page) Fetch() int { return pg.Limit + 1 }
 func (pg Page) Info(n, total int) Info {
 	info := Info{Total: total}
 	if pg.Offset+n < total {
-		info.NextCursor = encode(pg.scope, pg.Offset+n)
+		info.NextCursor = encode(pg.keyOrOwn(), pg.scope, pg.Offset+n)
 	}
 	return info
 }
@@ -105,7 +126,7 @@ func (pg Page) Next(n int, more bool) string {
 	if !more {
 		return ""
 	}
-	return encode(pg.scope, pg.Offset+n)
+	return encode(pg.keyOrOwn(), pg.scope, pg.Offset+n)
 }
 
 // Slice pages a list already in memory (for lists computed rather than
@@ -122,42 +143,131 @@ func Slice[T any](pg Page, all []T) ([]T, Info) {
 	return out, pg.Info(len(out), total)
 }
 
-// key is fixed on purpose (see the package comment).
-var key = []byte("dw/page/v1")
+func (pg Page) keyOrOwn() []byte {
+	if pg.key == nil {
+		return ownKey
+	}
+	return pg.key
+}
 
-const macLen = 12
+// ownKey signs cursors in a process that named no key source: random, so
+// nobody can make a cursor it accepts, and no other process accepts its.
+var ownKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(fmt.Sprintf("page: no randomness: %v", err))
+	}
+	return k
+}()
+
+var keys struct {
+	sync.Mutex
+	source func() ([]byte, error)
+	key    []byte
+}
+
+// SetKeySource names where this process's cursor key comes from: the
+// store it serves (a func calling StoreKey). It is read on the first
+// Resolve and kept; a failed read is not kept, so the next call tries
+// again. The binary calls it once at start-up, before serving.
+func SetKeySource(f func() ([]byte, error)) {
+	keys.Lock()
+	keys.source, keys.key = f, nil
+	keys.Unlock()
+}
+
+func currentKey() ([]byte, error) {
+	keys.Lock()
+	defer keys.Unlock()
+	if keys.key != nil {
+		return keys.key, nil
+	}
+	if keys.source == nil {
+		return ownKey, nil
+	}
+	k, err := keys.source()
+	if err != nil {
+		return nil, fmt.Errorf("the store's cursor key: %w", err)
+	}
+	if len(k) < 16 {
+		return nil, fmt.Errorf("the store's cursor key is %d bytes; at least 16 are required", len(k))
+	}
+	keys.key = k
+	return k, nil
+}
+
+// keySetting is the store setting holding its cursor key, hex.
+const keySetting = "page.cursor_key"
+
+// StoreKey is db's cursor key: 32 random bytes made once, on first use,
+// and kept in the store's settings, so every process on the store signs
+// and accepts the same cursors and no other store accepts them. Two
+// processes making it at once both end up with the one stored first.
+func StoreKey(ctx context.Context, q store.Querier) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	v, err := store.SettingOnce(ctx, q, keySetting, hex.EncodeToString(fresh), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	k, err := hex.DecodeString(v)
+	if err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("store setting %s is not a hex key of at least 16 bytes; delete it and a new one is made (cursors given out before then stop working)", keySetting)
+	}
+	return k, nil
+}
+
+const (
+	macLen = 12
+	// idLen is the key's fingerprint a cursor carries, so a cursor from
+	// another store is told apart from an edited one.
+	idLen = 4
+)
 
 // ErrBadCursor is wrapped by every cursor error.
 var ErrBadCursor = errors.New("not a next_cursor this list gave")
 
-func mac(scope string, payload []byte) []byte {
+func keyID(key []byte) []byte {
 	m := hmac.New(sha256.New, key)
+	m.Write([]byte("dw/page key id"))
+	return m.Sum(nil)[:idLen]
+}
+
+func mac(key []byte, scope string, payload []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("dw/page/v2\x00"))
 	m.Write([]byte(scope))
 	m.Write([]byte{0})
 	m.Write(payload)
 	return m.Sum(nil)[:macLen]
 }
 
-func encode(scope string, offset int) string {
-	payload := binary.AppendUvarint(nil, uint64(offset))
-	return base64.RawURLEncoding.EncodeToString(append(payload, mac(scope, payload)...))
+// encode lays a cursor out as key id, offset (uvarint), MAC over both.
+func encode(key []byte, scope string, offset int) string {
+	payload := binary.AppendUvarint(keyID(key), uint64(offset))
+	return base64.RawURLEncoding.EncodeToString(append(payload, mac(key, scope, payload)...))
 }
 
-func decode(scope, cursor string) (int, error) {
+func decode(key []byte, scope, cursor string) (int, error) {
 	bad := fmt.Errorf("cursor: %w (it was changed, or the other arguments differ): pass next_cursor exactly as the previous answer gave it, with the same other arguments, or omit cursor to start from the first page", ErrBadCursor)
 	if len(cursor) > MaxCursorLen {
 		return 0, bad
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(raw) <= macLen {
+	if err != nil || len(raw) <= idLen+macLen {
 		return 0, bad
+	}
+	if !bytes.Equal(raw[:idLen], keyID(key)) {
+		return 0, fmt.Errorf("cursor: %w: it was made for another Data Workers store (or is not a cursor at all), and a cursor pages only the store that gave it: omit cursor to start from the first page", ErrBadCursor)
 	}
 	payload, sum := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
-	if !hmac.Equal(sum, mac(scope, payload)) {
+	if !hmac.Equal(sum, mac(key, scope, payload)) {
 		return 0, bad
 	}
-	off, n := binary.Uvarint(payload)
-	if n != len(payload) || off > 1<<31 {
+	off, n := binary.Uvarint(payload[idLen:])
+	if n <= 0 || idLen+n != len(payload) || off > 1<<31 {
 		return 0, bad
 	}
 	return int(off), nil

@@ -17,6 +17,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/orchestrate"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
@@ -42,6 +43,22 @@ type Env struct {
 	// Owners are the people a failed verification goes to when no
 	// approver is recorded: the first owners of the incident's domains.
 	Owners func(inc *incidents.Incident) []string
+	// Runners are the configured orchestrators' runners the process holds
+	// (deps' clients.Runners fits), so a proposal binding a run does not
+	// build them again; nil builds them from Config per call.
+	Runners func() (orchestrate.Runners, error)
+}
+
+// runners are the orchestrators' runners a run is bound against.
+func (env *Env) runners() (orchestrate.Runners, error) {
+	if env.Runners != nil {
+		return env.Runners()
+	}
+	rs, err := orchestrate.NewRunners(env.Config.Orchestrators)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrators in dw.yaml: %w", err)
+	}
+	return rs, nil
 }
 
 // Params asks for a fix to be verified.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/sqlscan"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -14,25 +15,12 @@ import (
 // exactly those tokens for the replacement's catalog name quoted by the
 // warehouse's dialect, aliased to the old name when the query had no alias
 // so column qualifiers still resolve. Anything it cannot read for certain
-// (the name in a string literal, a fully qualified column, a CTE of the
-// same name, time travel, dollar quoting, backslash escapes) is refused:
+// (what sqlscan.StrictTokens refuses: unterminated quotes and comments,
+// nested comments, dollar quoting, backslash escapes; and the name in a
+// string literal, a fully qualified column, a CTE of the same name, time
+// travel) is refused:
 // the metric is then "not verifiable yet" rather than read wrongly. The
 // warehouse still validates the result as one read-only query.
-
-type tokKind int
-
-const (
-	tIdent  tokKind = iota // bare identifier or keyword
-	tQuoted                // quoted identifier; val is unescaped
-	tString                // string literal; val is its content
-	tOther                 // number or punctuation
-)
-
-type sqlTok struct {
-	kind       tokKind
-	val        string
-	start, end int // byte range in the SQL
-}
 
 // unsubstitutable says why a metric's SQL cannot be pointed at the
 // replacement safely.
@@ -44,85 +32,29 @@ func refuseSubst(format string, args ...any) error {
 	return &unsubstitutable{fmt.Sprintf(format, args...)}
 }
 
-func tokenize(sql string, d warehouse.Dialect) ([]sqlTok, error) {
-	bq := d.Name() == "bigquery"
-	var out []sqlTok
-	isIdentStart := func(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 }
-	isIdent := func(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' || c == '$' }
-	for i := 0; i < len(sql); {
-		c := sql[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
-			i++
-		case strings.HasPrefix(sql[i:], "--") || bq && c == '#':
-			for i < len(sql) && sql[i] != '\n' {
-				i++
-			}
-		case strings.HasPrefix(sql[i:], "/*"):
-			j := strings.Index(sql[i+2:], "*/")
-			if j < 0 {
-				return nil, refuseSubst("its SQL has an unterminated /* comment")
-			}
-			i += j + 4
-		case c == '$' && i+1 < len(sql) && (sql[i+1] == '$' || isIdentStart(sql[i+1])):
-			return nil, refuseSubst("its SQL uses dollar quoting, which is not read for substitution")
-		case c == '\'' || c == '"' && bq:
-			val, n, err := quoted(sql[i:], c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sqlTok{kind: tString, val: val, start: i, end: i + n})
-			i += n
-		case c == '"' || c == '`' && bq:
-			val, n, err := quoted(sql[i:], c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sqlTok{kind: tQuoted, val: val, start: i, end: i + n})
-			i += n
-		case isIdentStart(c):
-			j := i + 1
-			for j < len(sql) && isIdent(sql[j]) {
-				j++
-			}
-			out = append(out, sqlTok{kind: tIdent, val: sql[i:j], start: i, end: j})
-			i = j
-		case c >= '0' && c <= '9':
-			j := i + 1
-			for j < len(sql) && (isIdent(sql[j]) || sql[j] == '.') {
-				j++
-			}
-			out = append(out, sqlTok{kind: tOther, val: sql[i:j], start: i, end: j})
-			i = j
-		default:
-			out = append(out, sqlTok{kind: tOther, val: sql[i : i+1], start: i, end: i + 1})
-			i++
+// tokenize reads sql strictly in the dialect's quoting and keeps the
+// tokens substitution looks at: no whitespace, no comments.
+func tokenize(sql string, d warehouse.Dialect) ([]sqlscan.Token, error) {
+	dialect := sqlscan.ANSI
+	if d.Name() == "bigquery" {
+		dialect = sqlscan.BigQuery
+	}
+	all, err := sqlscan.StrictTokens(sql, dialect)
+	if err != nil {
+		return nil, refuseSubst("its SQL cannot be read for certain: it has %v", err)
+	}
+	toks := all[:0]
+	for _, t := range all {
+		if !t.Trivia() {
+			toks = append(toks, t)
 		}
 	}
-	return out, nil
+	return toks, nil
 }
 
-// quoted reads a literal or identifier opened by q, with q doubled as the
-// escape; a backslash makes it ambiguous across dialects, so it is refused.
-func quoted(s string, q byte) (string, int, error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			return "", 0, refuseSubst("its SQL has a backslash inside a quoted string or name")
-		case q:
-			if i+1 < len(s) && s[i+1] == q {
-				b.WriteByte(q)
-				i++
-				continue
-			}
-			return b.String(), i + 1, nil
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return "", 0, refuseSubst("its SQL has an unterminated quote")
-}
+// nameTok reports whether a token can be part of a name: a bare word or a
+// quoted name.
+func nameTok(t sqlscan.Token) bool { return t.Kind == sqlscan.Word || t.Kind == sqlscan.Quoted }
 
 // notAlias are the words that may follow a table reference without being
 // its alias.
@@ -146,19 +78,17 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 		return "", err
 	}
 	name := from[len(from)-1]
-	isName := func(t sqlTok) bool { return (t.kind == tIdent || t.kind == tQuoted) && d.SameIdent(t.val, name) }
-	kw := func(i int, w string) bool {
-		return i < len(toks) && toks[i].kind == tIdent && strings.EqualFold(toks[i].val, w)
-	}
-	punct := func(i int, p string) bool { return i < len(toks) && toks[i].kind == tOther && toks[i].val == p }
+	isName := func(t sqlscan.Token) bool { return nameTok(t) && d.SameIdent(t.Value, name) }
+	kw := func(i int, w string) bool { return i < len(toks) && toks[i].IsKeyword(w) }
+	punct := func(i int, p byte) bool { return i < len(toks) && toks[i].IsPunct(p) }
 
 	for _, t := range toks {
-		if t.kind == tString && strings.Contains(strings.ToLower(t.val), strings.ToLower(name)) {
-			return "", refuseSubst("its SQL names %s inside a string literal (%q), which cannot be pointed at the replacement", name, t.val)
+		if t.Kind == sqlscan.String && strings.Contains(strings.ToLower(t.Value), strings.ToLower(name)) {
+			return "", refuseSubst("its SQL names %s inside a string literal (%q), which cannot be pointed at the replacement", name, t.Value)
 		}
 	}
 	for i := range toks {
-		if isName(toks[i]) && kw(i+1, "AS") && punct(i+2, "(") {
+		if isName(toks[i]) && kw(i+1, "AS") && punct(i+2, '(') {
 			return "", refuseSubst("its SQL defines a CTE named %s, so which reads are of the table cannot be told", name)
 		}
 	}
@@ -175,46 +105,46 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 	inCall := func() bool { return len(callParens) > 0 && callParens[len(callParens)-1] }
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		if punct(i, "(") {
-			callParens = append(callParens, i > 0 && (toks[i-1].kind == tIdent && !notAlias[strings.ToUpper(toks[i-1].val)] && !strings.EqualFold(toks[i-1].val, "AS") || toks[i-1].kind == tQuoted))
+		if punct(i, '(') {
+			callParens = append(callParens, i > 0 && (toks[i-1].Kind == sqlscan.Word && !notAlias[strings.ToUpper(toks[i-1].Value)] && !strings.EqualFold(toks[i-1].Value, "AS") || toks[i-1].Kind == sqlscan.Quoted))
 			continue
 		}
-		if punct(i, ")") {
+		if punct(i, ')') {
 			if len(callParens) > 0 {
 				callParens = callParens[:len(callParens)-1]
 			}
 			continue
 		}
-		if t.kind != tIdent || inCall() || !(strings.EqualFold(t.val, "FROM") || strings.EqualFold(t.val, "JOIN")) {
+		if t.Kind != sqlscan.Word || inCall() || !(strings.EqualFold(t.Value, "FROM") || strings.EqualFold(t.Value, "JOIN")) {
 			continue
 		}
 		// One reference, or a comma list of them after FROM.
 		j := i + 1
 		for {
-			if j >= len(toks) || !(toks[j].kind == tIdent || toks[j].kind == tQuoted) || toks[j].kind == tIdent && notAlias[strings.ToUpper(toks[j].val)] {
+			if j >= len(toks) || !nameTok(toks[j]) || toks[j].Kind == sqlscan.Word && notAlias[strings.ToUpper(toks[j].Value)] {
 				break
 			}
-			var parts []sqlTok
+			var parts []sqlscan.Token
 			k := j
 			for {
 				parts = append(parts, toks[k])
-				if punct(k+1, ".") && k+2 < len(toks) && (toks[k+2].kind == tIdent || toks[k+2].kind == tQuoted) {
+				if punct(k+1, '.') && k+2 < len(toks) && nameTok(toks[k+2]) {
 					k += 2
 					continue
 				}
 				break
 			}
 			end := k + 1
-			if punct(end, "(") {
+			if punct(end, '(') {
 				break // a table function, not a table
 			}
 			names, lastQuoted := refNames(d, parts)
 			if matchesTable(d, names, from) {
-				if end < len(toks) && toks[end].kind == tIdent && timeTravel[strings.ToUpper(toks[end].val)] {
-					return "", refuseSubst("its SQL reads %s with %s, as of another time", name, toks[end].val)
+				if end < len(toks) && toks[end].Kind == sqlscan.Word && timeTravel[strings.ToUpper(toks[end].Value)] {
+					return "", refuseSubst("its SQL reads %s with %s, as of another time", name, toks[end].Value)
 				}
 				text := d.Table(with)
-				hasAlias := kw(end, "AS") || end < len(toks) && (toks[end].kind == tQuoted || toks[end].kind == tIdent && !notAlias[strings.ToUpper(toks[end].val)])
+				hasAlias := kw(end, "AS") || end < len(toks) && (toks[end].Kind == sqlscan.Quoted || toks[end].Kind == sqlscan.Word && !notAlias[strings.ToUpper(toks[end].Value)])
 				if !hasAlias {
 					last := names[len(names)-1]
 					alias := d.QuoteIdent(last)
@@ -223,7 +153,7 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 					}
 					text += " AS " + alias
 				}
-				edits = append(edits, edit{toks[j].start, parts[len(parts)-1].end, text})
+				edits = append(edits, edit{toks[j].Start, parts[len(parts)-1].End, text})
 				for x := j; x < end; x++ {
 					used[x] = true
 				}
@@ -231,10 +161,10 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 			// Skip an alias, then continue a comma list.
 			if kw(end, "AS") {
 				end += 2
-			} else if end < len(toks) && (toks[end].kind == tQuoted || toks[end].kind == tIdent && !notAlias[strings.ToUpper(toks[end].val)]) {
+			} else if end < len(toks) && (toks[end].Kind == sqlscan.Quoted || toks[end].Kind == sqlscan.Word && !notAlias[strings.ToUpper(toks[end].Value)]) {
 				end++
 			}
-			if !punct(end, ",") || strings.EqualFold(t.val, "JOIN") {
+			if !punct(end, ',') || strings.EqualFold(t.Value, "JOIN") {
 				break
 			}
 			j = end + 1
@@ -246,10 +176,10 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 	// A qualified name of the table anywhere else (schema.table.column)
 	// would still mean the old table.
 	for i := 0; i+2 < len(toks); i++ {
-		if used[i] || used[i+2] || !punct(i+1, ".") || !isName(toks[i+2]) || len(from) < 2 {
+		if used[i] || used[i+2] || !punct(i+1, '.') || !isName(toks[i+2]) || len(from) < 2 {
 			continue
 		}
-		if (toks[i].kind == tIdent || toks[i].kind == tQuoted) && d.SameIdent(toks[i].val, from[len(from)-2]) {
+		if nameTok(toks[i]) && d.SameIdent(toks[i].Value, from[len(from)-2]) {
 			return "", refuseSubst("its SQL names %s.%s outside FROM and JOIN (a fully qualified column), which would still read the replaced table",
 				from[len(from)-2], name)
 		}
@@ -268,15 +198,15 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 // refNames are a reference's name parts: BigQuery quotes a whole path in
 // one pair of backticks (`project.dataset.table`), so there a quoted
 // token holds several.
-func refNames(d warehouse.Dialect, parts []sqlTok) (names []string, lastQuoted bool) {
+func refNames(d warehouse.Dialect, parts []sqlscan.Token) (names []string, lastQuoted bool) {
 	for _, p := range parts {
-		if p.kind == tQuoted && d.Name() == "bigquery" {
-			names = append(names, strings.Split(p.val, ".")...)
+		if p.Kind == sqlscan.Quoted && d.Name() == "bigquery" {
+			names = append(names, strings.Split(p.Value, ".")...)
 		} else {
-			names = append(names, p.val)
+			names = append(names, p.Value)
 		}
 	}
-	return names, parts[len(parts)-1].kind == tQuoted
+	return names, parts[len(parts)-1].Kind == sqlscan.Quoted
 }
 
 // matchesTable reports whether a reference's name parts name the table:

@@ -36,6 +36,12 @@ func TestSubstituteTable(t *testing.T) {
 	if want := "SELECT count(*) AS n FROM `wh.shop.orders_v2` AS `orders` WHERE x > 0"; err != nil || bq != want {
 		t.Errorf("bigquery: got %q, %v; want %q", bq, err, want)
 	}
+	// In BigQuery a triple-quoted string is one token (quotes inside and
+	// all), " quotes a string and # opens a comment: none is a reference.
+	bq, err = substituteTable("SELECT '''a\n'it''' AS s, \"b\" AS t # FROM shop.orders\nFROM shop.orders", warehouse.BigQuery{}, from, to)
+	if want := "SELECT '''a\n'it''' AS s, \"b\" AS t # FROM shop.orders\nFROM `wh.shop.orders_v2` AS orders"; err != nil || bq != want {
+		t.Errorf("bigquery: got %q, %v; want %q", bq, err, want)
+	}
 }
 
 // Whatever cannot be read for certain is refused, never guessed.
@@ -51,6 +57,8 @@ func TestSubstituteTableRefuses(t *testing.T) {
 		`SELECT $$orders$$ AS x FROM shop.orders`,
 		`SELECT 'it\'s' AS x FROM shop.orders`,
 		`SELECT count(*) FROM shop.orders /* unterminated`,
+		// PostgreSQL and DuckDB end this comment at the last */, others at the first.
+		`SELECT count(*) FROM shop.refunds /* a /* nested */ JOIN shop.orders o ON true */`,
 	} {
 		got, err := substituteTable(in, warehouse.DuckDB{}, from, to)
 		var us *unsubstitutable

@@ -242,9 +242,17 @@ func (c *Client) DoURL(ctx context.Context, method, target string, body any) (*R
 }
 
 func (c *Client) transportErr(method, target string, err error) *TransportError {
+	return NewTransportError(c.name, method, target, c.timeout, err)
+}
+
+// NewTransportError is the error of a call to target that got no answer,
+// timed out when err is a network timeout or a passed deadline: for
+// clients that reach a server through another library (an SDK) and
+// should fail as the REST clients do.
+func NewTransportError(name, method, target string, timeout time.Duration, err error) *TransportError {
 	var ne net.Error
 	timedOut := errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
-	return &TransportError{Name: c.name, Method: method, URL: target, Timeout: c.timeout, TimedOut: timedOut, Err: err}
+	return &TransportError{Name: name, Method: method, URL: target, Timeout: timeout, TimedOut: timedOut, Err: err}
 }
 
 // JSON sends in (nil for no body) and decodes a 2xx answer into out (nil

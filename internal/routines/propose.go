@@ -2,9 +2,9 @@ package routines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
@@ -23,7 +23,10 @@ const maxHolds = 3
 // can stop wrong numbers leaving before the next run. It only drafts:
 // each hold goes to the approver the domain names, where the domain's
 // autonomy allows proposals (L2 and up); `dw stop` pauses it; nothing is
-// dispatched. What happened is recorded on the run either way.
+// dispatched. The holds of one incident are proposed through
+// incidents.ProposeRemediations, in one transaction with the incident's
+// move to proposed, routed and copied by approvals' rules. What happened
+// is recorded on the run either way.
 func (r *Runner) propose(ctx context.Context, o *observation) {
 	apv := approvals.New(r.o.DB, r.o.Config, r.o.Clock, func(ctx context.Context, asset string) (string, bool) {
 		if own, ok := r.ownerOf(ctx, asset); ok {
@@ -105,8 +108,8 @@ func (r *Runner) proposeHolds(ctx context.Context, apv *approvals.Service, svc *
 	if len(diag.Causes) == 0 {
 		return append(out, Proposal{Note: "no hold drafted: no recorded change ranks as a cause yet (record_change, then propose_remediation)"})
 	}
-	var ids []string
-	for _, t := range allowed {
+	rems := make([]incidents.Remediation, len(allowed))
+	for i, t := range allowed {
 		name := t.Title
 		if name == "" {
 			name = t.ID
@@ -115,28 +118,61 @@ func (r *Runner) proposeHolds(ctx context.Context, apv *approvals.Service, svc *
 		if !t.NextRun.IsZero() {
 			when = "its next run at " + t.NextRun.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		draft, err := svc.DraftProposal(ctx, incidents.DraftParams{IncidentID: inc.ID, Kind: string(incidents.ProposalHold),
-			What:    fmt.Sprintf("Hold %s before %s, until %s is resolved", name, when, inc.ID),
-			Targets: []string{t.ID}, Undo: "resume " + t.ID + " (unpause it; the skipped run can be started again)"})
-		if err != nil {
-			out = append(out, Proposal{Target: t.ID, Note: "not drafted: " + err.Error()})
-			continue
+		rems[i] = incidents.Remediation{
+			Draft: incidents.DraftParams{IncidentID: inc.ID, Kind: string(incidents.ProposalHold),
+				What:    fmt.Sprintf("Hold %s before %s, until %s is resolved", name, when, inc.ID),
+				Targets: []string{t.ID}, Undo: "resume " + t.ID + " (unpause it; the skipped run can be started again)"},
+			Why: fmt.Sprintf("%s reads %s, where %s is open", name, inc.Asset, inc.ID),
 		}
-		p, err := apv.Propose(ctx, approvals.NewProposal{IncidentID: inc.ID, Kind: draft.ApprovalKind, What: draft.What,
-			Why:     fmt.Sprintf("%s reads %s, where %s is open; addresses %s", name, inc.Asset, inc.ID, draft.Why),
-			Targets: draft.Targets, Scope: draft.Scope, Undo: draft.Undo, Proposer: proposer})
-		if err != nil {
-			out = append(out, Proposal{Target: t.ID, Note: "not drafted: " + err.Error()})
-			continue
-		}
-		ids = append(ids, p.ID)
-		out = append(out, Proposal{ID: p.ID, Target: t.ID, What: p.What, Approver: p.Approver,
-			Note: "drafted; nothing happens until " + approvals.PersonLabel(r.o.Config, p.Approver) + " decides (dw approve " + p.ID + ")"})
 	}
-	if len(ids) > 0 {
-		if _, err := svc.MarkProposed(ctx, inc.ID, ids, proposer); err != nil {
-			out = append(out, Proposal{Note: "drafted " + strings.Join(ids, ", ") + " but the incident could not be marked proposed: " + err.Error()})
+	sent, refused, err := proposeAll(ctx, svc, apv, inc.ID, rems)
+	for i, t := range allowed {
+		switch {
+		case sent[i] != nil:
+			p := sent[i]
+			out = append(out, Proposal{ID: p.ID, Target: t.ID, What: p.What, Approver: p.Approver,
+				Note: "drafted; nothing happens until " + approvals.PersonLabel(r.o.Config, p.Approver) + " decides (dw approve " + p.ID + ")"})
+		case refused[i] != nil:
+			out = append(out, Proposal{Target: t.ID, Note: "not drafted: " + refused[i].Error()})
+		case err != nil:
+			out = append(out, Proposal{Target: t.ID, Note: "not drafted: nothing was proposed for " + inc.ID + ": " + err.Error()})
 		}
 	}
 	return out
+}
+
+// proposeAll proposes the remediations through the one incidents
+// workflow, so each set is written in one transaction with the incident's
+// move to proposed. A hold approvals refuses (or that cannot be drafted)
+// is left out, with its reason, and the rest proposed: one owner's
+// misconfigured domain does not silence the others. Any other failure
+// proposes nothing. sent and refused are indexed like rems.
+func proposeAll(ctx context.Context, svc *incidents.Service, apv *approvals.Service, incident string, rems []incidents.Remediation) (sent []*approvals.Proposal, refused []error, err error) {
+	sent, refused = make([]*approvals.Proposal, len(rems)), make([]error, len(rems))
+	left := make([]int, len(rems)) // positions in rems still to propose
+	for i := range left {
+		left[i] = i
+	}
+	for len(left) > 0 {
+		batch := make([]incidents.Remediation, len(left))
+		for j, i := range left {
+			batch[j] = rems[i]
+		}
+		res, err := svc.ProposeRemediations(ctx, apv, incidents.ProposeParams{IncidentID: incident, Remediations: batch, Proposer: proposer})
+		var re *incidents.RemediationError
+		if errors.As(err, &re) && re.Index >= 0 && re.Index < len(left) {
+			// Refused before anything was written: safe to go again without it.
+			refused[left[re.Index]] = re.Err
+			left = slices.Delete(left, re.Index, re.Index+1)
+			continue
+		}
+		if err != nil {
+			return sent, refused, err
+		}
+		for j, p := range res.Proposals {
+			sent[left[j]] = p
+		}
+		return sent, refused, nil
+	}
+	return sent, refused, nil
 }

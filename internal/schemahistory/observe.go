@@ -23,6 +23,12 @@ func ReadSubject(ctx context.Context, db *store.DB, c *registry.Client, subject,
 	if err != nil {
 		return nil, nil, err
 	}
+	return remember(ctx, db, c, subject, hist, source, clk)
+}
+
+// remember is ReadSubject after the registry has listed the subject's
+// versions: their canonical hashes stored, the first sightings logged.
+func remember(ctx context.Context, db *store.DB, c *registry.Client, subject string, hist []registry.SchemaVersion, source string, clk clock.Clock) (stored, fresh []SubjectVersion, err error) {
 	cvs, err := c.CompatVersions(ctx, hist)
 	if err != nil {
 		return nil, nil, err

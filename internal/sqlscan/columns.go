@@ -27,47 +27,22 @@ func init() {
 // follows, not a column.
 var tableIntroducers = map[string]bool{"from": true, "join": true, "into": true, "update": true, "table": true}
 
-type sqlToken struct {
-	text   string
-	quoted bool
-	punct  byte // non-zero for punctuation: ( ) , . ; and operators
-}
-
-// tokenizeSQL is scanSQL without positions, with numbers and string
-// literals reduced to a marker: Columns needs only words and structure.
-func tokenizeSQL(s string) []sqlToken {
-	toks := scanSQL(s)
-	out := make([]sqlToken, 0, len(toks))
-	for _, t := range toks {
-		switch {
-		case t.word:
-			out = append(out, sqlToken{text: t.text, quoted: t.quoted})
-		case t.punct != 0:
-			out = append(out, sqlToken{punct: t.punct})
-		default: // a number
-			out = append(out, sqlToken{punct: '0'})
-		}
-	}
-	return out
-}
-
 // Columns extracts the column identifiers a simple SQL statement
 // mentions: words that are not keywords, not function names, not table
 // names after FROM/JOIN/INTO/TABLE, not aliases after AS, with qualified
 // names (t.col) reduced to the column. It is a heuristic for the fields a
 // stream job reads; callers narrow it with the input's known columns.
 func Columns(sqlText string) []string {
-	toks := tokenizeSQL(sqlText)
+	toks := scanSQL(sqlText)
 	set := map[string]bool{}
 	word := func(i int) (string, bool) {
-		if i < 0 || i >= len(toks) || toks[i].punct != 0 {
+		if i < 0 || i >= len(toks) || !isName(toks[i]) {
 			return "", false
 		}
-		return toks[i].text, true
+		return toks[i].Value, true
 	}
 	isKW := func(i int) bool {
-		w, ok := word(i)
-		return ok && !toks[i].quoted && sqlKeywords[strings.ToLower(w)]
+		return i >= 0 && i < len(toks) && toks[i].Kind == Word && sqlKeywords[strings.ToLower(toks[i].Text)]
 	}
 	for i := 0; i < len(toks); i++ {
 		w, ok := word(i)
@@ -75,16 +50,16 @@ func Columns(sqlText string) []string {
 			continue
 		}
 		lw := strings.ToLower(w)
-		if !toks[i].quoted && tableIntroducers[lw] {
+		if toks[i].Kind == Word && tableIntroducers[lw] {
 			// Skip the table name (dotted) and an optional alias, unless
 			// the introducer opens a function or subquery: TABLE(...), FROM (...).
 			j := i + 1
-			if j < len(toks) && toks[j].punct == '(' || isKW(j) {
+			if j < len(toks) && toks[j].IsPunct('(') || isKW(j) {
 				continue
 			}
-			for j < len(toks) && toks[j].punct == 0 {
+			for j < len(toks) && isName(toks[j]) {
 				j++
-				if j < len(toks) && toks[j].punct == '.' {
+				if j < len(toks) && toks[j].IsPunct('.') {
 					j++
 					continue
 				}
@@ -92,22 +67,22 @@ func Columns(sqlText string) []string {
 			}
 			if _, ok := word(j); ok && !isKW(j) {
 				j++ // alias without AS
-			} else if isKW(j) && strings.EqualFold(toks[j].text, "as") {
+			} else if isKW(j) && toks[j].IsKeyword("as") {
 				j += 2
 			}
 			i = j - 1
 			continue
 		}
-		if !toks[i].quoted && sqlKeywords[lw] {
+		if toks[i].Kind == Word && sqlKeywords[lw] {
 			continue
 		}
-		if i+1 < len(toks) && toks[i+1].punct == '(' {
+		if i+1 < len(toks) && toks[i+1].IsPunct('(') {
 			continue // a function
 		}
-		if i > 0 && toks[i-1].punct == 0 && strings.EqualFold(toks[i-1].text, "as") && !toks[i-1].quoted {
+		if i > 0 && toks[i-1].IsKeyword("as") {
 			continue // an output alias, not something read
 		}
-		if i+1 < len(toks) && toks[i+1].punct == '.' {
+		if i+1 < len(toks) && toks[i+1].IsPunct('.') {
 			continue // a qualifier; the column follows the dot
 		}
 		set[w] = true
@@ -125,16 +100,16 @@ func Columns(sqlText string) []string {
 // not as an output alias. With the input's columns known this is exact
 // where Columns has to guess.
 func Mentions(sqlText string, columns []string) []string {
-	toks := tokenizeSQL(sqlText)
+	toks := scanSQL(sqlText)
 	words := map[string]bool{}
 	for i, t := range toks {
-		if t.punct != 0 {
+		if !isName(t) {
 			continue
 		}
-		if i > 0 && toks[i-1].punct == 0 && !toks[i-1].quoted && strings.EqualFold(toks[i-1].text, "as") {
+		if i > 0 && toks[i-1].IsKeyword("as") {
 			continue
 		}
-		words[strings.ToLower(t.text)] = true
+		words[strings.ToLower(t.Value)] = true
 	}
 	var out []string
 	for _, c := range columns {

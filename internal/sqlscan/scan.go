@@ -1,8 +1,9 @@
-// Package sqlscan reads the fields a SQL statement uses, for field-level
-// lineage: which columns a stream job reads, which known columns it
-// mentions, and the expressions around one column. It is a scanner, not a
-// parser: it never fails, and callers narrow its guesses with the columns
-// they know.
+// Package sqlscan is the one SQL tokenizer (Tokens, and StrictTokens for
+// text that is rewritten rather than read) and, on it, the field scanner
+// behind field-level lineage: which columns a stream job reads, which
+// known columns it mentions, and the expressions around one column. The
+// field readers are a scanner, not a parser: they never fail, and callers
+// narrow their guesses with the columns they know.
 package sqlscan
 
 import (
@@ -34,21 +35,21 @@ func Expressions(sqlText, column string) []string {
 	var opens []int // token index of each unclosed '('
 	for i, t := range toks {
 		switch {
-		case t.punct == '(':
+		case t.IsPunct('('):
 			opens = append(opens, i)
-		case t.punct == ')':
+		case t.IsPunct(')'):
 			if len(opens) > 0 {
 				opens = opens[:len(opens)-1]
 			}
-		case t.word && strings.ToLower(t.text) == column:
-			if i > 0 && toks[i-1].word && !toks[i-1].quoted && strings.EqualFold(toks[i-1].text, "as") {
+		case isName(t) && strings.ToLower(t.Value) == column:
+			if i > 0 && toks[i-1].IsKeyword("as") {
 				continue // an output alias, not a read
 			}
 			for k := len(opens) - 1; k >= 0; k-- {
 				o := opens[k]
-				if o > 0 && toks[o-1].word && !toks[o-1].quoted {
+				if o > 0 && toks[o-1].Kind == Word {
 					if end := matchParen(toks, o); end > o {
-						if expr := collapseSpace(sqlText[toks[o-1].start:toks[end].end]); len(expr) <= 120 {
+						if expr := collapseSpace(sqlText[toks[o-1].Start:toks[end].End]); len(expr) <= 120 {
 							add(expr)
 						}
 					}
@@ -63,108 +64,29 @@ func Expressions(sqlText, column string) []string {
 	return out
 }
 
-// sqlTok is a token of a SQL text with its byte span.
-type sqlTok struct {
-	text       string
-	word       bool
-	quoted     bool
-	punct      byte
-	start, end int
-}
-
-// scanSQL tokenizes SQL keeping positions: words (bare or quoted with " or
-// `), numbers, string literals (one token each, punct '\”), and single
-// punctuation; comments are skipped. Columns and the reader evidence
-// both read SQL through it.
-func scanSQL(s string) []sqlTok {
-	var out []sqlTok
-	isWord := func(c byte) bool {
-		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
-				return out
-			}
-			i += j + 4
-		case c == '\'':
-			j := i + 1
-			for j < len(s) {
-				if s[j] == '\'' {
-					if j+1 < len(s) && s[j+1] == '\'' {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			// A string literal is one token, so readers of the tokens can
-			// tell a literal from nothing.
-			out = append(out, sqlTok{punct: '\'', start: i, end: min(j+1, len(s))})
-			i = j + 1
-		case c == '"' || c == '`':
-			// A doubled quote inside stands for the quote itself ("a""b"
-			// names a"b); an empty name ("") is no identifier at all.
-			var name strings.Builder
-			j := i + 1
-			for ; j < len(s); j++ {
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						name.WriteByte(c)
-						j++
-						continue
-					}
-					break
-				}
-				name.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return out
-			}
-			if name.Len() > 0 {
-				out = append(out, sqlTok{text: name.String(), word: true, quoted: true, start: i, end: j + 1})
-			}
-			i = j + 1
-		case isWord(c) && !(c >= '0' && c <= '9'):
-			j := i
-			for j < len(s) && isWord(s[j]) {
-				j++
-			}
-			out = append(out, sqlTok{text: s[i:j], word: true, start: i, end: j})
-			i = j
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c >= '0' && c <= '9':
-			j := i
-			for j < len(s) && (isWord(s[j]) || s[j] == '.') {
-				j++
-			}
-			out = append(out, sqlTok{text: s[i:j], start: i, end: j})
-			i = j
-		default:
-			out = append(out, sqlTok{text: s[i : i+1], punct: c, start: i, end: i + 1})
-			i++
+// scanSQL is the lenient tokens of a SQL text its field readers look
+// at: comments and whitespace dropped, and a quoted name that is empty
+// ("" names nothing) or that the text ends inside dropped too, since
+// neither is an identifier to report.
+func scanSQL(s string) []Token {
+	var out []Token
+	for _, t := range Tokens(s, Generic) {
+		if t.Trivia() || t.Kind == Quoted && (t.Value == "" || t.Open) {
+			continue
 		}
+		out = append(out, t)
 	}
 	return out
 }
 
 // matchParen finds the ')' closing the '(' at token index open, or -1.
-func matchParen(toks []sqlTok, open int) int {
+func matchParen(toks []Token, open int) int {
 	depth := 0
 	for i := open; i < len(toks); i++ {
-		switch toks[i].punct {
-		case '(':
+		switch {
+		case toks[i].IsPunct('('):
 			depth++
-		case ')':
+		case toks[i].IsPunct(')'):
 			depth--
 			if depth == 0 {
 				return i
@@ -173,5 +95,8 @@ func matchParen(toks []sqlTok, open int) int {
 	}
 	return -1
 }
+
+// isName reports whether a token names something: a word or a quoted name.
+func isName(t Token) bool { return t.Kind == Word || t.Kind == Quoted }
 
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -28,10 +28,10 @@ func FuzzSQLScanner(f *testing.F) {
 		toks := scanSQL(s)
 		last := 0
 		for _, tk := range toks {
-			if tk.start < last || tk.end < tk.start || tk.end > len(s) {
+			if tk.Start < last || tk.End < tk.Start || tk.End > len(s) {
 				t.Fatalf("%q: token %+v out of place (previous end %d)", s, tk, last)
 			}
-			last = tk.end
+			last = tk.End
 		}
 		lower := strings.ToLower(s)
 		for _, c := range Columns(s) {

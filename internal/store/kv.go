@@ -28,6 +28,21 @@ func PutSetting(ctx context.Context, q Querier, key, value string, at time.Time)
 	return err
 }
 
+// SettingOnce writes a setting only if it is unset and returns the stored
+// value: the one given, or the one an earlier writer (another process)
+// stored first. For values made once and then shared, such as a key.
+func SettingOnce(ctx context.Context, q Querier, key, value string, at time.Time) (string, error) {
+	if _, err := q.ExecContext(ctx, `INSERT INTO kv (key, value, updated_ms) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		key, value, Millis(at)); err != nil {
+		return "", err
+	}
+	v, _, ok, err := GetSetting(ctx, q, key)
+	if err == nil && !ok {
+		err = errors.New("setting " + key + " vanished as it was written")
+	}
+	return v, err
+}
+
 // DeleteSetting removes an organisation-wide setting.
 func DeleteSetting(ctx context.Context, q Querier, key string) error {
 	_, err := q.ExecContext(ctx, "DELETE FROM kv WHERE key = ?", key)

@@ -206,6 +206,25 @@ func (tx *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 // Dialect reports the engine.
 func (tx *Tx) Dialect() Dialect { return tx.dialect }
 
+// Begin starts a transaction the caller ends with Commit or Rollback, for
+// work committed in batches (a bulk import staged a few thousand rows per
+// transaction), which InTx's one transaction per call does not fit. It is
+// not retried and runs at the engine's default isolation: use it only for
+// rows no other writer touches.
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	stx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return &Tx{tx: stx, dialect: db.dialect}, nil
+}
+
+// Commit commits a transaction from Begin.
+func (tx *Tx) Commit() error { return tx.tx.Commit() }
+
+// Rollback rolls back a transaction from Begin; after Commit it does nothing.
+func (tx *Tx) Rollback() error { return tx.tx.Rollback() }
+
 // InTx runs fn in a serializable transaction, committing when it returns
 // nil and rolling back otherwise. Several agent processes write at once, and
 // a read-modify-write under PostgreSQL's default READ COMMITTED would lose

@@ -58,7 +58,8 @@ func Open(_ context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clo
 const IdleEnv = "DW_WAREHOUSE_IDLE"
 
 // DefaultIdle is how long a child outlives its last call. The child holds
-// the drivers (about 100 MiB resident, most of it the dw binary's pages)
+// the drivers (about 100 MiB resident, most of it the dw binary's pages,
+// which only its exit gives back)
 // for calls that come in bursts: a minute keeps a conversation's calls on
 // one child, and an agent left open all day holds only itself.
 const DefaultIdle = 60 * time.Second

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/dataworkers/dw/internal/memtrim"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -23,7 +24,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, w warehouse.Warehou
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	enc := json.NewEncoder(out)
+	// A child lives on between bursts of calls (the agent's idle period);
+	// once quiet it gives its memory back.
+	tr := memtrim.New()
+	defer tr.Stop()
 	for sc.Scan() {
+		tr.Busy()
 		var req request
 		var resp response
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -32,7 +38,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, w warehouse.Warehou
 			resp = handle(ctx, w, req)
 		}
 		resp.Scanned = scannedBy(w)
-		if err := enc.Encode(resp); err != nil {
+		err := enc.Encode(resp)
+		tr.Quiet()
+		if err != nil {
 			return err
 		}
 	}

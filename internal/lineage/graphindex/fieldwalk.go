@@ -15,7 +15,14 @@ type FieldRead struct {
 // node -> the caller's name). A node is expanded again when its set of
 // names grows, so a field reaching a node by two paths is followed under
 // both names; sets only grow, so cycles end.
-func (ix *Index) FieldReads(start int32, fields map[string]string, maxDepth int) []FieldRead {
+//
+// within, when not nil, confines the walk to the nodes it marks (a
+// diagnosis passes the symptoms' upstream): nothing outside is expanded or
+// reported, so the walk costs what can reach the symptoms, not everything
+// downstream of start. A reader inside reached only through a node
+// outside is not found; a diagnosis asks only for paths to the symptoms,
+// and every node on such a path within its depth is inside.
+func (ix *Index) FieldReads(start int32, fields map[string]string, maxDepth int, within []bool) []FieldRead {
 	type state struct {
 		names map[string]string
 		dist  int32
@@ -38,6 +45,9 @@ func (ix *Index) FieldReads(start int32, fields map[string]string, maxDepth int)
 			continue
 		}
 		for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+			if within != nil && !within[v] {
+				continue
+			}
 			carried := map[string]string{}
 			maps, hasCols := ix.cols[edgeKey(u, v)]
 			if !hasCols {

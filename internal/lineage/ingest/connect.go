@@ -74,6 +74,9 @@ func Connectors(ctx context.Context, g *lineage.Graph, specs []ConnectorSpec, op
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("no connectors given")
 	}
+	if err := lineage.CheckIDText("cluster", strings.TrimSpace(opts.Cluster)); err != nil {
+		return nil, err
+	}
 	type plan struct {
 		conn, topic, table *lineage.AssetInput
 		sink               bool
@@ -83,6 +86,13 @@ func Connectors(ctx context.Context, g *lineage.Graph, specs []ConnectorSpec, op
 		where := fmt.Sprintf("connectors[%d]", i)
 		if strings.TrimSpace(s.Name) == "" {
 			return nil, fmt.Errorf("%s.name is empty", where)
+		}
+		// Name, cluster, topic and table become asset ids: the id text rule
+		// applies, naming the field, never the value.
+		for _, f := range []struct{ name, s string }{{"name", s.Name}, {"cluster", s.Cluster}, {"topic", s.Topic}, {"table", s.Table}} {
+			if err := lineage.CheckIDText("", strings.TrimSpace(f.s)); err != nil {
+				return nil, fmt.Errorf("%s.%s %s", where, f.name, err.(*lineage.IDTextError).Reason())
+			}
 		}
 		// A connector's config is read from a Connect cluster or given by
 		// the caller: its values appear in errors only as safeName shows them.

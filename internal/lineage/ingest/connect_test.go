@@ -8,6 +8,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/lineage"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -36,7 +37,7 @@ func TestConnectors(t *testing.T) {
 			!slices.Equal(neighborIDs(src.Downstream), []string{"kafka://prod/shop.public.orders"}) {
 			t.Errorf("source edges %v -> %v", neighborIDs(src.Upstream), neighborIDs(src.Downstream))
 		}
-		before := count(t, db, "lineage_assets")
+		before := lineagetest.Count(t, db, "lineage_assets")
 		for _, c := range []struct {
 			spec ConnectorSpec
 			want string
@@ -54,7 +55,7 @@ func TestConnectors(t *testing.T) {
 		if _, err := Connectors(ctx, g, []ConnectorSpec{{Name: "x", Class: "BigQuerySinkConnector", Topic: "t", Table: "a.b"}}, ConnectorOptions{}); err == nil || !strings.Contains(err.Error(), "cluster") {
 			t.Errorf("missing cluster: %v", err)
 		}
-		if count(t, db, "lineage_assets") != before {
+		if lineagetest.Count(t, db, "lineage_assets") != before {
 			t.Error("rejected connectors wrote assets")
 		}
 	})
@@ -83,7 +84,7 @@ func TestConnectorErrorsDoNotQuoteTheConfig(t *testing.T) {
 				t.Errorf("%+v:\n got %v\nwant %s", c.spec, err, c.want)
 			}
 		}
-		if n := count(t, db, "lineage_assets"); n != 0 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 0 {
 			t.Errorf("refused connectors wrote %d assets", n)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,8 @@ type dbtNode struct {
 	DependsOn struct {
 		Nodes []string `json:"nodes"`
 	} `json:"depends_on"`
+	// tags and configTags are Tags and Config.Tags read (checkNode).
+	tags, configTags []string
 }
 
 type dbtGroup struct {
@@ -96,9 +99,9 @@ type dbtGroup struct {
 // their dbt id and by their warehouse relation, exposures as the
 // dashboards and applications that read them, and the dependency edges.
 // Owners, domains and tags come from meta, config.meta, groups and
-// exposure owners. The import is one transaction and idempotent; a
-// malformed or unsupported manifest names the JSON path that failed and
-// changes nothing.
+// exposure owners. The import is atomic (one transaction, or staged and
+// swapped in when large) and idempotent; a malformed or unsupported
+// manifest names the JSON path that failed and changes nothing.
 func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOptions) (*DBTImportResult, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
 	if err != nil {
@@ -113,7 +116,9 @@ func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOpt
 	for _, n := range m.nodes {
 		res.Counts[n.ResourceType]++
 	}
-	stats, err := g.Write(ctx, func(w *lineage.Writer) error {
+	// A whole project is staged and swapped in (WriteBulk): the
+	// write-ahead log stays one batch long and readers never see half of it.
+	stats, err := g.WriteBulk(ctx, len(m.nodes)+len(m.edges), func(w *lineage.Writer) error {
 		ins := make([]*lineage.AssetInput, 0, len(m.nodes))
 		for _, n := range m.nodes {
 			in, err := m.assetInput(n, opts)
@@ -180,27 +185,196 @@ func supportedVersions() string {
 	return strings.Join(vs, ", ")
 }
 
+// parseManifest reads a manifest in one pass (decodeManifest): the
+// document is scanned and decoded once, straight into the nodes. Any
+// document that pass does not take as plainly well-formed (a JSON error, a
+// section of an unexpected kind, a key given twice) is read again by
+// parseManifestChecked, whose errors name the field path that failed; the
+// two agree on every document the first accepts (FuzzManifestOnePass).
 func parseManifest(data []byte) (*manifest, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, jsonPathError("(top level)", err)
+	if d := decodeManifest(data); d != nil {
+		return d.build()
 	}
-	if top == nil {
-		return nil, fmt.Errorf("dbt manifest: the document is not a JSON object (expected target/manifest.json)")
+	return parseManifestChecked(data)
+}
+
+// manifestMeta is the manifest's metadata the import reads.
+type manifestMeta struct {
+	SchemaVersion string `json:"dbt_schema_version"`
+	DBTVersion    string `json:"dbt_version"`
+	Adapter       string `json:"adapter_type"`
+	Project       string `json:"project_name"`
+}
+
+// keyedNode is a section entry: its key and its node.
+type keyedNode struct {
+	key  string
+	node *dbtNode
+}
+
+// decodedManifest is a manifest decoded but not yet checked.
+type decodedManifest struct {
+	meta       manifestMeta
+	hasMeta    bool
+	groups     map[string]dbtGroup
+	sections   [3][]keyedNode // nodes, sources, exposures, each sorted by key
+	has        [3]bool
+	parents    map[string][]string
+	hasParents bool
+}
+
+var manifestSections = [3]string{"nodes", "sources", "exposures"}
+
+// skipJSON skips a value the import does not read (macros, docs,
+// child_map, ...) without keeping it.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// decodeManifest decodes data with one streaming decoder: each byte is
+// scanned once and each node decoded once, where reading the top level
+// into raw sections and then each section into raw nodes scanned the
+// document three times. It returns nil on anything but a plainly
+// well-formed manifest, for parseManifestChecked to explain.
+func decodeManifest(data []byte) *decodedManifest {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
 	}
-	var meta struct {
-		SchemaVersion string `json:"dbt_schema_version"`
-		DBTVersion    string `json:"dbt_version"`
-		Adapter       string `json:"adapter_type"`
-		Project       string `json:"project_name"`
+	d := &decodedManifest{}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := t.(string)
+		if seen[key] {
+			return nil // the last one counts: the checked reader's map does that
+		}
+		seen[key] = true
+		switch key {
+		case "metadata":
+			d.hasMeta = true
+			err = dec.Decode(&d.meta)
+		case "groups":
+			err = dec.Decode(&d.groups)
+		case "parent_map":
+			p := &d.parents
+			if err = dec.Decode(&p); p != nil {
+				d.hasParents = true
+			}
+		case "nodes", "sources", "exposures":
+			i := slices.Index(manifestSections[:], key)
+			d.has[i] = true
+			d.sections[i], err = decodeSection(dec)
+		default:
+			err = dec.Decode(&skipJSON{})
+		}
+		if err != nil {
+			return nil
+		}
 	}
-	raw, ok := top["metadata"]
-	if !ok {
-		return nil, fmt.Errorf("dbt manifest metadata: missing; is this a target/manifest.json? (supported schema versions: %s)", supportedVersions())
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil
 	}
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return nil, jsonPathError("metadata", err)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil // something after the document
 	}
+	return d
+}
+
+// decodeSection decodes one of nodes, sources or exposures: an object of
+// nodes by unique_id, returned sorted by key. It fails on anything else
+// and on a key given twice.
+func decodeSection(dec *json.Decoder) ([]keyedNode, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if t != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var out []keyedNode
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		n := &dbtNode{}
+		if err := dec.Decode(n); err != nil {
+			return nil, err
+		}
+		out = append(out, keyedNode{key, n})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b keyedNode) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(out); i++ {
+		if out[i].key == out[i-1].key {
+			return nil, errors.New("a key given twice")
+		}
+	}
+	return out, nil
+}
+
+// build checks a decoded manifest, in the order parseManifestChecked
+// does, and gathers its nodes and edges.
+func (d *decodedManifest) build() (*manifest, error) {
+	if !d.hasMeta {
+		return nil, errNoMetadata()
+	}
+	m, err := newManifest(d.meta)
+	if err != nil {
+		return nil, err
+	}
+	if d.groups != nil {
+		m.groups = d.groups
+	}
+	total := 0
+	for _, s := range d.sections {
+		total += len(s)
+	}
+	byID := make(map[string]*dbtNode, total)
+	for i, section := range manifestSections {
+		if !d.has[i] {
+			if section == "exposures" {
+				continue
+			}
+			return nil, errNoSection(section, m.version)
+		}
+		for _, e := range d.sections[i] {
+			ok, err := checkNode(section, e.key, e.node)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				m.nodes = append(m.nodes, e.node)
+				byID[e.node.UniqueID] = e.node
+			}
+		}
+	}
+	parents := d.parents
+	if !d.hasParents {
+		parents = dependsOn(m.nodes)
+	}
+	m.addEdges(byID, parents)
+	return m, nil
+}
+
+func errNoMetadata() error {
+	return fmt.Errorf("dbt manifest metadata: missing; is this a target/manifest.json? (supported schema versions: %s)", supportedVersions())
+}
+
+func errNoSection(section string, version int) error {
+	return fmt.Errorf("dbt manifest %s: missing (a v%d manifest always has it)", section, version)
+}
+
+// newManifest checks the metadata: a supported schema version and an
+// adapter.
+func newManifest(meta manifestMeta) (*manifest, error) {
 	mv := manifestVersionRE.FindStringSubmatch(meta.SchemaVersion)
 	if mv == nil {
 		// Only a dbt schema URL is shown (it tells a run_results.json or
@@ -218,20 +392,130 @@ func parseManifest(data []byte) (*manifest, error) {
 	if strings.TrimSpace(meta.Adapter) == "" {
 		return nil, fmt.Errorf("dbt manifest metadata.adapter_type: missing; it names the warehouse the relations live in")
 	}
-	m := &manifest{version: version, dbtVersion: meta.DBTVersion, adapter: lineage.NormalizePlatform(meta.Adapter), project: meta.Project, groups: map[string]dbtGroup{}}
+	return &manifest{version: version, dbtVersion: meta.DBTVersion, adapter: lineage.NormalizePlatform(meta.Adapter), project: meta.Project, groups: map[string]dbtGroup{}}, nil
+}
+
+// checkNode checks one decoded section entry and reads its tags. It
+// reports whether the node is one the import takes (models, seeds,
+// snapshots, sources, exposures; not tests, analyses, operations).
+func checkNode(section, key string, n *dbtNode) (bool, error) {
+	switch n.ResourceType {
+	case "model", "seed", "snapshot", "source", "exposure":
+	default:
+		return false, nil
+	}
+	if n.UniqueID == "" {
+		return false, fmt.Errorf("dbt manifest %s.unique_id: missing", nodePath(section, key))
+	}
+	if n.UniqueID != key {
+		return false, fmt.Errorf("dbt manifest %s.unique_id is %s, not its key", nodePath(section, key), safeName(n.UniqueID))
+	}
+	// These become the node's asset ids (dbt://<unique_id>, the relation's
+	// table id): the id text rule applies, naming the field, not the value.
+	for _, f := range []struct{ name, s string }{{"unique_id", n.UniqueID}, {"name", n.Name}, {"database", n.Database},
+		{"schema", n.Schema}, {"alias", n.Alias}, {"identifier", n.Identifier}, {"relation_name", n.RelationName}} {
+		if err := lineage.CheckIDText("", f.s); err != nil {
+			return false, fmt.Errorf("dbt manifest %s.%s %s", nodePath(section, key), f.name, err.(*lineage.IDTextError).Reason())
+		}
+	}
+	var err error
+	if n.tags, err = tagList(n.Tags); err != nil {
+		return false, fmt.Errorf("dbt manifest %s.tags: %w", nodePath(section, key), err)
+	}
+	if n.configTags, err = tagList(n.Config.Tags); err != nil {
+		return false, fmt.Errorf("dbt manifest %s.config.tags: %w", nodePath(section, key), err)
+	}
+	return true, nil
+}
+
+func nodePath(section, key string) string {
+	return fmt.Sprintf("%s[%s]", section, safeName(key))
+}
+
+// dependsOn is the parent map the nodes' depends_on give, for manifests
+// without parent_map.
+func dependsOn(nodes []*dbtNode) map[string][]string {
+	parents := make(map[string][]string, len(nodes))
+	for _, n := range nodes {
+		parents[n.UniqueID] = n.DependsOn.Nodes
+	}
+	return parents
+}
+
+// addEdges adds the dependency edges between imported nodes, sorted, and
+// a warning for each dependency on a node the import does not take.
+func (m *manifest) addEdges(byID map[string]*dbtNode, parents map[string][]string) {
+	skipped := map[string]bool{}
+	for _, n := range m.nodes {
+		// An edge into n comes only from n's own parent list, so a
+		// repeat is looked for there, not in a map of every edge.
+		first, ps := len(m.edges), parents[n.UniqueID]
+		var many map[string]bool // for long lists, where a scan would be quadratic
+		if len(ps) > 32 {
+			many = make(map[string]bool, len(ps))
+		}
+		for _, p := range ps {
+			if _, ok := byID[p]; !ok {
+				if !skipped[p] {
+					skipped[p] = true
+					m.warnings = append(m.warnings, fmt.Sprintf("%s depends on %s, which is not a model, seed, snapshot, source or exposure; that dependency is not in the graph", n.UniqueID, safeName(p)))
+				}
+				continue
+			}
+			switch {
+			case many != nil && many[p]:
+			case many == nil && slices.ContainsFunc(m.edges[first:], func(e [2]string) bool { return e[0] == p }):
+			default:
+				if many != nil {
+					many[p] = true
+				}
+				m.edges = append(m.edges, [2]string{p, n.UniqueID})
+			}
+		}
+	}
+	slices.SortFunc(m.edges, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+}
+
+// parseManifestChecked reads the manifest section by section and node by
+// node, so a malformed one is refused with the JSON path that failed.
+func parseManifestChecked(data []byte) (*manifest, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, jsonPathError("(top level)", err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("dbt manifest: the document is not a JSON object (expected target/manifest.json)")
+	}
+	var meta manifestMeta
+	raw, ok := top["metadata"]
+	if !ok {
+		return nil, errNoMetadata()
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, jsonPathError("metadata", err)
+	}
+	m, err := newManifest(meta)
+	if err != nil {
+		return nil, err
+	}
 	if raw, ok := top["groups"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &m.groups); err != nil {
 			return nil, jsonPathError("groups", err)
 		}
 	}
 	byID := map[string]*dbtNode{}
-	for _, section := range []string{"nodes", "sources", "exposures"} {
+	for _, section := range manifestSections {
 		raw, ok := top[section]
 		if !ok {
 			if section == "exposures" {
 				continue
 			}
-			return nil, fmt.Errorf("dbt manifest %s: missing (a v%d manifest always has it)", section, version)
+			return nil, errNoSection(section, m.version)
 		}
 		var entries map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &entries); err != nil {
@@ -244,29 +528,17 @@ func parseManifest(data []byte) (*manifest, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			n := &dbtNode{}
-			path := fmt.Sprintf("%s[%s]", section, safeName(k))
 			if err := json.Unmarshal(entries[k], n); err != nil {
-				return nil, jsonPathError(path, err)
+				return nil, jsonPathError(nodePath(section, k), err)
 			}
-			switch n.ResourceType {
-			case "model", "seed", "snapshot", "source", "exposure":
-			default:
-				continue // tests, analyses, operations, sql operations, unit tests
+			ok, err := checkNode(section, k, n)
+			if err != nil {
+				return nil, err
 			}
-			if n.UniqueID == "" {
-				return nil, fmt.Errorf("dbt manifest %s.unique_id: missing", path)
+			if ok {
+				m.nodes = append(m.nodes, n)
+				byID[n.UniqueID] = n
 			}
-			if n.UniqueID != k {
-				return nil, fmt.Errorf("dbt manifest %s.unique_id is %s, not its key", path, safeName(n.UniqueID))
-			}
-			if _, err := tagList(n.Tags); err != nil {
-				return nil, fmt.Errorf("dbt manifest %s.tags: %w", path, err)
-			}
-			if _, err := tagList(n.Config.Tags); err != nil {
-				return nil, fmt.Errorf("dbt manifest %s.config.tags: %w", path, err)
-			}
-			m.nodes = append(m.nodes, n)
-			byID[n.UniqueID] = n
 		}
 	}
 	// Edges come from parent_map when present (every version writes it),
@@ -277,32 +549,9 @@ func parseManifest(data []byte) (*manifest, error) {
 			return nil, jsonPathError("parent_map", err)
 		}
 	} else {
-		for _, n := range m.nodes {
-			parents[n.UniqueID] = n.DependsOn.Nodes
-		}
+		parents = dependsOn(m.nodes)
 	}
-	skipped, seen := map[string]bool{}, map[[2]string]bool{}
-	for _, n := range m.nodes {
-		for _, p := range parents[n.UniqueID] {
-			if _, ok := byID[p]; !ok {
-				if !skipped[p] {
-					skipped[p] = true
-					m.warnings = append(m.warnings, fmt.Sprintf("%s depends on %s, which is not a model, seed, snapshot, source or exposure; that dependency is not in the graph", n.UniqueID, safeName(p)))
-				}
-				continue
-			}
-			if e := [2]string{p, n.UniqueID}; !seen[e] {
-				seen[e] = true
-				m.edges = append(m.edges, e)
-			}
-		}
-	}
-	sort.Slice(m.edges, func(i, j int) bool {
-		if m.edges[i][0] != m.edges[j][0] {
-			return m.edges[i][0] < m.edges[j][0]
-		}
-		return m.edges[i][1] < m.edges[j][1]
-	})
+	m.addEdges(byID, parents)
 	return m, nil
 }
 
@@ -411,9 +660,7 @@ func (m *manifest) relation(n *dbtNode) (id, weak string) {
 func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*lineage.AssetInput, error) {
 	dbtID := "dbt://" + n.UniqueID
 	in := &lineage.AssetInput{ID: dbtID, Names: []string{dbtID}, Platform: m.adapter, Source: lineage.SourceDBT, Description: strings.TrimSpace(n.Description)}
-	tags, _ := tagList(n.Tags)
-	ctags, _ := tagList(n.Config.Tags)
-	in.Tags = append(tags, ctags...)
+	in.Tags = slices.Concat(n.tags, n.configTags)
 	in.Owner, in.OwnerEmail = metaOwner(n.Config.Meta, n.Meta, n.SourceMeta)
 	in.Domain = metaString("domain", n.Config.Meta, n.Meta, n.SourceMeta)
 	if grp, ok := m.groups["group."+m.project+"."+n.Group]; ok && in.Owner == "" && n.Group != "" {

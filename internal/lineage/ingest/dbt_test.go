@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -33,11 +34,11 @@ func TestDBTManifestV10(t *testing.T) {
 				t.Errorf("counts[%s] = %d, want %d (all: %v)", k, res.Counts[k], n, res.Counts)
 			}
 		}
-		if res.AssetsCreated != 42 || count(t, db, "lineage_assets") != 42 {
-			t.Errorf("assets created %d, stored %d, want 42", res.AssetsCreated, count(t, db, "lineage_assets"))
+		if res.AssetsCreated != 42 || lineagetest.Count(t, db, "lineage_assets") != 42 {
+			t.Errorf("assets created %d, stored %d, want 42", res.AssetsCreated, lineagetest.Count(t, db, "lineage_assets"))
 		}
-		if res.Edges != 45 || res.EdgesCreated != 45 || count(t, db, "lineage_edges") != 45 {
-			t.Errorf("edges %d created %d stored %d, want 45", res.Edges, res.EdgesCreated, count(t, db, "lineage_edges"))
+		if res.Edges != 45 || res.EdgesCreated != 45 || lineagetest.Count(t, db, "lineage_edges") != 45 {
+			t.Errorf("edges %d created %d stored %d, want 45", res.Edges, res.EdgesCreated, lineagetest.Count(t, db, "lineage_edges"))
 		}
 
 		pay := mustLineage(t, g, "dbt://model.dbt_bouncer_test_project.stg_payments")
@@ -86,7 +87,7 @@ func TestDBTManifestV10(t *testing.T) {
 		}
 
 		// Importing again changes nothing, even later.
-		before := graphDump(t, db)
+		before := lineagetest.GraphDump(t, db)
 		v1, _, _ := lineage.GraphVersion(ctx, db)
 		clk.Advance(time.Hour)
 		res2, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{Domain: "analytics"})
@@ -97,7 +98,7 @@ func TestDBTManifestV10(t *testing.T) {
 		if !res2.Unchanged || res2.AssetsCreated+res2.AssetsUpdated+res2.EdgesCreated+res2.EdgesUpdated != 0 || v1 != v2 {
 			t.Errorf("re-import changed the graph: %+v (version %d -> %d)", res2.ImportStats, v1, v2)
 		}
-		if after := graphDump(t, db); !slices.Equal(before, after) {
+		if after := lineagetest.GraphDump(t, db); !slices.Equal(before, after) {
 			t.Errorf("re-import changed stored rows:\nbefore %d lines, after %d", len(before), len(after))
 		}
 	})
@@ -117,10 +118,10 @@ func TestDBTManifestV12(t *testing.T) {
 		if res.Counts["model"] != 24 || res.Counts["source"] != 13 || res.Counts["exposure"] != 1 {
 			t.Errorf("counts = %v", res.Counts)
 		}
-		if n := count(t, db, "lineage_assets"); n != 38 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 38 {
 			t.Errorf("assets = %d, want 38", n)
 		}
-		if n := count(t, db, "lineage_edges"); n != 48 || res.Edges != 48 {
+		if n := lineagetest.Count(t, db, "lineage_edges"); n != 48 || res.Edges != 48 {
 			t.Errorf("edges = %d (reported %d), want 48", n, res.Edges)
 		}
 		app := mustLineage(t, g, "dbt://exposure.whyline_denver_dbt.whyline_denver_app")
@@ -186,7 +187,7 @@ func TestDBTManifestRejectsBadInput(t *testing.T) {
 				}
 			}
 		}
-		if n := count(t, db, "lineage_assets"); n != 0 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 0 {
 			t.Errorf("bad manifests wrote %d assets", n)
 		}
 		if v, _, _ := lineage.GraphVersion(ctx, db); v != 0 {
@@ -262,7 +263,7 @@ func TestManifestErrorsNameTheFieldNotTheContent(t *testing.T) {
 				}
 			}
 		}
-		if n := count(t, db, "lineage_assets"); n != 0 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 0 {
 			t.Errorf("refused manifests wrote %d assets", n)
 		}
 	})

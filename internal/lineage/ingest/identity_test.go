@@ -9,6 +9,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/lineage"
 
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -146,7 +147,7 @@ func TestMergeKeepsEdges(t *testing.T) {
 		if id, _ := g.Resolve(ctx, "postgres://postgres.public.stg_customers"); id != "postgres://postgres.public.stg_customers" {
 			t.Fatalf("before the merge the table is its own asset, got %s", id)
 		}
-		before := count(t, db, "lineage_assets")
+		before := lineagetest.Count(t, db, "lineage_assets")
 		b, _ = json.Marshal(rest)
 		res, err := RunEvents(ctx, g, b, OpenLineageOptions{})
 		if err != nil {
@@ -173,7 +174,7 @@ func TestMergeKeepsEdges(t *testing.T) {
 		// and the customers model (6). The rest adds three raw tables and
 		// the orders model, and folds the stg_customers table into the
 		// note's model (the other stg_ tables become their models in place).
-		if got := count(t, db, "lineage_assets"); before != 6 || got != 9 {
+		if got := lineagetest.Count(t, db, "lineage_assets"); before != 6 || got != 9 {
 			t.Errorf("assets %d -> %d, want 6 -> 9", before, got)
 		}
 		var orphans int

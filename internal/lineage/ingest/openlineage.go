@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -121,9 +122,9 @@ type olEvent struct {
 
 // standInRE matches the stand-ins integration test files use for
 // values they don't pin: ${json-unit.any-string}, {{ any(result) }}.
-var standInRE = regexp.MustCompile(`\$\{json-unit\.[^}]*\}|\{\{[^}]*\}\}`)
+var standInRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{json-unit\.[^}]*\}|\{\{[^}]*\}\}`) })
 
-func isStandIn(s string) bool { return standInRE.MatchString(s) }
+func isStandIn(s string) bool { return standInRE().MatchString(s) }
 
 // splitEvents reads one event, a JSON array of events, or newline-delimited
 // events.
@@ -329,6 +330,13 @@ func datasetAsset(ns, name string, opts OpenLineageOptions) (*lineage.AssetInput
 	if ns == "" || name == "" || isStandIn(ns) || isStandIn(name) {
 		return nil, fmt.Errorf("namespace and name are both required (a stand-in like ${json-unit.any-string} counts as absent); found namespace %s, name %s", safeName(ns), safeName(name))
 	}
+	// Both go into the dataset's ids; an *lineage.IDTextError names which.
+	if err := lineage.CheckIDText("namespace", ns); err != nil {
+		return nil, err
+	}
+	if err := lineage.CheckIDText("name", name); err != nil {
+		return nil, err
+	}
 	alias := "openlineage://" + ns + "/" + name
 	platform := opts.Namespaces[ns]
 	scheme, auth := lineage.NamespaceAuthority(ns)
@@ -467,7 +475,11 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 	add := func(d olDataset, side string, i int) (string, error) {
 		in, err := datasetAsset(d.Namespace, d.Name, opts)
 		if err != nil {
-			return "", &ValidationError{Problems: []FieldError{{fmt.Sprintf("%s[%d]", side, i), err.Error()}}}
+			field := fmt.Sprintf("%s[%d]", side, i)
+			if te, ok := errors.AsType[*lineage.IDTextError](err); ok {
+				return "", &ValidationError{Problems: []FieldError{{field + "." + te.Field, te.Reason()}}}
+			}
+			return "", &ValidationError{Problems: []FieldError{{field, err.Error()}}}
 		}
 		if sch := facet[struct {
 			Fields []olField `json:"fields"`
@@ -543,7 +555,7 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 		note := func(f olInputField, to string) {
 			src, err := datasetAsset(f.Namespace, f.Name, opts)
 			if err != nil || strings.TrimSpace(f.Field) == "" {
-				p.warnings = append(p.warnings, fmt.Sprintf("column lineage of %s names an input field without namespace, name or field; skipped", out))
+				p.warnings = append(p.warnings, fmt.Sprintf("column lineage of %s names an input field whose namespace, name or field is missing or not a valid name; skipped", out))
 				return
 			}
 			if _, ok := byID[src.ID]; !ok {
@@ -573,6 +585,12 @@ func planEvent(ev *olEvent, opts OpenLineageOptions) (*olPlan, error) {
 		}
 	}
 
+	for _, f := range []struct{ field, s string }{{"job.namespace", ev.Job.Namespace}, {"job.name", ev.Job.Name}} {
+		// The job's namespace and name become its ids.
+		if err := lineage.CheckIDText("", strings.TrimSpace(f.s)); err != nil {
+			return nil, &ValidationError{Problems: []FieldError{{f.field, err.(*lineage.IDTextError).Reason()}}}
+		}
+	}
 	job := jobAsset(ev)
 	if job == nil {
 		for _, in := range inputs {
@@ -652,7 +670,10 @@ func removeAsset(list []*lineage.AssetInput, id string) []*lineage.AssetInput {
 // RunEvent event types the spec allows.
 var runEventTypes = []string{"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+// uuidRE is compiled on first use: every agent links this package, few calls need it.
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // FieldError is one problem with an event, naming the field.
 type FieldError struct {
@@ -756,13 +777,24 @@ func ValidateRunEvent(raw json.RawMessage) error {
 		}
 	}
 	if run := obj(ev, "run", "run"); run != nil {
-		if s, ok := str(run, "runId", "run.runId"); ok && !uuidRE.MatchString(s) {
+		if s, ok := str(run, "runId", "run.runId"); ok && !uuidRE().MatchString(s) {
 			bad("run.runId", "must be a UUID (e.g. 0192963f-f6f8-71c0-8380-500bc70883ee), found "+describeString(s))
 		}
 	}
+	// Names that become asset ids follow the id text rule
+	// (lineage.CheckIDText); the refused character is named, not the value.
+	idText := func(field, s string) {
+		if err := lineage.CheckIDText("", strings.TrimSpace(s)); err != nil {
+			bad(field, err.(*lineage.IDTextError).Reason())
+		}
+	}
 	if job := obj(ev, "job", "job"); job != nil {
-		str(job, "namespace", "job.namespace")
-		str(job, "name", "job.name")
+		if s, ok := str(job, "namespace", "job.namespace"); ok {
+			idText("job.namespace", s)
+		}
+		if s, ok := str(job, "name", "job.name"); ok {
+			idText("job.name", s)
+		}
 	}
 	for _, side := range []string{"inputs", "outputs"} {
 		v, ok := ev[side]
@@ -781,8 +813,12 @@ func ValidateRunEvent(raw json.RawMessage) error {
 				bad(field, "must be an object with namespace and name, found "+jsonKind(d))
 				continue
 			}
-			str(m, "namespace", field+".namespace")
-			str(m, "name", field+".name")
+			if s, ok := str(m, "namespace", field+".namespace"); ok {
+				idText(field+".namespace", s)
+			}
+			if s, ok := str(m, "name", field+".name"); ok {
+				idText(field+".name", s)
+			}
 		}
 	}
 	if more > 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -32,8 +33,8 @@ func TestRunEventsMarquez(t *testing.T) {
 		}
 		// 13 datasets plus public.menu_item_id, which only the column
 		// lineage of etl_delivery_7_days names.
-		if res.Datasets != 14 || count(t, db, "lineage_assets") != 27 || count(t, db, "lineage_edges") != 28 {
-			t.Errorf("datasets %d, assets %d, edges %d", res.Datasets, count(t, db, "lineage_assets"), count(t, db, "lineage_edges"))
+		if res.Datasets != 14 || lineagetest.Count(t, db, "lineage_assets") != 27 || lineagetest.Count(t, db, "lineage_edges") != 28 {
+			t.Errorf("datasets %d, assets %d, edges %d", res.Datasets, lineagetest.Count(t, db, "lineage_assets"), lineagetest.Count(t, db, "lineage_edges"))
 		}
 		job := mustLineage(t, g, "openlineage://food_delivery/etl_orders_7_days")
 		if job.Asset.Kind != lineage.KindJob || !strings.Contains(job.Asset.SQL, "INSERT INTO orders_7_days") {
@@ -67,9 +68,9 @@ func TestRunEventsMarquez(t *testing.T) {
 		if !found {
 			t.Errorf("orders.discount_id blast radius: %+v", br.Assets)
 		}
-		before := graphDump(t, db)
+		before := lineagetest.GraphDump(t, db)
 		again, err := RunEvents(ctx, g, data, opts)
-		if err != nil || !again.Unchanged || !slices.Equal(before, graphDump(t, db)) {
+		if err != nil || !again.Unchanged || !slices.Equal(before, lineagetest.GraphDump(t, db)) {
 			t.Errorf("re-import changed the graph: %+v %v", again, err)
 		}
 	})
@@ -190,10 +191,10 @@ func TestRunEventsDBTIntegration(t *testing.T) {
 			t.Errorf("events %d", res.Events)
 		}
 		// Each model run and the relation it writes are one asset.
-		if n := count(t, db, "lineage_assets"); n != 8 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 8 {
 			t.Errorf("assets %d, want 3 raw tables + 5 models", n)
 		}
-		if n := count(t, db, "lineage_edges"); n != 8 {
+		if n := lineagetest.Count(t, db, "lineage_edges"); n != 8 {
 			t.Errorf("edges %d, want 8", n)
 		}
 		id, err := g.Resolve(ctx, "postgres://postgres.public.stg_customers")
@@ -243,7 +244,7 @@ func TestRunEventsRejectsBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "producer") {
 			t.Errorf("validate: %v", err)
 		}
-		if n := count(t, db, "lineage_assets"); n != 0 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 0 {
 			t.Errorf("bad input wrote %d assets", n)
 		}
 	})
@@ -343,7 +344,7 @@ func TestImportRunEventsRefusesWhatIsNotARunEvent(t *testing.T) {
 				t.Errorf("%s: error quotes the file or names a Go type: %v", name, err)
 			}
 		}
-		if n := count(t, db, "lineage_assets"); n != 0 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 0 {
 			t.Fatalf("refused documents wrote %d assets", n)
 		}
 
@@ -377,7 +378,7 @@ func TestImportRunEventsRefusesWhatIsNotARunEvent(t *testing.T) {
 			!slices.Equal(neighborIDs(job.Downstream), []string{"postgres://shop.public.daily"}) {
 			t.Errorf("recorded job %v -> %v", neighborIDs(job.Upstream), neighborIDs(job.Downstream))
 		}
-		if n := count(t, db, "lineage_assets"); n != 3 {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != 3 {
 			t.Errorf("mixed batch recorded %d assets, want the valid event's 3", n)
 		}
 
@@ -396,14 +397,14 @@ func TestImportRunEventsRefusesWhatIsNotARunEvent(t *testing.T) {
 		}
 
 		// With validate on, one invalid event refuses the whole batch.
-		before := count(t, db, "lineage_assets")
+		before := lineagetest.Count(t, db, "lineage_assets")
 		strict := strings.ReplaceAll(good, "load_daily", "strict_job")
 		if _, err := RunEvents(ctx, g, []byte("["+strict+","+credentials+"]"), OpenLineageOptions{Validate: true}); err == nil {
 			t.Error("validate: a batch with an invalid event was recorded")
 		} else if strings.Contains(err.Error(), "hunter2") || goTypeRE.MatchString(err.Error()) {
 			t.Errorf("validate: %v", err)
 		}
-		if n := count(t, db, "lineage_assets"); n != before {
+		if n := lineagetest.Count(t, db, "lineage_assets"); n != before {
 			t.Errorf("a refused strict batch wrote %d assets", n-before)
 		}
 	})

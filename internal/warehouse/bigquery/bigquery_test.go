@@ -2,14 +2,10 @@ package bigquery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,164 +13,12 @@ import (
 
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/bigquery/bigquerytest"
 )
 
-// fakeBigQuery is the part of the BigQuery REST API the driver uses:
-// jobs.insert (dry run and real), jobs.getQueryResults, jobs.get and
-// jobs.cancel. It records every request body so tests assert on the JSON
-// the real client sends.
-type fakeBigQuery struct {
-	t        *testing.T
-	estimate int64 // bytes a dry run reports
-	billed   int64 // bytes a finished job reports billed
-	// results maps a SQL substring to the schema and rows a query returns.
-	results map[string]fakeResult
-	// hang makes getQueryResults wait for the client to give up.
-	hang bool
-	// statementTypes maps a SQL substring to the statementType a dry run
-	// reports (BigQuery's own reading of the statement); default SELECT.
-	statementTypes map[string]string
-
-	mu      sync.Mutex
-	inserts []map[string]any
-	jobs    map[string]map[string]any // job id -> inserted job
-	cancels []string
-	paths   []string
-}
-
-type fakeResult struct {
-	fields []map[string]any // BigQuery TableFieldSchema JSON
-	rows   [][]any          // cell values as the REST API sends them (strings or nil)
-}
-
-func newFake(t *testing.T) *fakeBigQuery {
-	return &fakeBigQuery{t: t, results: map[string]fakeResult{}, jobs: map[string]map[string]any{}}
-}
-
-func (f *fakeBigQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.paths = append(f.paths, r.Method+" "+r.URL.Path)
-	f.mu.Unlock()
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	// .../projects/{p}/jobs, .../projects/{p}/jobs/{id}, .../jobs/{id}/cancel, .../queries/{id}
-	n := len(parts)
-	switch {
-	case r.Method == http.MethodPost && parts[n-1] == "jobs":
-		f.insert(w, r)
-	case r.Method == http.MethodPost && parts[n-1] == "cancel":
-		f.mu.Lock()
-		f.cancels = append(f.cancels, parts[n-2])
-		f.mu.Unlock()
-		writeJSON(w, map[string]any{"kind": "bigquery#jobCancelResponse"})
-	case r.Method == http.MethodGet && parts[n-2] == "queries":
-		f.serveResults(w, r, parts[n-1])
-	case r.Method == http.MethodGet && parts[n-2] == "jobs":
-		f.mu.Lock()
-		job := f.jobs[parts[n-1]]
-		f.mu.Unlock()
-		if job == nil {
-			http.Error(w, "no such job", http.StatusNotFound)
-			return
-		}
-		writeJSON(w, job)
-	default:
-		f.t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
-		http.Error(w, "unexpected", http.StatusNotImplemented)
-	}
-}
-
-func (f *fakeBigQuery) insert(w http.ResponseWriter, r *http.Request) {
-	var job map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&job); err != nil {
-		f.t.Errorf("insert body: %v", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.inserts = append(f.inserts, job)
-	conf, _ := job["configuration"].(map[string]any)
-	ref, _ := job["jobReference"].(map[string]any)
-	if ref == nil {
-		ref = map[string]any{"projectId": "acme-prod"}
-	}
-	id := fmt.Sprintf("job_%d", len(f.inserts))
-	ref["jobId"], ref["location"] = id, "US"
-	job["jobReference"] = ref
-	job["id"] = "acme-prod:US." + id
-	job["status"] = map[string]any{"state": "DONE"}
-	if dry, _ := conf["dryRun"].(bool); dry {
-		typ := "SELECT"
-		sql, _ := conf["query"].(map[string]any)["query"].(string)
-		for k, v := range f.statementTypes {
-			if strings.Contains(sql, k) {
-				typ = v
-			}
-		}
-		job["statistics"] = map[string]any{
-			"totalBytesProcessed": fmt.Sprint(f.estimate),
-			"query":               map[string]any{"totalBytesProcessed": fmt.Sprint(f.estimate), "statementType": typ},
-		}
-	} else {
-		job["statistics"] = map[string]any{
-			"totalBytesProcessed": fmt.Sprint(f.billed),
-			"query":               map[string]any{"totalBytesProcessed": fmt.Sprint(f.billed), "totalBytesBilled": fmt.Sprint(f.billed), "statementType": "SELECT"},
-		}
-		f.jobs[id] = job
-	}
-	writeJSON(w, job)
-}
-
-func (f *fakeBigQuery) serveResults(w http.ResponseWriter, r *http.Request, id string) {
-	f.mu.Lock()
-	job := f.jobs[id]
-	hang := f.hang
-	f.mu.Unlock()
-	if job == nil {
-		http.Error(w, "no such job", http.StatusNotFound)
-		return
-	}
-	if hang {
-		<-r.Context().Done()
-		return
-	}
-	sql := job["configuration"].(map[string]any)["query"].(map[string]any)["query"].(string)
-	var res *fakeResult
-	for k, v := range f.results {
-		if strings.Contains(sql, k) {
-			res = &v
-			break
-		}
-	}
-	if res == nil {
-		f.t.Errorf("no canned result for %s", sql)
-		http.Error(w, "no result", http.StatusInternalServerError)
-		return
-	}
-	rows := make([]map[string]any, len(res.rows))
-	for i, row := range res.rows {
-		cells := make([]map[string]any, len(row))
-		for j, v := range row {
-			cells[j] = map[string]any{"v": v}
-		}
-		rows[i] = map[string]any{"f": cells}
-	}
-	writeJSON(w, map[string]any{
-		"kind": "bigquery#getQueryResultsResponse", "jobComplete": true,
-		"jobReference": job["jobReference"], "schema": map[string]any{"fields": res.fields},
-		"rows": rows, "totalRows": fmt.Sprint(len(rows)),
-	})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func openFake(t *testing.T, f *fakeBigQuery, cfg Config) *Warehouse {
+// openFake opens the driver on the BigQuery fake.
+func openFake(t *testing.T, f *bigquerytest.Fake, cfg Config) *Warehouse {
 	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
 	if cfg.Name == "" {
 		cfg.Name = "bq"
 	}
@@ -185,7 +29,7 @@ func openFake(t *testing.T, f *fakeBigQuery, cfg Config) *Warehouse {
 		cfg.Dataset = "loyalty"
 	}
 	cfg.Location = "US"
-	wh, err := Open(context.Background(), cfg, option.WithEndpoint(srv.URL), option.WithoutAuthentication())
+	wh, err := Open(context.Background(), cfg, option.WithEndpoint(f.URL()), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +37,10 @@ func openFake(t *testing.T, f *fakeBigQuery, cfg Config) *Warehouse {
 	return wh
 }
 
-func field(name, typ string) map[string]any {
-	return map[string]any{"name": name, "type": typ, "mode": "NULLABLE"}
-}
-
 func TestQueryDryRunsThenBillsWithLabels(t *testing.T) {
-	f := newFake(t)
-	f.estimate, f.billed = 5<<20, 10<<20
-	f.results["SELECT 42"] = fakeResult{fields: []map[string]any{field("n", "INTEGER")}, rows: [][]any{{"42"}}}
+	f := bigquerytest.New(t)
+	f.Estimate, f.Billed = 5<<20, 10<<20
+	f.Results["SELECT 42"] = bigquerytest.Result{Fields: []map[string]any{bigquerytest.Field("n", "INTEGER")}, Rows: [][]any{{"42"}}}
 	wh := openFake(t, f, Config{MaxBytesPerQuery: 1 << 30, MaxBytesPerSession: 3 << 30})
 
 	res, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 42 AS n", Agent: "dw-quality", Tool: "run_quality_check"})
@@ -210,14 +50,15 @@ func TestQueryDryRunsThenBillsWithLabels(t *testing.T) {
 	if len(res.Rows) != 1 || res.Rows[0][0] != int64(42) || res.Columns[0] != "n" {
 		t.Errorf("result %+v", res)
 	}
-	if len(f.inserts) != 2 {
-		t.Fatalf("%d jobs inserted, want a dry run then the query", len(f.inserts))
+	inserts := f.Inserts()
+	if len(inserts) != 2 {
+		t.Fatalf("%d jobs inserted, want a dry run then the query", len(inserts))
 	}
-	dry := f.inserts[0]["configuration"].(map[string]any)
+	dry := inserts[0]["configuration"].(map[string]any)
 	if dry["dryRun"] != true {
 		t.Errorf("first job is not a dry run: %v", dry)
 	}
-	real := f.inserts[1]["configuration"].(map[string]any)
+	real := inserts[1]["configuration"].(map[string]any)
 	if real["dryRun"] == true {
 		t.Errorf("second job is a dry run")
 	}
@@ -241,8 +82,8 @@ func TestQueryDryRunsThenBillsWithLabels(t *testing.T) {
 }
 
 func TestOverBudgetIsRefusedBeforeRunning(t *testing.T) {
-	f := newFake(t)
-	f.estimate = 20 << 30
+	f := bigquerytest.New(t)
+	f.Estimate = 20 << 30
 	wh := openFake(t, f, Config{MaxBytesPerQuery: 10 << 30})
 	_, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 1"})
 	var be *BudgetError
@@ -254,15 +95,15 @@ func TestOverBudgetIsRefusedBeforeRunning(t *testing.T) {
 			t.Errorf("%q lacks %q", err, want)
 		}
 	}
-	if len(f.inserts) != 1 || f.inserts[0]["configuration"].(map[string]any)["dryRun"] != true {
-		t.Errorf("%d jobs inserted; only the dry run should have been", len(f.inserts))
+	if inserts := f.Inserts(); len(inserts) != 1 || inserts[0]["configuration"].(map[string]any)["dryRun"] != true {
+		t.Errorf("%d jobs inserted; only the dry run should have been", len(inserts))
 	}
 }
 
 func TestSessionBudgetAccumulates(t *testing.T) {
-	f := newFake(t)
-	f.estimate, f.billed = 400<<20, 400<<20
-	f.results["SELECT 1"] = fakeResult{fields: []map[string]any{field("x", "INTEGER")}, rows: [][]any{{"1"}}}
+	f := bigquerytest.New(t)
+	f.Estimate, f.Billed = 400<<20, 400<<20
+	f.Results["SELECT 1"] = bigquerytest.Result{Fields: []map[string]any{bigquerytest.Field("x", "INTEGER")}, Rows: [][]any{{"1"}}}
 	wh := openFake(t, f, Config{MaxBytesPerQuery: 900 << 20, MaxBytesPerSession: 1 << 30})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
@@ -271,7 +112,7 @@ func TestSessionBudgetAccumulates(t *testing.T) {
 		}
 	}
 	// The second job may bill only what is left of the session budget.
-	q := f.inserts[3]["configuration"].(map[string]any)["query"].(map[string]any)
+	q := f.Inserts()[3]["configuration"].(map[string]any)["query"].(map[string]any)
 	if q["maximumBytesBilled"] != fmt.Sprint((1<<30)-(400<<20)) {
 		t.Errorf("second job maximumBytesBilled %v, want the 624 MiB left", q["maximumBytesBilled"])
 	}
@@ -280,27 +121,27 @@ func TestSessionBudgetAccumulates(t *testing.T) {
 	if !errors.As(err, &be) || !be.Session || !strings.Contains(err.Error(), "per-session scan budget") {
 		t.Fatalf("third query: %v, want the session budget refusal", err)
 	}
-	if len(f.inserts) != 5 {
-		t.Errorf("%d jobs, want 2×2 plus the refused dry run", len(f.inserts))
+	if n := len(f.Inserts()); n != 5 {
+		t.Errorf("%d jobs, want 2×2 plus the refused dry run", n)
 	}
 }
 
 func TestOnlySelectIsSent(t *testing.T) {
-	f := newFake(t)
+	f := bigquerytest.New(t)
 	wh := openFake(t, f, Config{})
 	for _, sql := range []string{"DELETE FROM t WHERE true", "SELECT 1; DROP TABLE t", "CREATE TABLE x AS SELECT 1"} {
 		if _, err := wh.Query(context.Background(), warehouse.Query{SQL: sql}); err == nil {
 			t.Errorf("%q was accepted", sql)
 		}
 	}
-	if len(f.paths) != 0 {
-		t.Errorf("requests were sent: %v", f.paths)
+	if sent := f.Requests(); len(sent) != 0 {
+		t.Errorf("requests were sent: %v", sent)
 	}
 }
 
 func TestTimeoutCancelsTheJob(t *testing.T) {
-	f := newFake(t)
-	f.hang = true
+	f := bigquerytest.New(t)
+	f.Hang = true
 	wh := openFake(t, f, Config{})
 	start := time.Now()
 	_, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 1", Timeout: 300 * time.Millisecond})
@@ -310,10 +151,8 @@ func TestTimeoutCancelsTheJob(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("timeout took %v", time.Since(start))
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.cancels) != 1 {
-		t.Errorf("job cancels %v, want the timed-out job cancelled", f.cancels)
+	if cancelled := f.Cancelled(); len(cancelled) != 1 {
+		t.Errorf("job cancels %v, want the timed-out job cancelled", cancelled)
 	}
 }
 
@@ -356,15 +195,15 @@ func TestConfigRefusesBadSettings(t *testing.T) {
 // and the scan are dry-run and labelled, and BigQuery's wire types
 // (TIMESTAMP as microseconds, INT64 as strings) come back as Go values.
 func TestCheckScanThroughTheDriver(t *testing.T) {
-	f := newFake(t)
-	f.estimate, f.billed = 1<<20, 10<<20
-	f.results["INFORMATION_SCHEMA.TABLES"] = fakeResult{
-		fields: []map[string]any{field("table_catalog", "STRING"), field("table_schema", "STRING"), field("table_name", "STRING")},
-		rows:   [][]any{{"acme-prod", "loyalty", "member_balances"}, {"acme-prod", "loyalty", "members"}},
+	f := bigquerytest.New(t)
+	f.Estimate, f.Billed = 1<<20, 10<<20
+	f.Results["INFORMATION_SCHEMA.TABLES"] = bigquerytest.Result{
+		Fields: []map[string]any{bigquerytest.Field("table_catalog", "STRING"), bigquerytest.Field("table_schema", "STRING"), bigquerytest.Field("table_name", "STRING")},
+		Rows:   [][]any{{"acme-prod", "loyalty", "member_balances"}, {"acme-prod", "loyalty", "members"}},
 	}
-	f.results["INFORMATION_SCHEMA.COLUMNS"] = fakeResult{
-		fields: []map[string]any{field("column_name", "STRING"), field("data_type", "STRING"), field("n", "BOOLEAN"), field("ordinal_position", "INTEGER")},
-		rows: [][]any{
+	f.Results["INFORMATION_SCHEMA.COLUMNS"] = bigquerytest.Result{
+		Fields: []map[string]any{bigquerytest.Field("column_name", "STRING"), bigquerytest.Field("data_type", "STRING"), bigquerytest.Field("n", "BOOLEAN"), bigquerytest.Field("ordinal_position", "INTEGER")},
+		Rows: [][]any{
 			{"member_id", "INT64", "false", "1"},
 			{"balance", "INT64", "true", "2"},
 			{"event_time", "TIMESTAMP", "true", "3"},
@@ -372,10 +211,10 @@ func TestCheckScanThroughTheDriver(t *testing.T) {
 	}
 	hour := time.Date(2025, 3, 11, 14, 0, 0, 0, time.UTC)
 	micros := func(t time.Time) string { return fmt.Sprint(t.UnixMicro()) }
-	f.results["TIMESTAMP_TRUNC"] = fakeResult{
+	f.Results["TIMESTAMP_TRUNC"] = bigquerytest.Result{
 		// COUNT(*), COUNT(member_id), COUNT(DISTINCT member_id), MAX(event_time)
-		fields: []map[string]any{field("bucket", "TIMESTAMP"), field("m0", "INTEGER"), field("m1", "INTEGER"), field("m2", "INTEGER"), field("m3", "TIMESTAMP")},
-		rows: [][]any{
+		Fields: []map[string]any{bigquerytest.Field("bucket", "TIMESTAMP"), bigquerytest.Field("m0", "INTEGER"), bigquerytest.Field("m1", "INTEGER"), bigquerytest.Field("m2", "INTEGER"), bigquerytest.Field("m3", "TIMESTAMP")},
+		Rows: [][]any{
 			{micros(hour), "100", "100", "91", micros(hour.Add(59 * time.Minute))},
 			{nil, "100", "100", "91", micros(hour.Add(59 * time.Minute))},
 		},
@@ -415,7 +254,8 @@ func TestCheckScanThroughTheDriver(t *testing.T) {
 	if stale == nil || stale.Value != 60 {
 		t.Errorf("staleness %+v, want 60s", stale)
 	}
-	last := f.inserts[len(f.inserts)-1]
+	inserts := f.Inserts()
+	last := inserts[len(inserts)-1]
 	if l := last["configuration"].(map[string]any)["labels"].(map[string]any); l["dw_tool"] != "run_quality_check" {
 		t.Errorf("scan labels %v", l)
 	}

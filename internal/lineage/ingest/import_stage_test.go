@@ -1,0 +1,316 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+// stagedModels is a manifest large enough to be staged (assets plus edges
+// over lineage's 20,000) and to span several 10,000-row batches.
+const stagedModels = 5_200
+
+// graphState is what a reader sees of the graph.
+type graphState struct {
+	Assets, Aliases, Edges, EdgeColumns int
+	MaxSeq, Version                     int64
+}
+
+func readState(t *testing.T, db *store.DB) graphState {
+	t.Helper()
+	ctx := context.Background()
+	var s graphState
+	for q, dst := range map[string]any{
+		"SELECT COUNT(*) FROM lineage_assets":              &s.Assets,
+		"SELECT COUNT(*) FROM lineage_aliases":             &s.Aliases,
+		"SELECT COUNT(*) FROM lineage_edges":               &s.Edges,
+		"SELECT COUNT(*) FROM lineage_edge_columns":        &s.EdgeColumns,
+		"SELECT COALESCE(MAX(seq), 0) FROM lineage_assets": &s.MaxSeq,
+		"SELECT version FROM lineage_version WHERE id = 1": &s.Version,
+	} {
+		if err := db.QueryRowContext(ctx, q).Scan(dst); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return s
+}
+
+// stagingTables lists the staging tables present in the store.
+func stagingTables(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	q := "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'lineage_stage_%' ORDER BY name"
+	if db.Dialect() == store.Postgres {
+		q = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'lineage_stage_%' ORDER BY tablename"
+	}
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// indexNames lists the lineage tables' index names.
+func indexNames(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	q := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'lineage_%' ORDER BY name"
+	if db.Dialect() == store.Postgres {
+		q = "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename LIKE 'lineage_%' ORDER BY indexname"
+	}
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// seedOldGraph writes a small graph the staged import must carry over: two
+// tables with column lineage between them, and a dropped asset whose seq
+// must never be handed out again.
+func seedOldGraph(t *testing.T, db *store.DB, g *lineage.Graph) int64 {
+	t.Helper()
+	var dropped int64
+	_, err := g.Write(context.Background(), func(w *lineage.Writer) error {
+		a, err := w.UpsertAsset(&lineage.AssetInput{ID: "duckdb://old.orders"})
+		if err != nil {
+			return err
+		}
+		b, err := w.UpsertAsset(&lineage.AssetInput{ID: "duckdb://old.revenue"})
+		if err != nil {
+			return err
+		}
+		if dropped, err = w.UpsertAsset(&lineage.AssetInput{ID: "duckdb://old.gone"}); err != nil {
+			return err
+		}
+		return w.Link(a, b, "", lineage.SourceDBT, []lineage.ColumnMapping{{From: "amount", To: "revenue"}}, false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(context.Background(), "DELETE FROM lineage_assets WHERE seq = ?", dropped); err != nil {
+		t.Fatal(err)
+	}
+	return dropped
+}
+
+// TestStagedImportSwapsWhole: a large manifest is staged and swapped in on
+// both stores: the old graph (assets, names, edges, column lineage) is
+// carried over with its seqs, new seqs continue the counter past a
+// deleted asset, the version moves once, no staging table is left, and the
+// index names are the migrations' again (PostgreSQL) or alternate with a
+// suffix (SQLite, which cannot rename an index). A re-import is staged
+// too and changes nothing; a third import swaps cleanly after the second.
+func TestStagedImportSwapsWhole(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g := lineage.New(db, nil)
+		dropped := seedOldGraph(t, db, g)
+		before := readState(t, db)
+		idxBefore := indexNames(t, db)
+		data, edges := importManifest(stagedModels)
+		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AssetsCreated != stagedModels || res.EdgesCreated != len(edges) || res.Unchanged || res.GraphVersion != before.Version+1 {
+			t.Fatalf("staged import: %+v, want %d assets, %d edges, version %d", res.ImportStats, stagedModels, len(edges), before.Version+1)
+		}
+		after := readState(t, db)
+		want := graphState{Assets: before.Assets + stagedModels, Aliases: after.Aliases, Edges: before.Edges + len(edges),
+			EdgeColumns: before.EdgeColumns, MaxSeq: after.MaxSeq, Version: before.Version + 1}
+		if after != want || after.Aliases < before.Aliases+stagedModels {
+			t.Fatalf("after the swap %+v, want %+v", after, want)
+		}
+		var minNew int64
+		if err := db.QueryRowContext(ctx, "SELECT MIN(seq) FROM lineage_assets WHERE id LIKE 'dbt://%'").Scan(&minNew); err != nil {
+			t.Fatal(err)
+		}
+		if minNew <= dropped {
+			t.Fatalf("new assets start at seq %d, not past the deleted asset's %d", minNew, dropped)
+		}
+		if cols, ok := edgeCols(t, g, "duckdb://old.orders", "duckdb://old.revenue"); !ok || len(cols) != 1 || cols[0].From != "amount" {
+			t.Fatalf("old column lineage after the swap: %v (edge found %v)", cols, ok)
+		}
+		if left := stagingTables(t, db); len(left) != 0 {
+			t.Fatalf("staging tables left: %v", left)
+		}
+		idxAfter := indexNames(t, db)
+		if db.Dialect() == store.Postgres && !slices.Equal(idxAfter, idxBefore) {
+			t.Errorf("indexes after the swap %v, want the migrations' %v", idxAfter, idxBefore)
+		}
+		if len(idxAfter) != len(idxBefore) {
+			t.Errorf("indexes after the swap %v, before %v", idxAfter, idxBefore)
+		}
+
+		again, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Unchanged || again.AssetsCreated != 0 || again.EdgesCreated != 0 || again.GraphVersion != after.Version {
+			t.Fatalf("re-import: %+v (version before %d)", again.ImportStats, after.Version)
+		}
+		if got := readState(t, db); got != after {
+			t.Fatalf("re-import changed the graph: %+v, was %+v", got, after)
+		}
+		grown, grownEdges := importManifest(stagedModels + 100)
+		more, err := DBTManifest(ctx, g, bytes.NewReader(grown), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if more.AssetsCreated != 100 || more.EdgesCreated != len(grownEdges)-len(edges) || more.GraphVersion != after.Version+1 {
+			t.Fatalf("grown import: %+v", more.ImportStats)
+		}
+		if got := indexNames(t, db); len(got) != len(idxBefore) || (db.Dialect() == store.Postgres && !slices.Equal(got, idxBefore)) {
+			t.Errorf("indexes after three imports %v, want %v", got, idxBefore)
+		}
+		if left := stagingTables(t, db); len(left) != 0 {
+			t.Fatalf("staging tables left: %v", left)
+		}
+	})
+}
+
+// TestStagedImportCancelledKeepsGraph: an import cancelled once its
+// staging has committed batches leaves the live graph exactly as it was
+// (a reader sees no part of it), and a rerun completes.
+func TestStagedImportCancelledKeepsGraph(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g := lineage.New(db, nil)
+		seedOldGraph(t, db, g)
+		before := readState(t, db)
+		data, edges := importManifest(stagedModels)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			// Cancel as soon as a batch of edges is committed in staging.
+			for ctx.Err() == nil {
+				var n int
+				if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_stage_edges").Scan(&n); err == nil && n > 0 {
+					cancel()
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		_, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled import: %v, want context.Canceled", err)
+		}
+		if got := readState(t, db); got != before {
+			t.Fatalf("after a cancelled import the graph reads %+v, want %+v", got, before)
+		}
+		res, err := DBTManifest(context.Background(), g, bytes.NewReader(data), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AssetsCreated != stagedModels || res.EdgesCreated != len(edges) {
+			t.Fatalf("rerun: %+v", res.ImportStats)
+		}
+		if left := stagingTables(t, db); len(left) != 0 {
+			t.Fatalf("staging tables left: %v", left)
+		}
+	})
+}
+
+// TestStagedImportKilledKeepsGraph: a process killed in the middle of a
+// staged import (SIGKILL: no cleanup runs) leaves the previous graph
+// readable and whole, its staging tables behind; the next import drops
+// them and completes.
+func TestStagedImportKilledKeepsGraph(t *testing.T) {
+	if path := os.Getenv("DW_TEST_STAGED_IMPORT_CHILD"); path != "" {
+		// The child: import into the parent's store until killed.
+		db, err := store.OpenSQLite(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := importManifest(4 * stagedModels)
+		_, err = DBTManifest(context.Background(), lineage.New(db, nil), bytes.NewReader(data), DBTOptions{})
+		t.Fatalf("the import finished (%v) before the parent killed it", err)
+	}
+	path := filepath.Join(t.TempDir(), "dw.db")
+	db, err := store.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	g := lineage.New(db, nil)
+	seedOldGraph(t, db, g)
+	before := readState(t, db)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStagedImportKilledKeepsGraph$")
+	cmd.Env = append(os.Environ(), "DW_TEST_STAGED_IMPORT_CHILD="+path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(2 * time.Minute)
+	for staged := 0; staged == 0; {
+		select {
+		case err := <-exited:
+			t.Fatalf("the importing child exited before it was killed: %v", err)
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatal("the child staged no edges in 2 minutes")
+		case <-time.After(5 * time.Millisecond):
+		}
+		if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM lineage_stage_edges").Scan(&staged); err != nil {
+			staged = 0
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+
+	if got := readState(t, db); got != before {
+		t.Fatalf("after a killed import the graph reads %+v, want %+v", got, before)
+	}
+	if left := stagingTables(t, db); len(left) == 0 {
+		t.Fatal("no staging tables left behind: the child was not killed mid-import")
+	}
+	if _, err := g.GetLineage(context.Background(), lineage.LineageParams{Asset: "duckdb://old.orders"}); err != nil {
+		t.Fatalf("the old graph is not readable: %v", err)
+	}
+	data, edges := importManifest(stagedModels)
+	res, err := DBTManifest(context.Background(), g, bytes.NewReader(data), DBTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AssetsCreated != stagedModels || res.EdgesCreated != len(edges) {
+		t.Fatalf("rerun after the kill: %+v", res.ImportStats)
+	}
+	if got := readState(t, db); got.Assets != before.Assets+stagedModels || got.Edges != before.Edges+len(edges) {
+		t.Fatalf("rerun after the kill: %s", fmt.Sprint(got))
+	}
+	if left := stagingTables(t, db); len(left) != 0 {
+		t.Fatalf("staging tables left: %v", left)
+	}
+}

@@ -1,0 +1,216 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+)
+
+// Tools are registered with the SDK's Server.AddTool and this handler
+// rather than with mcp.AddTool, which infers and resolves both schemas of
+// every tool at registration: at an agent's start that was most of its
+// CPU, for tools a session mostly never calls. The handler does what
+// mcp.AddTool's does, in the same order and with the same words (go-sdk
+// v1.8.0, mcp/server.go toolForErr and mcp/tool.go applySchema), with the
+// schemas resolved on the tool's first call instead; call_test.go holds
+// the two side by side.
+
+// resolver resolves a schema once, when first asked, with the options the
+// SDK uses.
+func resolver(schema func() *jsonschema.Schema) func() (*jsonschema.Resolved, error) {
+	return sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		return schema().Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	})
+}
+
+// typedHandler decodes the arguments (defaults applied, then checked
+// against the input schema), calls h, and puts its answer, checked against
+// the output schema, in StructuredContent (and in the text when h left
+// none).
+func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jsonschema.Resolved, error)) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args json.RawMessage
+		if req.Params.Arguments != nil {
+			args = req.Params.Arguments
+		}
+		inResolved, err := input()
+		if err != nil {
+			return nil, fmt.Errorf("input schema of %s: %w", req.Params.Name, err)
+		}
+		args, err = applySchema(args, inResolved, false)
+		if err != nil {
+			var errRes mcp.CallToolResult
+			errRes.SetError(fmt.Errorf("validating \"arguments\": %v", err))
+			return &errRes, nil
+		}
+		var in In
+		if args != nil {
+			if err := sdkUnmarshal(args, &in); err != nil {
+				var errRes mcp.CallToolResult
+				errRes.SetError(err)
+				return &errRes, nil
+			}
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			// A JSON-RPC error is the protocol's answer; any other is the
+			// tool's, shown to the model.
+			if wireErr, ok := err.(*jsonrpc.Error); ok {
+				return nil, wireErr
+			}
+			var errRes mcp.CallToolResult
+			errRes.SetError(err)
+			return &errRes, nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		// An answer that asks for input carries no content (the
+		// multi-round-trip form).
+		var outval any = out
+		if res.InputRequests != nil {
+			outval = nil
+		}
+		if outval == nil {
+			return res, nil
+		}
+		outbytes, err := json.Marshal(outval)
+		if err != nil {
+			return nil, fmt.Errorf("marshaling output: %w", err)
+		}
+		outResolved, err := output()
+		if err != nil {
+			return nil, fmt.Errorf("output schema of %s: %w", req.Params.Name, err)
+		}
+		outJSON, err := applySchema(outbytes, outResolved, true)
+		if err != nil {
+			return nil, fmt.Errorf("validating tool output: %w", err)
+		}
+		res.StructuredContent = outJSON
+		if res.Content == nil {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(outJSON)}}
+		} else if !isObjectJSON(outJSON) {
+			res.Content = append(res.Content, &mcp.TextContent{Text: string(outJSON)})
+		}
+		return res, nil
+	}
+}
+
+// applySchema fills in the schema's defaults and validates data against
+// it, as the SDK does: arguments as an object (none is {}), an answer as
+// any JSON value (null is {} for an object schema).
+func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput bool) (json.RawMessage, error) {
+	if resolved == nil {
+		return data, nil
+	}
+	var unmarshaled any
+	if !forOutput {
+		v := make(map[string]any)
+		if len(data) > 0 {
+			if err := sdkUnmarshal(data, &v); err != nil {
+				return nil, fmt.Errorf("unmarshaling arguments: %w", err)
+			}
+		}
+		unmarshaled = v
+	} else if len(data) > 0 {
+		if err := sdkUnmarshal(data, &unmarshaled); err != nil {
+			return nil, fmt.Errorf("unmarshaling output: %w", err)
+		}
+	}
+	appliedDefaults := false
+	if _, ok := unmarshaled.(map[string]any); ok {
+		if err := resolved.ApplyDefaults(&unmarshaled); err != nil {
+			return nil, fmt.Errorf("applying schema defaults:\n%w", err)
+		}
+		appliedDefaults = true
+	} else if forOutput && unmarshaled == nil && resolved.Schema().Type == "object" {
+		unmarshaled = make(map[string]any)
+		if err := resolved.ApplyDefaults(&unmarshaled); err != nil {
+			return nil, fmt.Errorf("applying schema defaults:\n%w", err)
+		}
+		appliedDefaults = true
+	}
+	if err := resolved.Validate(&unmarshaled); err != nil {
+		return nil, err
+	}
+	if !appliedDefaults {
+		return data, nil
+	}
+	out, err := json.Marshal(unmarshaled)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling with defaults: %v", err)
+	}
+	return out, nil
+}
+
+// maxJSONDepth is the SDK's bound on how deeply arguments nest.
+const maxJSONDepth = 1000
+
+var errMaxDepthExceeded = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxJSONDepth)
+
+// sdkUnmarshal decodes as the SDK does: field names matched exactly (not
+// case-insensitively, as encoding/json would), nesting bounded.
+func sdkUnmarshal(data []byte, v any) error {
+	if err := checkMaxDepth(data, maxJSONDepth); err != nil {
+		return err
+	}
+	dec := sjson.NewDecoder(bytes.NewReader(data))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(v)
+}
+
+// checkMaxDepth scans data once for objects and arrays nested deeper than
+// maxDepth, skipping the contents of strings.
+func checkMaxDepth(data []byte, maxDepth int) error {
+	var depth int
+	var inString, escaped bool
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				return errMaxDepthExceeded
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+// isObjectJSON: data is a JSON object (its first non-space byte is '{').
+func isObjectJSON(data json.RawMessage) bool {
+	for _, b := range data {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}

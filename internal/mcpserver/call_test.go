@@ -1,0 +1,133 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type parityIn struct {
+	Name  string   `json:"name" jsonschema:"a name"`
+	Limit int      `json:"limit,omitempty" jsonschema:"how many"`
+	Tags  []string `json:"tags,omitempty" jsonschema:"tags"`
+	Mode  string   `json:"mode,omitempty" jsonschema:"how"`
+	Deep  any      `json:"deep,omitempty" jsonschema:"anything"`
+}
+
+type parityItem struct {
+	N int `json:"n" jsonschema:"a number"`
+}
+
+type parityOut struct {
+	Name  string       `json:"name" jsonschema:"the name"`
+	Limit int          `json:"limit" jsonschema:"the limit"`
+	Items []parityItem `json:"items" jsonschema:"items"`
+	Big   int64        `json:"big" jsonschema:"a large number"`
+}
+
+// parityHandler answers by its input's mode, to cover each way a handler
+// can end.
+func parityHandler(_ context.Context, _ *mcp.CallToolRequest, in parityIn) (*mcp.CallToolResult, *parityOut, error) {
+	switch in.Mode {
+	case "error":
+		return nil, nil, errors.New("the tool failed")
+	case "rpc":
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "refused"}
+	case "nil":
+		return nil, nil, nil
+	case "content":
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "summary"}}}, &parityOut{Name: in.Name}, nil
+	case "input":
+		return &mcp.CallToolResult{InputRequests: map[string]mcp.InputRequest{}}, &parityOut{Name: in.Name}, nil
+	}
+	return nil, &parityOut{Name: in.Name, Limit: in.Limit, Items: []parityItem{{N: len(in.Tags)}}, Big: 1<<62 + 1}, nil
+}
+
+// TestTypedHandlerAnswersAsTheSDKWould registers one tool both ways (the
+// SDK's mcp.AddTool, and Server.AddTool with typedHandler, as AddRaw does)
+// over the same schemas, without the argument checker in front, and holds
+// every answer to be the same.
+func TestTypedHandlerAnswersAsTheSDKWould(t *testing.T) {
+	in := func() *jsonschema.Schema {
+		s := inferSchema[parityIn]()
+		s.Properties["limit"].Default = json.RawMessage("10")
+		s.Properties["limit"].Maximum = ptr(100.0)
+		Enum(s, "mode", "ok", "error", "rpc", "nil", "content", "input")
+		ApplyLimits("parity", s)
+		return s
+	}
+	out := outputSchema[parityOut]
+	tool := func() *mcp.Tool {
+		return &mcp.Tool{Name: "parity", Description: "parity", InputSchema: in(), OutputSchema: out()}
+	}
+	sdk := mcp.NewServer(&mcp.Implementation{Name: "parity"}, nil)
+	mcp.AddTool(sdk, tool(), parityHandler)
+	ours := mcp.NewServer(&mcp.Implementation{Name: "parity"}, nil)
+	ours.AddTool(tool(), typedHandler(parityHandler, resolver(in), resolver(out)))
+	sdkSession, oursSession := connectPlain(t, sdk), connectPlain(t, ours)
+
+	deep := any("bottom")
+	for range 1001 {
+		deep = []any{deep}
+	}
+	cases := []any{
+		map[string]any{"name": "x"},                                 // the default limit filled in
+		map[string]any{"name": "x", "limit": 7, "tags": []any{"a"}}, // as given
+		map[string]any{"Name": "x"},                                 // field names match exactly
+		map[string]any{"name": 5},                                   // wrong type
+		map[string]any{"name": "x", "limit": 1000},                  // out of range
+		map[string]any{"name": "x", "mode": "sideways"},             // not in the enum
+		map[string]any{"name": "x", "deep": deep},                   // nested too deeply
+		nil, // no arguments at all
+		map[string]any{"name": "x", "mode": "error"},   // a tool error
+		map[string]any{"name": "x", "mode": "rpc"},     // a protocol error
+		map[string]any{"name": "x", "mode": "nil"},     // no answer
+		map[string]any{"name": "x", "mode": "content"}, // the handler's own text
+		map[string]any{"name": "x", "mode": "input"},   // an answer asking for input
+	}
+	for i, args := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			want, wantErr := callJSON(sdkSession, args)
+			got, gotErr := callJSON(oursSession, args)
+			if got != want || gotErr != wantErr {
+				t.Errorf("arguments %s:\n got %s (error %q)\nwant %s (error %q)", clip(fmt.Sprint(args), 200), got, gotErr, want, wantErr)
+			}
+		})
+	}
+}
+
+func connectPlain(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callJSON is a call's answer as JSON, or its error's text.
+func callJSON(cs *mcp.ClientSession, args any) (answer, errText string) {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "parity", Arguments: args})
+	if err != nil {
+		return "", err.Error()
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return "", err.Error()
+	}
+	return string(raw), ""
+}
