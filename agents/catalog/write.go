@@ -3,7 +3,10 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/fileinput"
@@ -12,16 +15,101 @@ import (
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
+// maxNoteItems bounds each list of one note (path entries, edges,
+// assets): the whole note is written in one transaction, and a larger
+// graph is imported in several notes or from a dbt manifest or
+// OpenLineage events.
+const maxNoteItems = 10000
+
 var recordLineageTool = mcpserver.Tool{
 	Name:  "record_lineage",
 	Title: "Record what a team knows about lineage",
 	Description: "Records the lineage a team knows and no tool reports, once: a hop (topic -> stream job -> table), the fields a job reads and the SQL it runs " +
 		"(e.g. a Flink statement that sums response_bytes), a schedule, an owner, a domain, tags (outbound, money, regulator, customer-facing). Recording the same note again changes nothing. " +
-		"It overwrites: a given owner, domain, title, description, schedule or SQL replaces the recorded one, and remove_tags drops tags.",
+		"It overwrites: a given owner, domain, title, description, schedule or SQL replaces the recorded one, and remove_tags drops tags. " +
+		fmt.Sprintf("At most %d path entries, %d edges and %d assets per call; the answer counts everything and lists the first ids (assets_total, edges_total).", maxNoteItems, maxNoteItems, maxNoteItems),
 	ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false,
+	InputSchema: mcpserver.InputSchema[lineage.Note](func(s *jsonschema.Schema) {
+		for _, name := range []string{"path", "edges", "assets"} {
+			p := s.Properties[name]
+			p.MaxItems = ptr(maxNoteItems)
+			p.Description += fmt.Sprintf("; at most %d", maxNoteItems)
+		}
+	}),
 }
 
-func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*lineage.NoteResult, string, error) {
+// RecordLineageOut is what a note wrote, bounded: every count, and the
+// first ids of each list within a character budget, so a 100,000-edge note
+// answers in a few kilobytes (the graph tools read the rest).
+type RecordLineageOut struct {
+	lineage.ImportStats
+	Assets           []string            `json:"assets" jsonschema:"ids of the assets the note touched: the first ones, when assets_total is larger"`
+	AssetsTotal      int                 `json:"assets_total" jsonschema:"assets the note touched in all"`
+	Edges            []lineage.EdgeRef   `json:"edges" jsonschema:"edges the note recorded: the first ones, when edges_total is larger"`
+	EdgesTotal       int                 `json:"edges_total" jsonschema:"edges the note recorded in all"`
+	ReadsFields      map[string][]string `json:"reads_fields,omitempty" jsonschema:"per edge (from -> to), the fields recorded as read: the first edges, when reads_fields_total is larger"`
+	ReadsFieldsTotal int                 `json:"reads_fields_total,omitempty" jsonschema:"edges with fields recorded as read, in all"`
+	WarningsTotal    int                 `json:"warnings_total,omitempty" jsonschema:"warnings in all; warnings lists the first ones"`
+}
+
+// Budgets of the answer's lists, in characters of id text: an id may be
+// 512 characters, so a count alone would not bound the answer.
+const (
+	maxListed       = 100
+	listBudget      = 8000
+	readsBudget     = 6000
+	maxFieldsListed = 20
+	warningsBudget  = 4000
+	maxWarnings     = 20
+)
+
+// firstWithin is how many of n items (sized by size) fit in max items and
+// budget characters; at least one when there is one, so a long id is still
+// named.
+func firstWithin(n, max, budget int, size func(i int) int) int {
+	used := 0
+	for i := 0; i < n && i < max; i++ {
+		used += size(i)
+		if used > budget && i > 0 {
+			return i
+		}
+	}
+	return min(n, max)
+}
+
+func boundNoteResult(res *lineage.NoteResult) *RecordLineageOut {
+	out := &RecordLineageOut{ImportStats: res.ImportStats, AssetsTotal: len(res.Assets), EdgesTotal: len(res.Edges), ReadsFieldsTotal: len(res.ReadsFields)}
+	k := firstWithin(len(res.Assets), maxListed, listBudget, func(i int) int { return len(res.Assets[i]) + 3 })
+	out.Assets = res.Assets[:k]
+	k = firstWithin(len(res.Edges), maxListed, listBudget, func(i int) int { return len(res.Edges[i].From) + len(res.Edges[i].To) + 20 })
+	out.Edges = res.Edges[:k]
+	if len(res.ReadsFields) > 0 {
+		keys := make([]string, 0, len(res.ReadsFields))
+		for key := range res.ReadsFields {
+			keys = append(keys, key)
+		}
+		slices.Sort(keys)
+		fields := func(key string) []string { f := res.ReadsFields[key]; return f[:min(len(f), maxFieldsListed)] }
+		k = firstWithin(len(keys), maxListed, readsBudget, func(i int) int {
+			n := len(keys[i]) + 6
+			for _, f := range fields(keys[i]) {
+				n += len(f) + 3
+			}
+			return n
+		})
+		out.ReadsFields = make(map[string][]string, k)
+		for _, key := range keys[:k] {
+			out.ReadsFields[key] = fields(key)
+		}
+	}
+	if w := res.Warnings; len(w) > 0 {
+		out.WarningsTotal = len(w)
+		out.Warnings = w[:firstWithin(len(w), maxWarnings, warningsBudget, func(i int) int { return len(w[i]) + 3 })]
+	}
+	return out
+}
+
+func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*RecordLineageOut, string, error) {
 	g, err := h.graph(ctx)
 	if err != nil {
 		return nil, "", err
@@ -30,7 +118,12 @@ func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*lineage
 	if err != nil {
 		return nil, "", err
 	}
-	return res, statsLine("note", res.ImportStats), nil
+	out := boundNoteResult(res)
+	line := statsLine("note", out.ImportStats)
+	if out.WarningsTotal > len(out.Warnings) {
+		line += fmt.Sprintf(" (the first %d of %d warnings)", len(out.Warnings), out.WarningsTotal)
+	}
+	return out, line, nil
 }
 
 // ImportDBTIn is a manifest by path or inline.

@@ -17,9 +17,19 @@ type ConfirmIn struct {
 }
 
 // ConfirmOut is what the person answered; the model cannot answer for them.
+// The fields are approvals.ElicitationOutcome's, except that the proposal
+// is shaped as propose_remediation's answer shows it (Proposed, within
+// answerBudget): a proposal can name 1,000 scope entries and keep a lineage
+// event of thousands of datasets, and echoing it whole made this answer
+// about a megabyte.
 type ConfirmOut struct {
-	approvals.ElicitationOutcome
-	Channel string `json:"channel" jsonschema:"how the person was asked: elicitation (the client's own confirmation form)"`
+	ProposalID string            `json:"proposal_id"`
+	Approved   bool              `json:"approved"`
+	Recorded   bool              `json:"recorded"`
+	Verdict    approvals.Verdict `json:"verdict,omitempty"`
+	Message    string            `json:"message"`
+	Proposal   *Proposed         `json:"proposal,omitempty"`
+	Channel    string            `json:"channel" jsonschema:"how the person was asked: elicitation (the client's own confirmation form)"`
 }
 
 var askApproverTool = mcpserver.Tool{
@@ -65,7 +75,15 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, nil, err
 	}
-	out := &ConfirmOut{ElicitationOutcome: outcome, Channel: string(approvals.ChannelElicitation)}
+	out := &ConfirmOut{ProposalID: outcome.ProposalID, Approved: outcome.Approved, Recorded: outcome.Recorded, Verdict: outcome.Verdict,
+		Message: outcome.Message, Channel: string(approvals.ChannelElicitation)}
+	if outcome.Proposal != nil {
+		shown := h.proposed(outcome.Proposal, answerBudget)
+		if !outcome.Proposal.State.Open() {
+			shown.HowToDecide = "decided: " + outcome.Message
+		}
+		out.Proposal = &shown
+	}
 	text := outcome.Message
 	if text == "" {
 		text = fmt.Sprintf("%s: nothing recorded", in.Proposal)

@@ -2,6 +2,8 @@ package incidents
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +29,16 @@ func confirmSetup(t *testing.T, answer func() (*mcp.ElicitResult, error)) (*mcp.
 // version ("" for the SDK's latest) that answers input requests by hand.
 func confirmSetupAt(t *testing.T, answer func() (*mcp.ElicitResult, error), version string) (*mcp.ClientSession, *approvals.Service, string) {
 	t.Helper()
+	return confirmSetupWith(t, answer, version, approvals.NewProposal{Kind: "hold", What: "Pause the Stripe sync", Why: "bytes are null",
+		Targets: []string{"airflow://dag/sync"}, Undo: "unpause it", Proposer: Name})
+}
+
+// confirmSetupWith is confirmSetupAt with the pending proposal np.
+func confirmSetupWith(t *testing.T, answer func() (*mcp.ElicitResult, error), version string, np approvals.NewProposal) (*mcp.ClientSession, *approvals.Service, string) {
+	t.Helper()
 	ctx := context.Background()
 	yaml := "home: " + t.TempDir() + "\npeople:\n  - {id: sam, name: Sam Okafor, os_users: [\"" + config.CurrentOSUser() + "\"]}\n" +
-		"domains:\n  - name: streaming\n    assets: [\"airflow://**\"]\n    owners: [sam]\n"
+		"domains:\n  - name: streaming\n    assets: [\"airflow://**\", \"openlineage://**\"]\n    owners: [sam]\n"
 	cfg, err := config.Parse("dw.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +50,7 @@ func confirmSetupAt(t *testing.T, answer func() (*mcp.ElicitResult, error), vers
 		t.Fatal(err)
 	}
 	svc := approvals.New(db, cfg, d.Clock, nil)
-	p, err := svc.Propose(ctx, approvals.NewProposal{Kind: "hold", What: "Pause the Stripe sync", Why: "bytes are null",
-		Targets: []string{"airflow://dag/sync"}, Undo: "unpause it", Proposer: Name})
+	p, err := svc.Propose(ctx, np)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,5 +158,76 @@ func TestConfirmRefusesClientsWithoutElicitation(t *testing.T) {
 				t.Fatalf("state %v (%v) after answers from a client that cannot ask", got.State, err)
 			}
 		})
+	}
+}
+
+// TestConfirmAnswerIsBounded (hostile round 2, N2): a proposal at its list
+// limits, with long notes, approved in the client: the answer names the
+// proposal and its state within propose_remediation's budget and says what
+// it leaves out, instead of echoing every entry (about a megabyte).
+func TestConfirmAnswerIsBounded(t *testing.T) {
+	np := approvals.NewProposal{Kind: "hold", What: "Pause the Stripe sync", Why: strings.Repeat("bytes are null; ", 250),
+		Undo: "unpause it", Proposer: Name, Details: map[string]any{"diff": strings.Repeat("- old\n+ new\n", 20000)}}
+	for i := range approvals.MaxTargets {
+		np.Targets = append(np.Targets, fmt.Sprintf("airflow://dag/sync_%03d", i))
+	}
+	for i := range approvals.MaxScope {
+		np.Scope = append(np.Scope, fmt.Sprintf("airflow://dag/consumer_%04d_%s", i, strings.Repeat("x", 400)))
+	}
+	cs, svc, id := confirmSetupWith(t, func() (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve", "reason": "checked"}}, nil
+	}, "", np)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "request_confirmation", Arguments: map[string]any{"proposal": id}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var out ConfirmOut
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > answerBudget+4000 {
+		t.Errorf("answer is %d characters; want at most about %d", len(raw), answerBudget)
+	}
+	if !out.Approved || !out.Recorded || out.Proposal == nil || out.Proposal.ID != id || out.Proposal.State != string(approvals.StateApproved) || len(out.Proposal.Omitted) == 0 {
+		t.Fatalf("answer %+v; want approved, naming %s, saying what it leaves out", out, id)
+	}
+	if p, err := svc.Get(context.Background(), id); err != nil || len(p.Scope) != approvals.MaxScope || p.State != approvals.StateApproved {
+		t.Errorf("stored proposal changed: %v", err)
+	}
+}
+
+// TestConfirmRefusesASummarizedLineageEvent (hostile round 2, N3): a
+// lineage event naming more datasets than the form lists is not put to
+// the form; the tool error sends the approver to `dw approve`, which lists
+// every one, and nothing is recorded.
+func TestConfirmRefusesASummarizedLineageEvent(t *testing.T) {
+	var inputs []any
+	for i := range 900 {
+		inputs = append(inputs, map[string]any{"namespace": "kafka://prod", "name": fmt.Sprintf("usage_%04d", i)})
+	}
+	event := map[string]any{"eventType": "RUNNING", "eventTime": "2026-03-10T15:05:00Z", "producer": "https://flink",
+		"schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json", "run": map[string]any{"runId": "0195d8b4-2f0e-7000-8000-000000000001"},
+		"job": map[string]any{"namespace": "flink-prod", "name": "usage-hourly-rollup"}, "inputs": inputs, "outputs": []any{}}
+	a, err := approvals.LineageEventAction("https://marquez.internal/", event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	cs, svc, id := confirmSetupWith(t, func() (*mcp.ElicitResult, error) {
+		asked = true
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	}, "", approvals.NewProposal{Kind: approvals.KindLineageEvent, What: "Post the rollup's event", Why: "Marquez lacks the job",
+		Targets: []string{a.Asset}, Undo: "delete the run in Marquez", Action: a, Proposer: Name,
+		Details: map[string]any{approvals.DetailLineageEvent: event}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "request_confirmation", Arguments: map[string]any{"proposal": id}})
+	if err != nil {
+		t.Fatalf("JSON-RPC error %v; want a tool error", err)
+	}
+	if !res.IsError || asked || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "`dw approve "+id+"`") {
+		t.Fatalf("result %+v (form shown: %v); want a tool error sending the approver to dw approve %s", res, asked, id)
+	}
+	if p, err := svc.Get(context.Background(), id); err != nil || p.State != approvals.StatePending || p.Decision != nil {
+		t.Fatalf("state %v (%v); want pending", p.State, err)
 	}
 }

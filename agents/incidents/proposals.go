@@ -23,8 +23,8 @@ type ProposalSpec struct {
 	Kind       string         `json:"kind" jsonschema:"hold (pause a downstream job or sync), diff (a reviewed code or config change), delete_with_undo, replay (reprocess from offsets or a savepoint), schema_version (register a schema version), rerun, or lineage_event (post one OpenLineage run event to openlineage.url)"`
 	What       string         `json:"what" jsonschema:"the change in one line, as the approver will read it, e.g. Pause sync_metered_usage_to_stripe until egress is verified"`
 	Why        string         `json:"why,omitempty" jsonschema:"why this action, in the approver's terms; the ranked cause it addresses is added"`
-	Targets    []string       `json:"targets,omitempty" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>. Required, except for lineage_event: openlineage://<job namespace>/<job name>, the default when left out"`
-	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets"`
+	Targets    []string       `json:"targets,omitempty" jsonschema:"asset ids the action acts on, e.g. airflow://dag/sync_metered_usage_to_stripe; for schema_version schema://<subject>. Required, except for lineage_event: openlineage://<job namespace>/<job name>, the default when left out; at most 100"`
+	Scope      []string       `json:"scope,omitempty" jsonschema:"assets and consumers it touches (its blast radius); default the incident's assets; at most 1000"`
 	Undo       string         `json:"undo" jsonschema:"how to reverse it, concretely: unpause the DAG, revert the diff, point the dbt source back to usage.usage_hourly"`
 	CauseRank  int            `json:"cause_rank,omitempty" jsonschema:"which ranked cause it addresses; default 1"`
 	Run        *RunAction     `json:"run,omitempty" jsonschema:"for a rerun or replay that dw-connectors starts on an orchestrator: exactly the run the approval allows (system, target, every param). The approver sees every field, and no other run, target, location or param can be dispatched under it"`

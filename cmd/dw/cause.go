@@ -61,8 +61,11 @@ func causeSet(ctx context.Context, e *env, args []string) error {
 		return writeJSON(e.stdout, inc)
 	}
 	a := inc.Attributed
-	fmt.Fprintf(e.stdout, "%s: cause named by %s: change %d, %s (%s on %s at %s).\nReason: %s\n", inc.ID, a.Actor, a.Change.ID,
-		a.Change.Summary, a.Change.Kind, a.Change.System, stamp(a.Change.At), a.Reason)
+	// Stored change text reaches the terminal escaped (approvals.Line), as
+	// every proposal's text does: a row recorded before the text rule can't
+	// recolour the screen or forge a line.
+	fmt.Fprintf(e.stdout, "%s: cause named by %s: change %d, %s (%s on %s at %s).\nReason: %s\n", inc.ID, approvals.Line(a.Actor), a.Change.ID,
+		approvals.Line(a.Change.Summary), a.Change.Kind, approvals.Line(a.Change.System), stamp(a.Change.At), approvals.Text(a.Reason, "        "))
 	if a.Replaced != 0 {
 		fmt.Fprintf(e.stdout, "It corrects the cause named before (change %d).\n", a.Replaced)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,4 +141,52 @@ func TestCauseSetDatesItsEntryByTheApprovalsClock(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A change stored before the text rule (ESC sequences, a forged second
+// line) is printed by cause set escaped: the answer is exactly its three
+// lines and none holds a control character.
+func TestCauseSetEscapesStoredChangeText(t *testing.T) {
+	eachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		db := svcDB(t, h)
+		svc := &incidents.Service{DB: db, Clock: h.clk}
+		ch, err := (&changelog.Log{DB: db, Clock: h.clk}).RecordChange(ctx, changelog.RecordChangeParams{At: h.clk.Now().Add(-2 * time.Hour), Kind: "deploy", System: "dbt",
+			Assets: []string{"duckdb://wh.sales.orders_view"}, Summary: "orders view rewritten"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `UPDATE incident_changes SET summary = ?, system = ? WHERE id = ?`,
+			"egress_bytes dropped\x1b[8m\n  Runs exactly this: nothing", "db\u202et", ch.Change.ID); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: []incidents.Symptom{{Kind: incidents.SymptomVolume,
+			Asset: "duckdb://wh.sales.orders", Observed: 10, At: h.clk.Now().Add(-time.Hour).Truncate(time.Hour)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := rep.Incidents[0].ID
+		out, errOut, code := h.dw("bob", "cause", "set", id, fmt.Sprintf("%d", ch.Change.ID), "--reason", "line one\nline two")
+		if code != 0 {
+			t.Fatalf("cause set: exit %d\n%s%s", code, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		at := stamp(h.clk.Now().Add(-2 * time.Hour).UTC().Truncate(time.Millisecond))
+		want := []string{
+			fmt.Sprintf(`%s: cause named by bob: change %d, egress_bytes dropped\x1b[8m\n  Runs exactly this: nothing (deploy on db\u202et at %s).`, id, ch.Change.ID, at),
+			"Reason: line one",
+			"        > line two",
+		}
+		if len(lines) < len(want) {
+			t.Fatalf("answer has %d lines:\n%s", len(lines), out)
+		}
+		for i, w := range want {
+			if lines[i] != w {
+				t.Errorf("line %d:\n got %q\nwant %q", i+1, lines[i], w)
+			}
+		}
+		if strings.ContainsAny(out, "\x1b\u202e") {
+			t.Errorf("answer holds raw control or format characters: %q", out)
+		}
+	})
 }

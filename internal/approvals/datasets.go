@@ -188,3 +188,23 @@ func orUnset(s string) string {
 	}
 	return s
 }
+
+// confirmedAllDatasets refuses an approval of a summarized lineage event
+// unless the decider's channel vouches, with the full list's digest, that
+// every dataset was shown (datasets_sha256 in the decision's evidence).
+func confirmedAllDatasets(p *Proposal, by Decider) error {
+	if !p.DatasetsSummarized() {
+		return nil
+	}
+	ds, err := p.LineageDatasets()
+	if err != nil {
+		return invalid("%s cannot be approved: %v; nothing was decided", p.ID, err)
+	}
+	// Only dw at a terminal prints the full list; no other channel's
+	// evidence can vouch for it.
+	if by.Channel == ChannelTerminal && by.Evidence["datasets_sha256"] == ds.SHA256 {
+		return nil
+	}
+	return invalid("%s posts a lineage event naming %d datasets and its request lists only some, so it is approved only where every one is shown: `dw approve %s` at a terminal (or with --datasets-sha256 %s after reading `dw approvals show %s --all`); nothing was decided",
+		p.ID, ds.Total(), p.ID, ds.SHA256, p.ID)
+}

@@ -133,8 +133,26 @@ func TestLargeLineageEventShowsWhereEveryDatasetIs(t *testing.T) {
 				t.Errorf("%s lacks the datasets line:\n%s", name, text)
 			}
 		}
-		if _, err := s.Decide(ctx, p.ID, term(t, s, "alice"), VerdictApprove, ""); err != nil {
-			t.Fatalf("approve with the full list kept: %v", err)
+		// Approving needs a channel that showed every dataset: a decider
+		// without the full list's digest, or a channel other than the
+		// terminal claiming it, decides nothing.
+		if _, err := s.Decide(ctx, p.ID, term(t, s, "alice"), VerdictApprove, ""); !isInput(err) {
+			t.Fatalf("approve without the full list shown: %v, want a refusal", err)
+		}
+		claimed, err := SlackDecider(s.cfg, "U0ALICE", map[string]string{"datasets_sha256": want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Decide(ctx, p.ID, claimed, VerdictApprove, ""); !isInput(err) {
+			t.Fatalf("a Slack decider vouching for the list: %v, want a refusal", err)
+		}
+		if got, err := s.Get(ctx, p.ID); err != nil || got.State != StatePending {
+			t.Fatalf("after refused approvals: %v %v, want pending", got.State, err)
+		}
+		shown := term(t, s, "alice")
+		shown.Evidence = map[string]string{"os_user": shown.OSUser, "datasets_sha256": want}
+		if _, err := s.Decide(ctx, p.ID, shown, VerdictApprove, ""); err != nil {
+			t.Fatalf("approve with the full list shown: %v", err)
 		}
 		// The forwarding tool builds the same action from the same event.
 		if _, err := s.MayDispatch(ctx, Action{Kind: KindLineageEvent, ProposalID: p.ID, Spec: action}); err != nil {

@@ -97,6 +97,14 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 			if err := checkLineageDatasets(&p); err != nil {
 				return invalid("%s cannot be approved: %v; nothing was decided", p.ID, err)
 			}
+			// Whatever the channel, approving an event whose request
+			// lists only some of its datasets needs the decider to have
+			// been shown every one: the channel vouches for it with the
+			// full list's digest (dw approve does; a Slack button or the
+			// client form cannot show the list, so they cannot approve).
+			if err := confirmedAllDatasets(&p, by); err != nil {
+				return err
+			}
 		}
 		if person == p.Proposer {
 			return invalid("%s proposed %s and cannot decide it", person, p.ID)

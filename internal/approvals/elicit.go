@@ -67,9 +67,9 @@ func ElicitationRequest(p Proposal) Form {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approve %s? %s\n\n", p.ID, Line(p.What))
 	fmt.Fprintf(&b, "Why: %s\n", Text(p.Why, "    "))
-	fmt.Fprintf(&b, "Action: %s on %s (domain %s)\n", p.Kind, Line(strings.Join(p.Targets, ", ")), p.Domain)
+	fmt.Fprintf(&b, "Action: %s on %s (domain %s)\n", p.Kind, formList(p.Targets, p.ID), p.Domain)
 	if len(p.Scope) > 0 {
-		fmt.Fprintf(&b, "Blast radius: %s\n", Line(strings.Join(p.Scope, ", ")))
+		fmt.Fprintf(&b, "Blast radius: %s\n", formList(p.Scope, p.ID))
 	} else {
 		b.WriteString("Blast radius: the targets only\n")
 	}
@@ -94,6 +94,29 @@ func ElicitationRequest(p Proposal) Form {
 			{Name: FieldReason, Title: "Reason", Description: "why; recorded in the receipt"},
 		},
 	}
+}
+
+// formListBudget bounds, in characters, each list the form's message
+// shows: a proposal may name 100 targets and 1,000 scope entries of 512
+// characters each, more than anyone reads in a dialog.
+const formListBudget = 2000
+
+// formList is items joined on one line, cut within formListBudget to whole
+// entries, saying how many are not shown and where every one is.
+func formList(items []string, id string) string {
+	var b strings.Builder
+	for i, it := range items {
+		e := Line(it)
+		if i > 0 && b.Len()+len(e) > formListBudget {
+			fmt.Fprintf(&b, " … and %d more; dw approvals show %s lists every one", len(items)-i, id)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e)
+	}
+	return b.String()
 }
 
 // RequestState is what a sealed state names: the proposal and the person
@@ -209,6 +232,9 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 	if allowed := mayDecide(*p); by.PersonID != "" && !slices.Contains(allowed, by.PersonID) {
 		return Form{}, "", &NotApproverError{ProposalID: p.ID, PersonID: by.PersonID, Allowed: allowed, Class: p.Class}
 	}
+	if err := formCannotApprove(*p); err != nil {
+		return Form{}, "", err
+	}
 	// Ask only someone the proposal's record names with this login: the
 	// agent's config alone does not make anyone an approver.
 	ks, err := s.keys()
@@ -230,6 +256,22 @@ func (s *Service) StartElicitation(ctx context.Context, osUser, proposalID strin
 		return Form{}, "", err
 	}
 	return ElicitationRequest(*p), state, nil
+}
+
+// formCannotApprove refuses to put to the client's form a lineage event
+// that names more datasets than the form lists. `dw approve` prints every
+// one and asks the person at the terminal to confirm them (or takes the
+// digest printed with the list); a form showing 8 of 9,000 cannot stand
+// for that, so the approver is sent to the terminal, where a rejection is
+// as easy. Nothing is decided.
+func formCannotApprove(p Proposal) error {
+	c, ok := p.Action.datasetCounts()
+	if !ok || !c.summarized() {
+		return nil
+	}
+	return invalid("%s's lineage event names %d datasets and this form lists only %d of them, so it cannot record an approval of it; nothing was decided: "+
+		"the approver runs `dw approve %s` at a terminal, which lists every dataset and asks to confirm them (`dw reject %s --reason …` rejects it)",
+		p.ID, c.in+c.out, c.listedIn+c.listedOut, p.ID, p.ID)
 }
 
 // ErrNoElicitation refuses an answer from a client that did not declare
@@ -310,6 +352,18 @@ func (s *Service) DecideFromElicitation(ctx context.Context, declared bool, osUs
 	default:
 		out.Message = fmt.Sprintf("not approved: the form for %s came back with decision %q (valid: approve, reject); nothing was recorded", rs.ProposalID, decision)
 		return out, nil
+	}
+	if verdict == VerdictApprove {
+		// The gate StartElicitation holds, held again where the decision is
+		// recorded: a state sealed for this proposal is no licence to skip it.
+		p, err := s.Get(ctx, rs.ProposalID)
+		if err == nil {
+			err = formCannotApprove(*p)
+		}
+		if err != nil {
+			out.Message = "not approved: " + err.Error()
+			return out, err
+		}
 	}
 	by.Evidence = map[string]string{"os_user": osUser, "elicitation": result.Action, "decision": decision, "nonce": rs.Nonce,
 		"asked_at": rs.IssuedAt.UTC().Format(time.RFC3339), "asked_round": fmt.Sprint(rs.Round)}

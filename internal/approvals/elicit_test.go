@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +192,82 @@ func TestElicitationAsksTheNamedApproverOfASharedLogin(t *testing.T) {
 			t.Fatalf("%s is %s after refusals", other.ID, p.State)
 		}
 	})
+}
+
+// TestElicitationRefusesToApproveASummarizedLineageEvent: the form lists
+// at most a few datasets of a lineage event, so, as `dw approve` refuses
+// without the person confirming the full list, the form neither asks nor
+// records an approval of an event naming more; a rejection still counts.
+// An event the form lists whole is asked as any other proposal.
+func TestElicitationRefusesToApproveASummarizedLineageEvent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := fixture(t, db)
+		s.cfg.Domains[0].Assets = append(s.cfg.Domains[0].Assets, "openlineage://**")
+		propose := func(in, out int, tag string) (*Proposal, string) {
+			event, _, _ := bigEvent(in, out, tag)
+			np, _ := lineageProposal(t, event, map[string]any{DetailLineageEvent: event})
+			p := mustPropose(t, s, np)
+			approver, ok := s.cfg.Person(p.Approver)
+			if !ok || len(approver.OSUsers) == 0 {
+				t.Fatalf("approver %q has no login", p.Approver)
+			}
+			return p, approver.OSUsers[0]
+		}
+		approve := &Answer{Action: "accept", Decision: string(VerdictApprove)}
+
+		big, login := propose(900, 100, "big")
+		if _, _, err := s.StartElicitation(ctx, login, big.ID); !IsInputError(err) ||
+			!strings.Contains(err.Error(), "names 1000 datasets and this form lists only 16") || !strings.Contains(err.Error(), "`dw approve "+big.ID+"`") {
+			t.Errorf("start for a summarized event: %v; want an input error sending the approver to dw approve %s", err, big.ID)
+		}
+		// A state sealed for it anyway (as by an earlier build) approves nothing.
+		state, err := s.SealRequestState(ctx, *big, big.Approver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.DecideFromElicitation(ctx, true, login, state, approve, nil)
+		if !IsInputError(err) || out.Approved || out.Recorded || !strings.Contains(out.Message, "dw approve "+big.ID) {
+			t.Errorf("approve answer for a summarized event: %+v, %v; want refused, nothing recorded", out, err)
+		}
+		if got, _ := s.Get(ctx, big.ID); got.State != StatePending {
+			t.Fatalf("%s is %s after the refused approval, want pending", big.ID, got.State)
+		}
+		out, err = s.DecideFromElicitation(ctx, true, login, state, &Answer{Action: "accept", Decision: string(VerdictReject), Reason: "too wide"}, nil)
+		if err != nil || !out.Recorded || out.Approved || out.Proposal.State != StateRejected {
+			t.Errorf("reject answer for a summarized event: %+v, %v; want recorded", out, err)
+		}
+
+		small, login := propose(3, 2, "small")
+		_, state, err = s.StartElicitation(ctx, login, small.ID)
+		if err != nil {
+			t.Fatalf("start for an event listed whole: %v", err)
+		}
+		if out, err := s.DecideFromElicitation(ctx, true, login, state, approve, nil); err != nil || !out.Approved {
+			t.Errorf("approve an event listed whole: %+v, %v", out, err)
+		}
+	})
+}
+
+// TestElicitationFormCutsLongLists: the form's message lists targets and
+// scope within a budget of whole entries and says how many it leaves out.
+func TestElicitationFormCutsLongLists(t *testing.T) {
+	p := Proposal{ID: "P-ABCDEFGH", Kind: KindHold, Domain: "billing", What: "Pause the DAGs", Why: "nulls", Undo: "unpause",
+		Proposer: "dw-incidents", Approver: "bob", ExpiresAt: t0}
+	for i := range MaxScope {
+		p.Scope = append(p.Scope, fmt.Sprintf("airflow://dag/consumer_%04d_%s", i, strings.Repeat("x", 400)))
+	}
+	p.Targets = p.Scope[:MaxTargets]
+	msg := ElicitationRequest(p).Message
+	more := regexp.MustCompile(`(?m)^(Action: hold on|Blast radius:) (.*) … and (\d+) more; dw approvals show P-ABCDEFGH lists every one`)
+	found := more.FindAllStringSubmatch(msg, -1)
+	if len(found) != 2 || len(msg) > 3*formListBudget+2000 {
+		t.Fatalf("message of %d characters, cut lists %d:\n%.600s", len(msg), len(found), msg)
+	}
+	for i, want := range []int{MaxTargets, MaxScope} {
+		shown := len(strings.Split(found[i][2], ", "))
+		if n, _ := strconv.Atoi(found[i][3]); shown+n != want || shown == 0 {
+			t.Errorf("%s: %d shown and %d more; want %d in all", found[i][1], shown, n, want)
+		}
+	}
 }

@@ -140,7 +140,8 @@ func resolveDomain(cfg *config.Config, explicit string, targets []string) (*conf
 	for _, t := range targets {
 		d, ok := DomainForAsset(cfg, t)
 		if !ok {
-			return nil, invalid("asset %s is in no domain: add a glob matching it to a domain's assets in the config, or name the domain", t)
+			return nil, invalid("asset %s is in no domain: none of the domains' asset globs matches it (tried %s); add a glob that does to a domain's assets (domains[].assets) in %s",
+				t, triedGlobs(cfg), configName(cfg))
 		}
 		if found != nil && found.Name != d.Name {
 			return nil, invalid("targets span domains %s and %s; propose one change per domain", found.Name, d.Name)
@@ -151,6 +152,49 @@ func resolveDomain(cfg *config.Config, explicit string, targets []string) (*conf
 		return nil, invalid("no targets: name at least one asset id the change acts on")
 	}
 	return found, nil
+}
+
+// configName names the file the domains came from for an error message.
+func configName(cfg *config.Config) string {
+	if cfg.Source == "" {
+		return "a dw.yaml (none was found, so the embedded default is in use)"
+	}
+	return cfg.Source
+}
+
+// triedGlobs lists every domain's asset globs, domain by domain, for an
+// error saying none matched; cut after about 600 characters, as a config
+// may hold hundreds.
+func triedGlobs(cfg *config.Config) string {
+	if len(cfg.Domains) == 0 {
+		return "none: no domains are configured"
+	}
+	const budget = 600
+	var b strings.Builder
+	for i, d := range cfg.Domains {
+		if b.Len() > budget {
+			fmt.Fprintf(&b, "; and %d more domain(s)", len(cfg.Domains)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Name + ":")
+		if len(d.Assets) == 0 {
+			b.WriteString(" no assets")
+		}
+		for j, g := range d.Assets {
+			if j > 0 && b.Len()+len(g) > budget {
+				fmt.Fprintf(&b, " and %d more", len(d.Assets)-j)
+				break
+			}
+			if j > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(" " + g)
+		}
+	}
+	return b.String()
 }
 
 func personName(cfg *config.Config, id string) string {

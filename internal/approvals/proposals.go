@@ -42,6 +42,13 @@ type NewProposal struct {
 	Proposer string `json:"-"`
 }
 
+// MaxTargets and MaxScope bound how many assets a proposal acts on and
+// how many it names as its blast radius (documented in propose_remediation).
+const (
+	MaxTargets = 100
+	MaxScope   = 1000
+)
+
 // Propose records a proposal, names its approver and opens the first
 // request to them. The approver comes from the domain's approvers in the
 // config (its owners by default), else from the owner lookup; a live-class
@@ -117,6 +124,15 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 		if err := checkText(f.name, v, f.multiline); err != nil {
 			return nil, err
 		}
+	}
+	// Counted before any entry is read: a proposal is one change an
+	// approver can take in, and every rendering (dw approvals show, Slack,
+	// the client form) lists them. A bigger change is several proposals.
+	if len(np.Targets) > MaxTargets {
+		return nil, invalid("targets names %d assets; at most %d per proposal: split the change into several proposals", len(np.Targets), MaxTargets)
+	}
+	if len(np.Scope) > MaxScope {
+		return nil, invalid("scope names %d entries; at most %d per proposal: name the consumers the change touches, or split it into several proposals", len(np.Scope), MaxScope)
 	}
 	for i, v := range np.Scope {
 		if err := checkText(fmt.Sprintf("scope[%d]", i), strings.TrimSpace(v), false); err != nil {

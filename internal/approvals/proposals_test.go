@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -70,6 +71,8 @@ func TestProposeRefusesBadInput(t *testing.T) {
 			{"no proposer", func(n *NewProposal) { n.Proposer = "" }, "proposer is empty"},
 			{"unknown copy", func(n *NewProposal) { n.Copy = []string{"erin"} }, `unknown person "erin"`},
 			{"unknown class", func(n *NewProposal) { n.Class = "urgent" }, `unknown class "urgent"`},
+			{"too many targets", func(n *NewProposal) { n.Targets = dags(MaxTargets + 1) }, "targets names 101 assets; at most 100 per proposal"},
+			{"too much scope", func(n *NewProposal) { n.Scope = dags(100000) }, "scope names 100000 entries; at most 1000 per proposal"},
 		}
 		for _, c := range cases {
 			np := holdDAG()
@@ -81,6 +84,29 @@ func TestProposeRefusesBadInput(t *testing.T) {
 		}
 		if ps, err := s.List(ctx, Filter{}); err != nil || len(ps) != 0 {
 			t.Errorf("bad input changed the store: %d proposals, %v", len(ps), err)
+		}
+	})
+}
+
+// dags is n distinct Airflow DAG asset ids in the fixture's billing domain.
+func dags(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("airflow://dag/sync_%d", i)
+	}
+	return out
+}
+
+// TestProposeAcceptsTargetsAndScopeAtTheirLimits: the limits refuse only
+// beyond them, and every entry at the limit is kept.
+func TestProposeAcceptsTargetsAndScopeAtTheirLimits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s, _ := fixture(t, db)
+		np := holdDAG()
+		np.Targets, np.Scope = dags(MaxTargets), dags(MaxScope)
+		p := mustPropose(t, s, np)
+		if len(p.Targets) != MaxTargets || len(p.Scope) != MaxScope {
+			t.Errorf("kept %d targets and %d scope entries; want %d and %d", len(p.Targets), len(p.Scope), MaxTargets, MaxScope)
 		}
 	})
 }

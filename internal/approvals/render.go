@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // RenderMarkdown prints a receipt for people: the chain's integrity first,
@@ -286,56 +287,23 @@ func short(h string) string {
 // what follows, or start a line that passes for one of the request's own
 // labels ("Runs exactly this: …").
 
-// unshown reports whether r must not reach a screen as itself: C0 and C1
-// controls and DEL, Unicode format characters (zero-width, bidi embeddings,
-// overrides and isolates, the BOM), line and paragraph separators, and any
-// other character Go does not call printable (the ASCII space excepted).
-func unshown(r rune) bool {
-	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
-		unicode.In(r, unicode.Zl, unicode.Zp) || (r != ' ' && !unicode.IsPrint(r))
-}
-
-// escapeRune is r as a Go escape (\n, \x1b, \u200b): visible, never acted on.
-func escapeRune(r rune) string {
-	q := strconv.QuoteRuneToASCII(r)
-	return q[1 : len(q)-1]
-}
+// unshown is the shared free-text rule (internal/textrule), which
+// changelog applies to recorded changes too.
+func unshown(r rune) bool { return textrule.Unshown(r) }
 
 // Line is s on one line as people are shown it: every character unshown
 // reports, a newline included, written as its escape.
-func Line(s string) string {
-	if strings.IndexFunc(s, unshown) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unshown(r) {
-			b.WriteString(escapeRune(r))
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func Line(s string) string { return textrule.Line(s) }
 
 // ContinuationMark starts every line of multi-line text after its first,
 // after the caller's indent: no line of a why or an undo can begin where a
 // label does.
-const ContinuationMark = "> "
+const ContinuationMark = textrule.ContinuationMark
 
 // Text is multi-line free text (why, undo, a reason) as people are shown
 // it: split at newlines, each line escaped as Line does, and every line
 // after the first written as indent, ContinuationMark, then the line.
-func Text(s, indent string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = Line(l)
-		if i > 0 {
-			lines[i] = indent + ContinuationMark + lines[i]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func Text(s, indent string) string { return textrule.Text(s, indent) }
 
 // quotedName is a dataset namespace or name as people are shown it: as
 // given, unless it is empty, has leading or trailing space, holds a
@@ -353,32 +321,16 @@ func quotedName(s, special string) string {
 // nothing else; none may hold another control character or an invisible
 // formatting one. The error names the field, the character and where.
 func checkText(field, s string, multiline bool) error {
-	i := 0
-	for _, r := range s {
-		i++
-		if !unshown(r) || (multiline && r == '\n') {
-			continue
-		}
-		rule := "it is one line of plain text"
-		if multiline {
-			rule = "it may span lines (\\n) but holds no other control character"
-		}
-		return invalid("%s holds %U (%s) at character %d; %s and no invisible formatting (zero-width, bidi): remove it so the approver reads exactly what is shown",
-			field, r, runeKind(r), i, rule)
+	r, i, bad := textrule.First(s, multiline)
+	if !bad {
+		return nil
 	}
-	return nil
-}
-
-func runeKind(r rune) string {
-	switch {
-	case r == '\n' || r == '\r' || unicode.In(r, unicode.Zl, unicode.Zp):
-		return "a line break"
-	case unicode.IsControl(r):
-		return "a control character"
-	case unicode.Is(unicode.Cf, r):
-		return "an invisible formatting character"
+	rule := "it is one line of plain text"
+	if multiline {
+		rule = "it may span lines (\\n) but holds no other control character"
 	}
-	return "an unprintable character"
+	return invalid("%s holds %U (%s) at character %d; %s and no invisible formatting (zero-width, bidi): remove it so the approver reads exactly what is shown",
+		field, r, textrule.Kind(r), i, rule)
 }
 
 // maxNote bounds one note's JSON in NotesSummary; a longer one is named by

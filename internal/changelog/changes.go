@@ -20,6 +20,7 @@ import (
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // Log records changes to the data stack and lists them. It is the one
@@ -207,6 +208,15 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 	}
 	if len(p.Key) > 300 {
 		return c, invalid("key is longer than 300 characters")
+	}
+	// A change's text is shown to people (dw cause set, a diagnosis, the
+	// why of every proposal citing it) and printed in terminals: it is one
+	// line of plain text, by the rule approvals applies to a proposal's
+	// what, so a stored change cannot recolour, hide or forge a line.
+	for _, f := range []struct{ name, v string }{{"summary", p.Summary}, {"actor", p.Actor}, {"key", p.Key}, {"system", p.System}, {"source", p.Source}} {
+		if err := checkLine(f.name, f.v); err != nil {
+			return c, err
+		}
 	}
 	if len(p.Assets) == 0 {
 		return c, invalid("assets is empty: name at least one asset id the change touched")
@@ -489,6 +499,17 @@ type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string        { return e.msg }
 func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// checkLine applies the one free-text rule (internal/textrule) to one
+// field of a change, naming the field, the character and where it stands.
+func checkLine(field, s string) error {
+	r, pos, bad := textrule.First(strings.TrimSpace(s), false)
+	if !bad {
+		return nil
+	}
+	return invalid("%s holds %U (%s) at character %d; it is one line of plain text: no control characters and no invisible formatting (zero-width, bidi), so the change reads as it is shown",
+		field, r, textrule.Kind(r), pos)
+}
 
 func invalid(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}

@@ -204,6 +204,14 @@ func (e Expectations) Normalize(t *warehouse.Table, d warehouse.Dialect) (Expect
 			return e, fmt.Errorf("relationships on %s: give to (the referenced table) and field (its column)", out.Relationships[i].Column)
 		}
 	}
+	for _, b := range []struct {
+		field string
+		v     *float64
+	}{{"min_rows", e.MinRows}, {"max_rows", e.MaxRows}} {
+		if err := checkRowBound(b.field, b.v); err != nil {
+			return e, err
+		}
+	}
 	if err := checkStayEmpty(e.StayEmpty, e.MinRows); err != nil {
 		return e, err
 	}

@@ -3,6 +3,7 @@ package checks
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -240,6 +241,12 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 		if err := checkBounds(s.Min, s.Max, "rows", true); err != nil {
 			return pc, err
 		}
+		if err := checkRowBound("min", s.Min); err != nil {
+			return pc, err
+		}
+		if err := checkRowBound("max", s.Max); err != nil {
+			return pc, err
+		}
 		if err := checkStayEmpty(s.StayEmpty, s.Min); err != nil {
 			return pc, err
 		}
@@ -463,6 +470,23 @@ func planCheck(t *warehouse.Table, sp *spelling, s Spec, add func(string, combin
 }
 
 var predicateNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_\-]{1,64}$`) })
+
+// MaxRowBound is the largest row count a bound may name: every whole
+// number up to 2^53 is exact in a JSON number (a float64), beyond it
+// 2^53+1 already reads as 2^53.
+const MaxRowBound = 1 << 53
+
+// checkRowBound refuses a row-count bound that is no count of rows: a
+// fraction, a negative number or one too large to be carried exactly.
+func checkRowBound(field string, v *float64) error {
+	if v == nil {
+		return nil
+	}
+	if *v != math.Trunc(*v) || *v < 0 || *v > MaxRowBound {
+		return fmt.Errorf("%s %v is not a row count: give a whole number from 0 to %d", field, *v, int64(MaxRowBound))
+	}
+	return nil
+}
 
 func checkBounds(lo, hi *float64, what string, nonNegative bool) error {
 	if nonNegative {

@@ -3,6 +3,7 @@ package flink
 import (
 	"fmt"
 	"github.com/dataworkers/dw/internal/changelog"
+	"github.com/dataworkers/dw/internal/textrule"
 	"strconv"
 	"time"
 )
@@ -28,7 +29,9 @@ func RestoreChange(r Restore, jobManager, source string) changelog.RecordChangeP
 	return changelog.RecordChangeParams{
 		Key: ChangeKey(r), At: r.At, Kind: string(changelog.ChangeRestore), System: "flink",
 		Assets: []string{Asset(r.JobName)}, Source: source,
-		Summary: fmt.Sprintf("%s (job %s) restored from %s %d at %s: %s", r.JobName, r.JobID, from, r.CheckpointID, r.At.UTC().Format(time.RFC3339), r.ExternalPath),
+		// Escaped: the job id and path come from the JobManager, and the
+		// change log refuses what a terminal would act on.
+		Summary: textrule.Line(fmt.Sprintf("%s (job %s) restored from %s %d at %s: %s", r.JobName, r.JobID, from, r.CheckpointID, r.At.UTC().Format(time.RFC3339), r.ExternalPath)),
 		Details: map[string]string{
 			"job_id": r.JobID, "job_name": r.JobName, "job_state": r.JobState, "checkpoint_id": strconv.FormatInt(r.CheckpointID, 10),
 			"from": from, "path": r.ExternalPath, "restore_count": strconv.FormatInt(r.RestoreCount, 10),

@@ -28,7 +28,13 @@ type CheckRunParams struct {
 // CheckRun is a quality check's report and the incidents its failed and
 // anomalous results opened or joined.
 type CheckRun struct {
-	Report    *checks.Report
+	Report *checks.Report
+	// Asset is the checked table as the context graph names it (the
+	// report's id under NoIncident, which resolves nothing).
+	Asset string
+	// Symptoms are what was reported on Asset: one per failed or
+	// anomalous result.
+	Symptoms  []Symptom
 	Incidents []IncidentRef
 }
 
@@ -42,7 +48,7 @@ func (s *Service) RunCheck(ctx context.Context, env checks.Env, req checks.Check
 	if err != nil {
 		return nil, err
 	}
-	out := &CheckRun{Report: rep, Incidents: []IncidentRef{}}
+	out := &CheckRun{Report: rep, Asset: rep.Asset, Incidents: []IncidentRef{}}
 	if p.NoIncident {
 		return out, nil
 	}
@@ -53,6 +59,7 @@ func (s *Service) RunCheck(ctx context.Context, env checks.Env, req checks.Check
 		}
 	}
 	symptoms := CheckSymptoms(rep, asset)
+	out.Asset = asset
 	if len(symptoms) == 0 {
 		return out, nil
 	}
@@ -60,6 +67,6 @@ func (s *Service) RunCheck(ctx context.Context, env checks.Env, req checks.Check
 	if err != nil {
 		return nil, fmt.Errorf("the check ran but reporting its findings failed: %w", err)
 	}
-	out.Incidents = res.Incidents
+	out.Symptoms, out.Incidents = symptoms, res.Incidents
 	return out, nil
 }

@@ -65,7 +65,7 @@ func TestRunCheckReportsFindingsOnTheCanonicalAsset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.Report.Status != checks.Fail || dry.Incidents == nil || len(dry.Incidents) != 0 {
+	if dry.Report.Status != checks.Fail || dry.Incidents == nil || len(dry.Incidents) != 0 || len(dry.Symptoms) != 0 || dry.Asset != "duckdb://shop.orders" {
 		t.Fatalf("dry run: status %s incidents %+v", dry.Report.Status, dry.Incidents)
 	}
 
@@ -75,6 +75,14 @@ func TestRunCheckReportsFindingsOnTheCanonicalAsset(t *testing.T) {
 	}
 	if len(run.Incidents) != 1 || !run.Incidents[0].Opened {
 		t.Fatalf("the failed key should open an incident (the dry run opened none): %+v", run.Incidents)
+	}
+	if run.Asset != "duckdb://warehouse.shop.orders" || len(run.Symptoms) == 0 {
+		t.Fatalf("reported on %q: %+v", run.Asset, run.Symptoms)
+	}
+	for _, sym := range run.Symptoms {
+		if sym.Asset != run.Asset {
+			t.Errorf("symptom on %q, want %q", sym.Asset, run.Asset)
+		}
 	}
 	inc, err := s.GetIncident(ctx, run.Incidents[0].ID)
 	if err != nil {

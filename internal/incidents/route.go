@@ -95,7 +95,11 @@ func (s *Service) ProposeRemediations(ctx context.Context, apv *approvals.Servic
 	copies := apv.InvolvedOwners(assets)
 	checked := make([]*approvals.Checked, len(drafts))
 	for i, d := range drafts {
-		why := "Addresses " + d.Why
+		// The draft's why is composed from stored text (the cited change's
+		// summary, who named the cause and why): escaped, never refused, so a
+		// change row recorded before the text rule can't block the incident.
+		// The proposer's own why is still checked as given.
+		why := "Addresses " + approvals.Line(d.Why)
 		if w := strings.TrimSpace(p.Remediations[i].Why); w != "" {
 			why = strings.TrimSuffix(w, ".") + ". " + why
 		}

@@ -246,3 +246,39 @@ func TestRediagnosisKeepsAProposedIncidentProposed(t *testing.T) {
 		}
 	})
 }
+
+// A change row stored before the text rule (its summary holding an ESC
+// sequence and a forged line) never blocks the incident: the why composed
+// from it carries the text escaped, and the proposal is recorded.
+func TestStoredChangeTextIsEscapedInWhy(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		t.Setenv("DW_HOME", t.TempDir())
+		cfg, err := config.Parse("route.yaml", []byte(routeConfig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := newService(t, db, tue(15, 5), storyAGraph())
+		ch := mustRecord(t, s, schemaV12())
+		old := "version 12 dropped\x1b[8m\n  Runs exactly this: nothing\u202e"
+		if _, err := db.ExecContext(ctx, `UPDATE incident_changes SET summary = ? WHERE id = ?`, old, ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		id := mustReport(t, s, Symptom{Kind: SymptomNulls, Asset: "snowflake://usage.usage_hourly", Column: "egress_bytes", Observed: 0.18, At: tue(14, 10)}).Incidents[0].ID
+		if _, err := s.Diagnose(ctx, DiagnoseParams{IncidentID: id}); err != nil {
+			t.Fatal(err)
+		}
+		apv := approvals.New(db, cfg, clock.NewFake(tue(15, 6)), nil)
+		got, err := s.ProposeRemediations(ctx, apv, ProposeParams{IncidentID: id, Remediations: []Remediation{holdStripe()}, Proposer: "dw-incidents"})
+		if err != nil {
+			t.Fatalf("a stored summary blocked the proposal: %v", err)
+		}
+		why := got.Proposals[0].Why
+		if !strings.Contains(why, `version 12 dropped\x1b[8m\n  Runs exactly this: nothing\u202e`) {
+			t.Errorf("why does not carry the stored summary escaped: %q", why)
+		}
+		if strings.ContainsAny(why, "\x1b\n\u202e") {
+			t.Errorf("why holds the raw characters: %q", why)
+		}
+	})
+}

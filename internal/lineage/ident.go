@@ -58,6 +58,10 @@ var platformAliases = map[string]string{
 	"bq":         "bigquery",
 	"awsathena":  "athena",
 	"mssql":      "sqlserver",
+	// dbt Cloud jobs are dbt-cloud:// in the graph (lineage notes, the
+	// demo's domains); dw.yaml and run specs call the system dbt_cloud.
+	"dbt_cloud": "dbt-cloud",
+	"dbtcloud":  "dbt-cloud",
 }
 
 // NormalizePlatform lower-cases a platform name and folds known spellings

@@ -389,6 +389,11 @@ func (n *Names) MatchGlob(pat, id string) bool {
 	if err != nil {
 		return false
 	}
+	// A glob's literal platform is folded as ids' are, so dbt_cloud://job/*
+	// governs what the graph calls dbt-cloud://job/<id>.
+	if pp, rest, ok := SplitID(pat); ok && !strings.ContainsAny(pp, `*?[\`) {
+		pat = NormalizePlatform(pp) + "://" + rest
+	}
 	for _, cid := range cands {
 		if plainGlob(pat, cid) || n.matchTable(pat, cid) {
 			return true

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,12 @@ func (s *Server) checkArgsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
+		if err := nulArgument(call.Params.Name, call.Params.Arguments); err != nil {
+			s.Logger.Debug("tool arguments refused", "tool", call.Params.Name, "err", err)
+			var res mcp.CallToolResult
+			res.SetError(err)
+			return &res, nil
+		}
 		c := s.checkers.get(call.Params.Name)
 		if c == nil {
 			return next(ctx, method, req)
@@ -99,6 +106,72 @@ func (s *Server) checkArgsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// nulEscape is how a NUL reaches a JSON string: raw control bytes are not
+// valid JSON, so a string holds U+0000 only where the text says \u0000.
+var nulEscape = []byte(`\u0000`)
+
+// nulArgument refuses a NUL (U+0000) anywhere in a call's arguments: any
+// string value or object key, at any depth, described by the schema or
+// free-form (details, params). PostgreSQL cannot store it in text and
+// answers with a driver error; SQLite stores it, and C-string consumers
+// (a terminal, a log line) cut the text there. One rule at the boundary
+// keeps both stores and every tool alike. The error names the tool and the
+// argument's path, never echoing the text.
+func nulArgument(tool string, raw json.RawMessage) error {
+	if !bytes.Contains(raw, nulEscape) {
+		return nil // the usual call: no need to decode
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil // not JSON: the checker words that
+	}
+	where, pos := findNUL("", v)
+	if where == "" {
+		return nil // an escaped backslash before "u0000": no NUL
+	}
+	return fmt.Errorf("%s: %s holds a NUL character (U+0000) at character %d; text arguments may not contain NUL", tool, where, pos)
+}
+
+// findNUL returns where the first NUL in v is (the argument's path, or
+// "a key of <path>") and its position, in characters from 1; "" when none.
+// Keys are visited in order so the answer does not vary between calls.
+func findNUL(path string, v any) (string, int) {
+	switch v := v.(type) {
+	case string:
+		if i := strings.IndexByte(v, 0); i >= 0 {
+			return orArguments(path), utf8.RuneCountInString(v[:i]) + 1
+		}
+	case []any:
+		for i, item := range v {
+			if w, pos := findNUL(fmt.Sprintf("%s[%d]", path, i), item); w != "" {
+				return w, pos
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if i := strings.IndexByte(k, 0); i >= 0 {
+				return "a key of " + orArguments(path), utf8.RuneCountInString(k[:i]) + 1
+			}
+			if w, pos := findNUL(join(path, k), v[k]); w != "" {
+				return w, pos
+			}
+		}
+	}
+	return "", 0
+}
+
+func orArguments(path string) string {
+	if path == "" {
+		return "the arguments"
+	}
+	return path
 }
 
 func (c *argChecker) check(raw json.RawMessage) (err error) {

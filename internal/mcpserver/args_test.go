@@ -123,3 +123,57 @@ func TestUnbuildableSchemaRefusesTheCall(t *testing.T) {
 		t.Errorf("check = %v, want the build failure", err)
 	}
 }
+
+type nulIn struct {
+	Text    string         `json:"text,omitempty" jsonschema:"text"`
+	Tags    []string       `json:"tags,omitempty" jsonschema:"tags"`
+	Details map[string]any `json:"details,omitempty" jsonschema:"free-form notes"`
+}
+
+// A NUL anywhere in the arguments (a described string, a list item, deep
+// in a free-form object, an object key) is refused before the handler
+// runs, naming the tool, the argument's path and the position; PostgreSQL
+// would answer a driver error and SQLite would store it.
+func TestNULInAnyArgumentIsRefused(t *testing.T) {
+	called := 0
+	s, err := New(Agent{Name: "dw-test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "note", Description: "takes text", ReadOnly: true, Idempotent: true, InputSchema: InputSchema[nulIn](nil)},
+			func(ctx context.Context, in nulIn) (*echoOut, string, error) {
+				called++
+				return &echoOut{Word: in.Text}, "ok", nil
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	const rule = "text arguments may not contain NUL"
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"text": "a\x00b"}, "note: text holds a NUL character (U+0000) at character 2; " + rule},
+		{map[string]any{"text": "é\x00"}, "note: text holds a NUL character (U+0000) at character 2; " + rule},
+		{map[string]any{"tags": []any{"ok", "\x00"}}, "note: tags[1] holds a NUL character (U+0000) at character 1; " + rule},
+		{map[string]any{"details": map[string]any{"a": []any{map[string]any{"b": "xy\x00"}}}}, "note: details.a[0].b holds a NUL character (U+0000) at character 3; " + rule},
+		{map[string]any{"details": map[string]any{"k\x00": 1}}, "note: a key of details holds a NUL character (U+0000) at character 2; " + rule},
+		{map[string]any{"x\x00": 1}, "note: a key of the arguments holds a NUL character (U+0000) at character 2; " + rule},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "note", Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if !res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != c.want {
+			t.Errorf("%q:\n got %+v\nwant %s", c.args, res.Content[0], c.want)
+		}
+	}
+	if called != 0 {
+		t.Errorf("handler ran %d times on NUL arguments", called)
+	}
+	// An escaped backslash before u0000 is text, not a NUL.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "note", Arguments: json.RawMessage(`{"text":"\\u0000"}`)})
+	if err != nil || res.IsError || called != 1 {
+		t.Fatalf(`"\\u0000" refused: %v %+v`, err, res)
+	}
+}

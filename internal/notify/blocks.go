@@ -37,11 +37,19 @@ func ParseActionID(id string) (v approvals.Verdict, proposalID string, ok bool) 
 	return "", "", false
 }
 
-// Slack's limits: a header is at most 150 characters, a field 2000.
+// Slack's Block Kit limits (docs.slack.dev/reference/block-kit): a header
+// is at most 150 characters, a section field 2000, a section's own text
+// 3000, a button's label 75; a confirmation dialog's title 100, its text
+// 300 and each of its two buttons 30. Slack answers invalid_blocks to a
+// message over any of them, so the approver would never be asked.
 const (
-	maxHeader  = 150
-	maxField   = 2000
-	maxSection = 3000
+	maxHeader       = 150
+	maxField        = 2000
+	maxSection      = 3000
+	maxButton       = 75
+	maxConfirmTitle = 100
+	maxConfirmText  = 300
+	maxConfirmBtn   = 30
 )
 
 // RequestBlocks is the Block Kit request: what, why, blast radius, undo,
@@ -54,16 +62,16 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 	if n.Previous != "" {
 		intro += fmt.Sprintf("\nEscalated: no answer from %s in time.", mention(cfg, n.Previous))
 	}
-	blast := "the targets only"
+	blast := mrkdwn("*Blast radius*\nthe targets only")
 	if len(p.Scope) > 0 {
-		blast = bullets(p.Scope)
+		blast = listField("*Blast radius*", p.Scope, p.ID)
 	}
 	fields := []*slack.TextBlockObject{
 		mrkdwn("*Why*\n" + esc(approvals.Text(p.Why, ""))),
-		mrkdwn("*Blast radius*\n" + blast),
+		blast,
 		mrkdwn("*Undo*\n" + esc(approvals.Text(p.Undo, ""))),
 		mrkdwn("*Expires*\n" + slackDate(p.ExpiresAt) + "\nthen it escalates; never granted by default"),
-		mrkdwn("*Targets*\n" + bullets(p.Targets)),
+		listField("*Targets*", p.Targets, p.ID),
 	}
 	if len(p.Copied) > 0 {
 		var cc []string
@@ -82,11 +90,15 @@ func RequestBlocks(cfg *config.Config, n approvals.Notice, buttons bool) []slack
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("Live data stack change: only the asset owner may approve, never a delegate.")))
 	}
 	if buttons {
-		approve := slack.NewButtonBlockElement(ActionID(approvals.VerdictApprove, p.ID), p.ID, plain("Approve")).
+		// The dialog is a reminder of what the click does; the full what and
+		// undo are in the fields above it, so cutting it to Slack's 300
+		// characters hides nothing the approver has not been shown.
+		approve := slack.NewButtonBlockElement(ActionID(approvals.VerdictApprove, p.ID), p.ID, plainN("Approve", maxButton)).
 			WithStyle(slack.StylePrimary).
-			WithConfirm(slack.NewConfirmationBlockObject(plain("Approve "+p.ID+"?"),
-				mrkdwn(esc(approvals.Line(p.What))+"\nUndo: "+esc(approvals.Text(p.Undo, ""))), plain("Approve"), plain("Cancel")))
-		reject := slack.NewButtonBlockElement(ActionID(approvals.VerdictReject, p.ID), p.ID, plain("Reject")).
+			WithConfirm(slack.NewConfirmationBlockObject(plainN("Approve "+p.ID+"?", maxConfirmTitle),
+				slack.NewTextBlockObject(slack.MarkdownType, escCut(approvals.Line(p.What)+"\nUndo: "+approvals.Text(p.Undo, ""), maxConfirmText), false, false),
+				plainN("Approve", maxConfirmBtn), plainN("Cancel", maxConfirmBtn)))
+		reject := slack.NewButtonBlockElement(ActionID(approvals.VerdictReject, p.ID), p.ID, plainN("Reject", maxButton)).
 			WithStyle(slack.StyleDanger)
 		blocks = append(blocks, slack.NewActionBlock(fmt.Sprintf("dw_decide:%s:r%d", p.ID, n.Round), approve, reject))
 	}
@@ -170,7 +182,63 @@ func fallbackText(n approvals.Notice) string {
 }
 
 func plain(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, truncate(s, maxHeader), false, false)
+	return plainN(s, maxHeader)
+}
+
+func plainN(s string, n int) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, truncate(s, n), false, false)
+}
+
+// escCut escapes s for mrkdwn and cuts it to at most n characters as sent,
+// never inside an escape (a half "&am" would show as text), ending with
+// "…" when anything was left out.
+func escCut(s string, n int) string {
+	if e := esc(s); len([]rune(e)) <= n {
+		return e
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		e := esc(string(r))
+		if used+len([]rune(e)) > n-1 {
+			break
+		}
+		b.WriteString(e)
+		used += len([]rune(e))
+	}
+	return b.String() + "…"
+}
+
+// listField is a field of one bullet per item within Slack's 2,000
+// characters; when the items do not all fit it says how many are not shown
+// and where to read every one, instead of stopping at a bare "…".
+func listField(head string, items []string, id string) *slack.TextBlockObject {
+	var b strings.Builder
+	b.WriteString(head)
+	used := len([]rune(head))
+	for i, it := range items {
+		line := "\n• " + esc(approvals.Line(it))
+		tail := 0
+		if rest := len(items) - i - 1; rest > 0 {
+			tail = len([]rune(moreLine(rest, id)))
+		}
+		if n := len([]rune(line)); used+n+tail > maxField {
+			if i == 0 && len(items) == 1 {
+				// One item longer than the field: show its start.
+				b.WriteString("\n• " + escCut(approvals.Line(it), maxField-used-3))
+			} else {
+				b.WriteString(moreLine(len(items)-i, id))
+			}
+			break
+		}
+		b.WriteString(line)
+		used += len([]rune(line))
+	}
+	return slack.NewTextBlockObject(slack.MarkdownType, b.String(), false, false)
+}
+
+func moreLine(n int, id string) string {
+	return fmt.Sprintf("\n… and %d more; `dw approvals show %s` lists every one", n, id)
 }
 
 func mrkdwn(s string) *slack.TextBlockObject {
@@ -188,17 +256,6 @@ func truncate(s string, n int) string {
 // esc escapes the three characters Slack's mrkdwn treats as control.
 func esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-func bullets(items []string) string {
-	var b strings.Builder
-	for i, it := range items {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString("• " + esc(approvals.Line(it)))
-	}
-	return b.String()
 }
 
 // mention is <@U…> with the name for people with a Slack id, else the name.

@@ -54,13 +54,14 @@ type message struct {
 // can read the exact Block Kit payloads the client sent.
 type fakeSlack struct {
 	*slacktest.Server
+	t    *testing.T
 	mu   sync.Mutex
 	seen []message
 	n    int
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
-	f := &fakeSlack{}
+	f := &fakeSlack{t: t}
 	f.Server = slacktest.NewTestServer(func(c slacktest.Customize) {
 		for _, m := range []string{"chat.postMessage", "chat.postEphemeral", "chat.update"} {
 			c.Handle("/"+m, f.record(m))
@@ -79,6 +80,13 @@ func (f *fakeSlack) record(method string) http.HandlerFunc {
 		}
 		m := message{Method: method, Channel: r.FormValue("channel"), User: r.FormValue("user"), TS: r.FormValue("ts"), Text: r.FormValue("text")}
 		if b := r.FormValue("blocks"); b != "" {
+			// Slack refuses a message over any Block Kit limit with
+			// invalid_blocks; so does the fake, and the test fails.
+			if bad := blockKitViolations([]byte(b)); len(bad) > 0 {
+				f.t.Errorf("%s: Slack would answer invalid_blocks: %s", method, strings.Join(bad, "; "))
+				_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_blocks"})
+				return
+			}
 			if err := json.Unmarshal([]byte(b), &m.Blocks); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return

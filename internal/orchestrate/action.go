@@ -31,6 +31,9 @@ func ActionFor(runners Runners, system, target string, params map[string]any) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := exactNumbers(params); err != nil {
+		return nil, err
+	}
 	if err := runner.Validate(RunRequest{Key: proposeKey, Target: target, Params: params}); err != nil {
 		return nil, err
 	}

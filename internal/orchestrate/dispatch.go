@@ -273,6 +273,9 @@ func (d *Dispatcher) prepare(ctx context.Context, p Params) (*prepared, error) {
 		return nil, invalid("kind %q is not a run; closest: %s (a run carries out one of: %s)", pr.kind,
 			strings.Join(suggest.Closest(pr.kind, RunKinds, 1), ", "), strings.Join(RunKinds, ", "))
 	}
+	if err := exactNumbers(p.Params); err != nil {
+		return nil, err
+	}
 	pr.params, err = canonicalParams(p.Params)
 	if err != nil {
 		return nil, err

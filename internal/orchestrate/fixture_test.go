@@ -32,7 +32,7 @@ domains:
     autonomy: L2
     owners: [alice]
   - name: billing
-    assets: ["airflow://dag/*", "dagster://job/*", "dbt_cloud://job/*", "stepfunctions://**"]
+    assets: ["airflow://dag/*", "dagster://job/*", "dbt-cloud://job/*", "stepfunctions://**"]
     autonomy: L3
     owners: [bob]
     open_classes: [rerun]
@@ -87,6 +87,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, db *store.DB, timeout time.Duration) *fixture {
 	t.Helper()
+	return newFixtureWith(t, db, timeout, testConfig)
+}
+
+// newFixtureWith is newFixture with another organisation (people and
+// domains); bob must be among its people.
+func newFixtureWith(t testing.TB, db *store.DB, timeout time.Duration, yaml string) *fixture {
+	t.Helper()
 	srv := startServers(t)
 	t.Setenv("DW_HOME", t.TempDir())
 	t.Setenv("TEST_AIRFLOW_USER", "dw")
@@ -94,7 +101,7 @@ func newFixture(t testing.TB, db *store.DB, timeout time.Duration) *fixture {
 	t.Setenv("TEST_DBT_TOKEN", dbtToken)
 	t.Setenv("TEST_AWS_KEY", orchestratetest.StepFunctionsAccessKey)
 	t.Setenv("TEST_AWS_SECRET", sfnSecret)
-	cfg, err := config.Parse("test.yaml", []byte(testConfig))
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +149,7 @@ var systems = []system{
 		trigger: func(s *servers) int { return s.airflow.Triggers() },
 		plan:    func(s *servers, o orchestratetest.Outcome) { s.airflow.SetOutcome(airflowDAG, o) },
 		drop:    func(s *servers, n int, d time.Duration) { s.airflow.DropNextAnswers(n, d) }},
-	{name: orchestrate.DBTCloud, target: fmt.Sprint(dbtJob), asset: fmt.Sprintf("dbt_cloud://job/%d", dbtJob),
+	{name: orchestrate.DBTCloud, target: fmt.Sprint(dbtJob), asset: fmt.Sprintf("dbt-cloud://job/%d", dbtJob),
 		params:  map[string]any{"steps_override": []any{"dbt build -s fct_billable_egress"}},
 		trigger: func(s *servers) int { return s.dbt.Triggers() },
 		plan:    func(s *servers, o orchestratetest.Outcome) { s.dbt.SetOutcome(fmt.Sprint(dbtJob), o) },

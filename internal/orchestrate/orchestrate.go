@@ -154,7 +154,10 @@ func AssetID(system System, target string) string {
 		// The job name is what people and lineage call a Dagster job.
 		return "dagster://job/" + target[strings.LastIndex(target, "/")+1:]
 	case DBTCloud:
-		return "dbt_cloud://job/" + target
+		// The graph's platform is dbt-cloud (docs/ASSET_IDS.md); dbt_cloud
+		// is only the system's name in dw.yaml and run specs, and ids
+		// spelled with it fold to this one.
+		return "dbt-cloud://job/" + target
 	case StepFunctions:
 		return "stepfunctions://" + target
 	}

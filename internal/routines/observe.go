@@ -97,15 +97,6 @@ func (r *Runner) incidents() *incidents.Service {
 	return &incidents.Service{DB: r.o.DB, Clock: r.o.Clock, Graph: incidents.LineageGraph(r.graph, lineage.NamesFromConfig(r.o.Config)), OpenWarehouse: r.o.Warehouse}
 }
 
-// canonical names an asset as the context graph does, so an incident on
-// it meets its lineage and its owner.
-func (r *Runner) canonical(ctx context.Context, id string) string {
-	if got, err := r.graph.Resolve(ctx, id); err == nil && got != "" {
-		return got
-	}
-	return id
-}
-
 func hasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
 // tablesFor expands a table glob against the warehouse's catalog.
@@ -180,8 +171,9 @@ func (r *Runner) observeCheck(ctx context.Context, routine string, svc *incident
 			if !done {
 				day := midnight(now)
 				r.o.Log.Info("first check of this table: recording its history before judging", "table", table, "days", ch.HistoryDays)
-				if _, err := checks.RunCheck(ctx, env, checks.CheckRequest{Table: table, Bucket: bucket,
-					Since: day.AddDate(0, 0, -ch.HistoryDays).Format(time.RFC3339), Until: day.Format(time.RFC3339)}); err != nil {
+				if _, err := svc.RunCheck(ctx, env, checks.CheckRequest{Table: table, Bucket: bucket,
+					Since: day.AddDate(0, 0, -ch.HistoryDays).Format(time.RFC3339), Until: day.Format(time.RFC3339)},
+					incidents.CheckRunParams{NoIncident: true}); err != nil {
 					o.fail("check", table, fmt.Errorf("record history: %w", err))
 					continue
 				}
@@ -191,25 +183,20 @@ func (r *Runner) observeCheck(ctx context.Context, routine string, svc *incident
 				}
 			}
 		}
-		rep, err := checks.RunCheck(ctx, env, checks.CheckRequest{Table: table, Period: ch.Period, Bucket: ch.Bucket})
+		run, err := svc.RunCheck(ctx, env, checks.CheckRequest{Table: table, Period: ch.Period, Bucket: ch.Bucket},
+			incidents.CheckRunParams{Actor: "dw watch (" + routine + ")", Names: r.graph})
 		if err != nil {
 			o.fail("check", table, err)
 			continue
 		}
-		asset := r.canonical(ctx, rep.Asset)
-		f := Finding{Kind: "check", Target: rep.Table, Asset: asset, Status: "ok", Detail: rep.Summary}
+		rep := run.Report
+		f := Finding{Kind: "check", Target: rep.Table, Asset: run.Asset, Status: "ok", Detail: rep.Summary}
 		if rep.Status == checks.NotJudged || rep.Status == checks.Learning {
 			f.Status = "learning"
 		}
-		symptoms := incidents.CheckSymptoms(rep, asset)
-		if len(symptoms) > 0 {
+		if len(run.Symptoms) > 0 {
 			f.Status = "problem"
-			res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: symptoms, Actor: "dw watch (" + routine + ")"})
-			if err != nil {
-				o.fail("check", table, fmt.Errorf("the check ran but reporting its findings failed: %w", err))
-				continue
-			}
-			o.reported(res.Incidents, asset, symptomLines(symptoms))
+			o.reported(run.Incidents, run.Asset, symptomLines(run.Symptoms))
 		}
 		o.findings = append(o.findings, f)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/textrule"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -67,7 +68,7 @@ func Detect(ctx context.Context, db *store.DB, whName, platform string, tab *war
 		Key: fmt.Sprintf("table-snapshot:%s:%s:%s", whName, cur.Table, cur.SHA256),
 		At:  now, Kind: "schema_version", System: whName, Assets: []string{assetID}, Fields: fields,
 		Source:  source,
-		Summary: fmt.Sprintf("columns of %s changed since %s: %s", cur.Table, prev.TakenAt.Format("2006-01-02T15:04:05Z07:00"), DescribeChanges(cur.Changes)),
+		Summary: textrule.Line(fmt.Sprintf("columns of %s changed since %s: %s", cur.Table, prev.TakenAt.Format("2006-01-02T15:04:05Z07:00"), DescribeChanges(cur.Changes))), // column names as the warehouse spells them
 	})
 	if err != nil {
 		return nil, err

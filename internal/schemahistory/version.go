@@ -11,6 +11,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/registry"
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // FirstSeenNote explains the time recorded for a version read from the
@@ -128,6 +129,9 @@ func RecordVersion(ctx context.Context, log *changelog.Log, registryURL string, 
 	} else if f.Previous == 0 {
 		summary += ": first version"
 	}
+	// Field names of JSON and Protobuf schemas may hold any character;
+	// the change log takes one line of plain text.
+	summary = textrule.Line(summary)
 	res, err := log.RecordChange(ctx, changelog.RecordChangeParams{
 		Key: VersionChangeKey(v.Subject, v.Version), At: at, Kind: string(changelog.ChangeSchemaVersion),
 		System: "schema-registry", Assets: []string{"schema://" + v.Subject}, Fields: fields, Actor: rec.Actor,

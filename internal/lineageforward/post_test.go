@@ -1,4 +1,4 @@
-package connectors
+package lineageforward
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 
 // An OpenLineage endpoint answering 1 GiB costs at most the cap: the post
 // is reported as failed with the reason, and memory stays bounded.
-func TestForwardHugeAnswerIsBounded(t *testing.T) {
+func TestPostHugeAnswerIsBounded(t *testing.T) {
 	for _, status := range []int{http.StatusCreated, http.StatusInternalServerError} {
 		srv := resttest.HugeServer(t, status)
 		var f *Forwarding
 		resttest.RequireBoundedError(t, 4*maxForwardAnswer+(16<<20), func() error {
-			f = forward(context.Background(), &config.Service{URL: srv.URL, Timeout: 20 * time.Second}, "tok", []byte(`{}`))
+			f = post(context.Background(), &config.Service{URL: srv.URL, Timeout: 20 * time.Second}, "tok", []byte(`{}`))
 			if f.OK {
 				return nil
 			}
@@ -31,9 +31,9 @@ func TestForwardHugeAnswerIsBounded(t *testing.T) {
 }
 
 // An openlineage.url that is not http(s) is refused before any request.
-func TestForwardBadURL(t *testing.T) {
+func TestPostBadURL(t *testing.T) {
 	for _, bad := range []string{"marquez:5000", "file:///etc/passwd", "http://"} {
-		f := forward(context.Background(), &config.Service{URL: bad}, "", []byte(`{}`))
+		f := post(context.Background(), &config.Service{URL: bad}, "", []byte(`{}`))
 		if f.OK || !strings.Contains(f.Error, "is not an http(s) URL") {
 			t.Errorf("%q: %+v", bad, f)
 		}
