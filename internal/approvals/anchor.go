@@ -215,10 +215,15 @@ func anchorProblem(ctx context.Context, q store.Querier, ks *keyset, headSeq int
 	}
 	a, ok, err := loadAnchor(ks.anchor, genesis)
 	if err != nil {
-		// An anchor that cannot be read proves nothing either way; said
-		// on stderr so the operator can repair it.
+		// The anchor exists but this process cannot read it: whether the
+		// org receipt was rolled back cannot be told, so governance fails
+		// closed, as it does for a chain that does not verify. On a
+		// shared store a second account otherwise dispatches straight
+		// through a stop cut out of the store that the anchor's owner
+		// would refuse.
 		slog.Warn("receipt anchor unreadable", "path", ks.anchor, "err", err)
-		return anchorPoint{}, genesis, "", nil
+		return anchorPoint{}, genesis, fmt.Sprintf("the receipt anchor %s exists but cannot be read by this account (%v), so whether the org receipt was rolled back cannot be checked; "+
+			"make it readable to every account that runs dw against this store, or give this account its own key location (DW_HOME)", ks.anchor, err), nil
 	}
 	if !ok {
 		return anchorPoint{}, genesis, "", nil

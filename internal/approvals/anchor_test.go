@@ -146,3 +146,40 @@ func TestReplayMarkCopiedToAnotherStoreIsRefused(t *testing.T) {
 		t.Fatalf("real store with the demo's genesis MAC: replay %v, %v", ok, err)
 	}
 }
+
+// An anchor this process cannot read (here: not a regular file, as a
+// permission error would be for another account) cannot rule a rollback
+// out, so the stop reads as in force and tampered until it is repaired,
+// instead of being passed over with a warning; once the file is gone (the
+// operator's repair) the stop reads as the store records it.
+func TestUnreadableAnchorFailsClosed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := fixture(t, db)
+		admin := adminBy(t)
+		if _, err := s.Stop(ctx, admin.OSUser, "real stop"); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(s.cfg.Home, anchorFileName)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		forgetCheckpoints()
+		cacheReset()
+		st, err := s.StopStatus(ctx)
+		if err != nil || !st.Active || st.Tampered == "" {
+			t.Fatalf("stop with an unreadable anchor: %+v, %v; want in force, tampered", st, err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		forgetCheckpoints()
+		cacheReset()
+		if st, err := s.StopStatus(ctx); err != nil || !st.Active || st.Tampered != "" {
+			t.Fatalf("stop once the anchor is gone: %+v, %v; want in force, not tampered", st, err)
+		}
+	})
+}
