@@ -2,7 +2,6 @@ package connectors
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -97,24 +96,13 @@ func (h *handlers) consumerLag(ctx context.Context, in ConsumerLagIn) (*Consumer
 	owners := h.newOwnerFinder(ctx)
 	out := &ConsumerLagOut{Cluster: rep.Cluster, At: rep.At, Window: rep.Window, Errors: rep.Errors, Groups: []GroupLag{}, Note: lagNote,
 		StatusCounts: lp.StatusCounts, Info: lp.Info}
+	owned := make([]string, 0, len(lp.Groups))
 	for _, g := range lp.Groups {
-		out.Groups = append(out.Groups, GroupLag{GroupReport: g.GroupReport, PartitionsTotal: g.PartitionsTotal, Owner: owners.find(ctx, g.Whole)})
+		gl := GroupLag{GroupReport: g.GroupReport, PartitionsTotal: g.PartitionsTotal, Owner: owners.find(ctx, g.Whole)}
+		out.Groups = append(out.Groups, gl)
+		owned = append(owned, gl.Owner.line())
 	}
-	var b strings.Builder
-	b.WriteString(rep.Summary())
-	for _, g := range out.Groups {
-		if g.Status == kafka.StatusOK {
-			continue
-		}
-		fmt.Fprintf(&b, "\n  %s: %s", g.Group, g.Owner.line())
-	}
-	if in.Group != "" && len(out.Groups) == 1 && out.Groups[0].Status == kafka.StatusOK {
-		fmt.Fprintf(&b, "\n  %s: %s", out.Groups[0].Group, out.Groups[0].Owner.line())
-	}
-	if out.NextCursor != "" {
-		fmt.Fprintf(&b, "\n%d of %d groups listed; pass next_cursor as cursor for more.", len(out.Groups), out.Total)
-	}
-	return out, b.String(), nil
+	return out, lp.Summary(owned, in.Group != ""), nil
 }
 
 // TopicHealthIn selects a topic.

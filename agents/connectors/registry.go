@@ -133,33 +133,7 @@ func (h *handlers) latestSchema(ctx context.Context, in LatestSchemaIn) (*Latest
 		Compatibility: lv.Compatibility, LevelSource: lv.LevelSource,
 		Versions: rec.Versions, Previous: rec.Previous, Changes: rec.Changes, SHA256: rec.SHA256,
 		Change: recordedChange(lv.Change), Notes: lv.Notes}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s version %d (schema id %d, %s)", out.Subject, out.Version, out.ID, out.SchemaType)
-	if out.Compatibility != "" {
-		fmt.Fprintf(&b, ", compatibility %s (%s)", out.Compatibility, out.LevelSource)
-	}
-	if out.Previous > 0 {
-		if len(out.Changes) == 0 {
-			fmt.Fprintf(&b, "\nno field changes from version %d", out.Previous)
-		} else {
-			fmt.Fprintf(&b, "\nfrom version %d:", out.Previous)
-			for _, c := range out.Changes {
-				fmt.Fprintf(&b, "\n- %s", c)
-			}
-		}
-	}
-	if ch := out.Change; ch != nil {
-		if ch.Created {
-			fmt.Fprintf(&b, "\nrecorded in the change log as change %d at %s (first seen; the registry gives no registration time)", ch.ID, ch.At.Format(time.RFC3339))
-		} else {
-			fmt.Fprintf(&b, "\nalready in the change log as change %d, first seen %s", ch.ID, ch.At.Format(time.RFC3339))
-		}
-	}
-	for _, n := range out.Notes {
-		b.WriteString("\nnote: " + n)
-	}
-	return out, b.String(), nil
+	return out, lv.Summary(), nil
 }
 
 // registrySources is how the registry workflows reach the registry, the

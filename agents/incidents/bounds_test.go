@@ -207,7 +207,7 @@ func TestLargeListsAreBounded(t *testing.T) {
 	}
 	var rec ReceiptOut
 	n := sizedCall(t, cs, "get_receipt", map[string]any{"id": id}, &rec)
-	if n > maxAnswer || rec.EntriesTotal < 400 || len(rec.Entries) != receiptHeadEntries+receiptTailEntries ||
+	if n > maxAnswer || rec.EntriesTotal < 400 || len(rec.Entries) != approvals.ViewHeadEntries+approvals.ViewTailEntries ||
 		rec.EntriesOmitted != rec.EntriesTotal-len(rec.Entries) || rec.EntryKinds["step"] != 400 || !rec.Intact {
 		t.Errorf("get_receipt: %d characters, %d of %d entries, %d omitted, kinds %v, intact %v",
 			n, len(rec.Entries), rec.EntriesTotal, rec.EntriesOmitted, rec.EntryKinds, rec.Intact)

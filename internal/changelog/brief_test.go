@@ -2,6 +2,8 @@ package changelog
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -64,4 +66,55 @@ func TestPlainStrings(t *testing.T) {
 			t.Errorf("plainStrings(%s) = %#v, want %#v", in, got, want)
 		}
 	}
+}
+
+// On SQLite the brief window read is one range scan of the covering index
+// (migration 0015), with no lookup of each row in the table.
+func TestLoadWindowBriefReadsOnlyTheCoveringIndex(t *testing.T) {
+	db := storetest.SQLite(t)
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+briefWindowQuery, int64(1), int64(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var details []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		details = append(details, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"SEARCH incident_changes USING COVERING INDEX incident_changes_at_brief (at_ms>? AND at_ms<?)"}
+	if !reflect.DeepEqual(details, want) {
+		t.Errorf("plan %q, want %q", details, want)
+	}
+}
+
+// A change may touch any number of assets. The covering index exists on
+// SQLite only: on PostgreSQL a B-tree entry this long (over 2.7 kB of
+// incompressible asset ids) would make recording the change fail.
+func TestRecordChangeTouchingManyAssetsOnBoth(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := &Log{DB: db, Clock: clock.NewFake(tue(15, 0))}
+		var assets []string
+		for i := range 80 {
+			assets = append(assets, fmt.Sprintf("kafka://prod/t%x", sha256.Sum256([]byte{byte(i)})))
+		}
+		if _, err := s.RecordChange(ctx, RecordChangeParams{At: tue(13, 0), Kind: "deploy", System: "flink", Assets: assets, Summary: "wide deploy"}); err != nil {
+			t.Fatalf("record a change touching %d assets: %v", len(assets), err)
+		}
+		brief, err := LoadWindowBrief(ctx, db, tue(12, 0), tue(15, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(brief) != 1 || !reflect.DeepEqual(brief[0].Assets, assets) {
+			t.Fatalf("window read %d changes; want the one with its %d assets", len(brief), len(assets))
+		}
+	})
 }

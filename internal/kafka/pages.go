@@ -128,3 +128,32 @@ func (p *HealthPage) Summary(cluster string) string {
 	}
 	return summary
 }
+
+// Summary is the page for a person: the round's summary, then one line per
+// listed group that is not ok naming who consumes it (owners[i] is that
+// line for Groups[i], worked out by the caller from the context graph),
+// and the asked-for group's line even when it is ok, so a question about
+// one group always names its consumer.
+func (p *LagPage) Summary(owners []string, oneGroup bool) string {
+	owner := func(i int) string {
+		if i < len(owners) {
+			return owners[i]
+		}
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(p.Report.Summary())
+	for i, g := range p.Groups {
+		if g.Status == StatusOK {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", g.Group, owner(i))
+	}
+	if oneGroup && len(p.Groups) == 1 && p.Groups[0].Status == StatusOK {
+		fmt.Fprintf(&b, "\n  %s: %s", p.Groups[0].Group, owner(0))
+	}
+	if p.NextCursor != "" {
+		fmt.Fprintf(&b, "\n%d of %d groups listed; pass next_cursor as cursor for more.", len(p.Groups), p.Total)
+	}
+	return b.String()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,37 @@ func TestHealthReportPage(t *testing.T) {
 		"2 of 5 topics listed (worst first); pass next_cursor as cursor for more."
 	if got := hp.Summary("prod"); got != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestLagPageSummary: the round's summary, then an owner line for each
+// listed group that is not ok (never for one on another page), the asked
+// group's line even when ok, and the paging hint only when more remain.
+func TestLagPageSummary(t *testing.T) {
+	rep := &LagReport{Cluster: "prod", Window: "10m0s", Groups: []GroupReport{
+		{Group: "zeta", Status: StatusStopped},
+		{Group: "alpha", Status: StatusLagging, TotalLag: 40},
+		{Group: "beta", Status: StatusOK},
+	}}
+	head := strings.Split(rep.Summary(), "\n")
+	lines := func(s string) []string { return strings.Split(s, "\n")[len(head):] }
+
+	lp := rep.Page(firstPage(t, 2), 10)
+	got := lines(lp.Summary([]string{"owner of alpha", "owner of beta"}, false))
+	want := []string{"  alpha: owner of alpha", "2 of 3 groups listed; pass next_cursor as cursor for more."}
+	if !slices.Equal(got, want) {
+		t.Errorf("first page:\n got %q\nwant %q", got, want)
+	}
+	if whole := strings.Split(lp.Summary(nil, false), "\n"); !slices.Equal(whole[:len(head)], head) {
+		t.Errorf("the round's summary leads: %q", whole)
+	}
+
+	one := (&LagReport{Cluster: "prod", Window: "10m0s", Groups: []GroupReport{{Group: "beta", Status: StatusOK}}}).Page(firstPage(t, 5), 10)
+	oneHead := len(strings.Split(one.Report.Summary(), "\n"))
+	if got := strings.Split(one.Summary([]string{"consumed by job://beta"}, true), "\n")[oneHead:]; !slices.Equal(got, []string{"  beta: consumed by job://beta"}) {
+		t.Errorf("asked-for ok group: %q", got)
+	}
+	if got := strings.Split(one.Summary([]string{"consumed by job://beta"}, false), "\n")[oneHead:]; len(got) != 0 {
+		t.Errorf("an ok group in a full round gets no line: %q", got)
 	}
 }

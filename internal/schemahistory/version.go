@@ -268,3 +268,36 @@ func ReadLatestVersion(ctx context.Context, src Sources, subject string) (*Lates
 	}
 	return out, nil
 }
+
+// Summary is the version for a person: subject, version, schema id and
+// type, the compatibility level, the field changes from the version
+// before, its change-log entry and any notes.
+func (lv *LatestVersion) Summary() string {
+	v := lv.Version
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s version %d (schema id %d, %s)", v.Subject, v.Version, v.ID, string(v.Kind()))
+	if lv.Compatibility != "" {
+		fmt.Fprintf(&b, ", compatibility %s (%s)", lv.Compatibility, lv.LevelSource)
+	}
+	if f := lv.Facts; f != nil && f.Previous > 0 {
+		if len(f.Changes) == 0 {
+			fmt.Fprintf(&b, "\nno field changes from version %d", f.Previous)
+		} else {
+			fmt.Fprintf(&b, "\nfrom version %d:", f.Previous)
+			for _, c := range f.Changes {
+				fmt.Fprintf(&b, "\n- %s", c)
+			}
+		}
+	}
+	if ch := lv.Change; ch != nil {
+		if ch.Created {
+			fmt.Fprintf(&b, "\nrecorded in the change log as change %d at %s (first seen; the registry gives no registration time)", ch.ID, ch.At.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(&b, "\nalready in the change log as change %d, first seen %s", ch.ID, ch.At.Format(time.RFC3339))
+		}
+	}
+	for _, n := range lv.Notes {
+		b.WriteString("\nnote: " + n)
+	}
+	return b.String()
+}

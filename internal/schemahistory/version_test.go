@@ -3,6 +3,8 @@ package schemahistory
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +133,52 @@ func TestRecordVersionFields(t *testing.T) {
 	}
 	if got := describeFields(fields); got != "removed a; changed the type of d; renamed b to c" {
 		t.Errorf("describe: %q", got)
+	}
+}
+
+// TestLatestVersionSummary: each line of the summary says one thing read
+// from the result: the version, the changes from the one before (or that
+// there were none), whether this read recorded it, and the notes.
+func TestLatestVersionSummary(t *testing.T) {
+	at := time.Date(2026, 3, 10, 14, 0, 0, 0, time.UTC)
+	removed := compat.Change{Kind: compat.Removed, Path: "response_bytes", Old: `["null","long"]`}
+	added := compat.Change{Kind: compat.Added, Path: "response_kib", New: `["null","double"]`}
+	lv := &LatestVersion{
+		Version:       &registry.SchemaVersion{Subject: billing, Version: 12, ID: 7},
+		Compatibility: string(compat.Backward), LevelSource: "subject",
+		Facts:  &VersionFacts{Versions: []int{11, 12}, Previous: 11, Changes: []compat.Change{removed, added}},
+		Change: &RecordedVersion{ID: 4, Created: true, At: at},
+		Notes:  []string{"canonical hash not computed: x"},
+	}
+	want := []string{
+		"api-usage-value version 12 (schema id 7, AVRO), compatibility BACKWARD (subject)",
+		"from version 11:",
+		"- " + removed.String(),
+		"- " + added.String(),
+		"recorded in the change log as change 4 at 2026-03-10T14:00:00Z (first seen; the registry gives no registration time)",
+		"note: canonical hash not computed: x",
+	}
+	if got := strings.Split(lv.Summary(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("first read:\n got %q\nwant %q", got, want)
+	}
+
+	// A later read of a version with no field changes, whose level could
+	// not be read: no compatibility, "already" recorded.
+	lv.Compatibility, lv.Facts.Changes, lv.Notes = "", nil, nil
+	lv.Version.SchemaType = "PROTOBUF"
+	lv.Change.Created = false
+	want = []string{
+		"api-usage-value version 12 (schema id 7, PROTOBUF)",
+		"no field changes from version 11",
+		"already in the change log as change 4, first seen 2026-03-10T14:00:00Z",
+	}
+	if got := strings.Split(lv.Summary(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("later read:\n got %q\nwant %q", got, want)
+	}
+
+	// A first version, not recorded: only the version line.
+	first := &LatestVersion{Version: &registry.SchemaVersion{Subject: billing, Version: 1, ID: 1}, Facts: &VersionFacts{}}
+	if got := first.Summary(); got != "api-usage-value version 1 (schema id 1, AVRO)" {
+		t.Errorf("first version: %q", got)
 	}
 }

@@ -19,6 +19,11 @@ import (
 //	BLOB     binary data (BYTEA on PostgreSQL)
 //	DOUBLE   an 8-byte float (DOUBLE PRECISION on PostgreSQL, REAL on SQLite)
 //
+// A statement that begins with SQLITE_ONLY runs on SQLite and is skipped on
+// PostgreSQL (the version is still recorded on both), for what only SQLite
+// can hold, such as an index over unbounded text: a PostgreSQL B-tree
+// entry is capped at about 2.7 kB, so the insert of a longer row would fail.
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
@@ -110,6 +115,10 @@ func (db *DB) migrate(ctx context.Context) error {
 				continue
 			}
 			for _, stmt := range splitStatements(translate(db.dialect, m.SQL)) {
+				stmt, sqliteOnly := strings.CutPrefix(stmt, "SQLITE_ONLY ")
+				if sqliteOnly && db.dialect == Postgres {
+					continue
+				}
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("migration %04d_%s: %w\n%s", m.Version, m.Name, err, stmt)
 				}
