@@ -73,24 +73,12 @@ func approversShow(ctx context.Context, e *env, args []string) error {
 }
 
 func approversPin(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("approvers pin")
-	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
-	pos, err := parseFlags(fs, args)
+	act, err := e.governanceAct(ctx, "approvers pin", 1, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return errUsage
-	}
-	svc, err := e.service(ctx)
-	if err != nil {
-		return err
-	}
-	by, err := e.recordedPerson()
-	if err != nil {
-		return err
-	}
-	recs, err := svc.PinDomain(ctx, pos[0], by, *reason)
+	svc, by, pos, reason := act.svc, act.by, act.pos, act.reason
+	recs, err := svc.PinDomain(ctx, pos[0], by, reason)
 	if err != nil {
 		return err
 	}

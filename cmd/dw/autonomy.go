@@ -40,24 +40,12 @@ func autonomyShow(ctx context.Context, e *env, args []string) error {
 }
 
 func autonomySet(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("autonomy set")
-	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
-	pos, err := parseFlags(fs, args)
+	act, err := e.governanceAct(ctx, "autonomy set", 2, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return errUsage
-	}
-	svc, err := e.service(ctx)
-	if err != nil {
-		return err
-	}
-	by, err := e.recordedPerson()
-	if err != nil {
-		return err
-	}
-	li, err := svc.SetAutonomy(ctx, pos[0], pos[1], by, *reason)
+	svc, by, pos, reason := act.svc, act.by, act.pos, act.reason
+	li, err := svc.SetAutonomy(ctx, pos[0], pos[1], by, reason)
 	if err != nil {
 		return err
 	}
@@ -67,24 +55,12 @@ func autonomySet(ctx context.Context, e *env, args []string) error {
 }
 
 func autonomyReset(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("autonomy reset")
-	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
-	pos, err := parseFlags(fs, args)
+	act, err := e.governanceAct(ctx, "autonomy reset", 1, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return errUsage
-	}
-	svc, err := e.service(ctx)
-	if err != nil {
-		return err
-	}
-	by, err := e.recordedPerson()
-	if err != nil {
-		return err
-	}
-	li, err := svc.ResetAutonomy(ctx, pos[0], by, *reason)
+	svc, by, pos, reason := act.svc, act.by, act.pos, act.reason
+	li, err := svc.ResetAutonomy(ctx, pos[0], by, reason)
 	if err != nil {
 		return err
 	}
@@ -94,4 +70,35 @@ func autonomyReset(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "Domain %s is back at its configured level %s (%s). Recorded in receipt %s.\n", li.Domain, li.Level, li.Name, approvals.OrgReceiptID)
 	return nil
+}
+
+// governanceAct is what every governance change at the terminal starts
+// with: its flags (a required --reason), exactly n arguments, the store's
+// approvals service and the person the OS account is on record as.
+type governanceAct struct {
+	svc    *approvals.Service
+	by     approvals.Decider
+	pos    []string
+	reason string
+}
+
+func (e *env) governanceAct(ctx context.Context, name string, n int, args []string) (governanceAct, error) {
+	fs := e.flags(name)
+	reason := fs.String("reason", "", "why; recorded in the org receipt (required)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return governanceAct{}, err
+	}
+	if len(pos) != n {
+		return governanceAct{}, errUsage
+	}
+	svc, err := e.service(ctx)
+	if err != nil {
+		return governanceAct{}, err
+	}
+	by, err := e.recordedPerson()
+	if err != nil {
+		return governanceAct{}, err
+	}
+	return governanceAct{svc: svc, by: by, pos: pos, reason: *reason}, nil
 }
