@@ -31,9 +31,10 @@ var Command = func(name string) (*exec.Cmd, error) {
 }
 
 // Open returns a warehouse whose driver runs in a child process, started on
-// the first call and given wc as cfg has it (every child this proxy
-// starts gets the same). It has the shape of warehouses.Open so deps can
-// use either.
+// the first call. Every child it starts is opened with wc and cfg's data
+// directory and source as the agent loaded them (Opening; dw.yaml names
+// secrets only by their variables, so none crosses the pipe). It has the
+// shape of warehouses.Open so deps can use either.
 func Open(_ context.Context, cfg *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
 	var d warehouse.Dialect
 	switch wc.Kind {
