@@ -21,7 +21,6 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list ./...: %v", err)
 	}
-	const module = "github.com/dataworkers/dw/"
 	var bins []string
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasPrefix(p, module+"cmd/") {
@@ -82,13 +81,10 @@ var transportPackages = map[string]string{
 	"internal/agentboot": "starts an agent's MCP server (calls mcpserver.Main)",
 }
 
-// TestDomainPackagesDoNotImportTheMCPSDK: no internal/ package outside the
-// transport packages (and their subpackages) links the MCP SDK, directly
-// or through another package, so domain workflows are testable and usable
-// without the protocol (issue 17).
-func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
-	const module = "github.com/dataworkers/dw/"
-	const sdk = "github.com/modelcontextprotocol/go-sdk"
+// internalImports maps every package the module's internal/ packages link
+// to its non-test imports (go list -deps).
+func internalImports(t *testing.T) map[string][]string {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"internal/...").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./internal/...: %v", err)
@@ -100,38 +96,59 @@ func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
 			imports[f[0]] = f[1:]
 		}
 	}
-	transport := func(p string) bool {
-		rel := strings.TrimPrefix(p, module)
-		for tp := range transportPackages {
-			if rel == tp || strings.HasPrefix(rel, tp+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	// linksSDK reports the SDK package p reaches, through non-test imports.
+	return imports
+}
+
+// reacher returns, for a package, the chain of imports by which it links a
+// package that target picks ("" when it links none).
+func reacher(imports map[string][]string, target func(string) bool) func(p string) string {
 	memo := map[string]string{}
-	var linksSDK func(p string) string
-	linksSDK = func(p string) string {
+	var reach func(p string) string
+	reach = func(p string) string {
 		if via, ok := memo[p]; ok {
 			return via
 		}
 		memo[p] = ""
 		for _, imp := range imports[p] {
-			if imp == sdk || strings.HasPrefix(imp, sdk+"/") {
+			if target(imp) {
 				memo[p] = imp
 				return imp
 			}
-			if via := linksSDK(imp); via != "" {
+			if via := reach(imp); via != "" {
 				memo[p] = imp + " -> " + via
 				return memo[p]
 			}
 		}
 		return ""
 	}
+	return reach
+}
+
+// within reports whether p (an import path) is one of the listed module
+// paths or below one.
+func within(p string, list map[string]string) bool {
+	rel := strings.TrimPrefix(p, module)
+	for tp := range list {
+		if rel == tp || strings.HasPrefix(rel, tp+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+const module = "github.com/dataworkers/dw/"
+
+// TestDomainPackagesDoNotImportTheMCPSDK: no internal/ package outside the
+// transport packages (and their subpackages) links the MCP SDK, directly
+// or through another package, so domain workflows are testable and usable
+// without the protocol (issue 17).
+func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
+	const sdk = "github.com/modelcontextprotocol/go-sdk"
+	imports := internalImports(t)
+	linksSDK := reacher(imports, func(p string) bool { return p == sdk || strings.HasPrefix(p, sdk+"/") })
 	checked := 0
 	for p := range imports {
-		if !strings.HasPrefix(p, module+"internal/") || transport(p) {
+		if !strings.HasPrefix(p, module+"internal/") || within(p, transportPackages) {
 			continue
 		}
 		checked++
@@ -141,5 +158,36 @@ func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("checked only %d internal packages; go list found too little", checked)
+	}
+}
+
+// wiringPackages may link internal/deps (with their subpackages): they
+// build and hand out what an agent's handlers share. Every other package
+// under internal/ is a domain or infrastructure package, which is given
+// what it needs (values, interfaces, funcs) by the one that wires it.
+var wiringPackages = map[string]string{
+	"internal/deps":          "the wiring layer itself (deps/clients: its client accessors)",
+	"internal/agentboot":     "starts an agent: loads its deps once, then serves",
+	"internal/warehouseproc": "the warehouse child's proxy, which finds the dw binary beside the agent (deps.Sibling)",
+}
+
+// TestDomainPackagesDoNotImportDeps: internal/deps is the wiring layer
+// above the domains, so no domain package links it, directly or through
+// another: dw watch builds one deps in cmd and gives internal/routines
+// the store, graph, warehouses and clients through routines.Options.
+func TestDomainPackagesDoNotImportDeps(t *testing.T) {
+	const deps = module + "internal/deps"
+	imports := internalImports(t)
+	linksDeps := reacher(imports, func(p string) bool { return p == deps || strings.HasPrefix(p, deps+"/") })
+	if _, ok := imports[module+"internal/routines"]; !ok {
+		t.Fatal("go list found no internal/routines: where did dw watch's domain package go?")
+	}
+	for p := range imports {
+		if !strings.HasPrefix(p, module+"internal/") || within(p, wiringPackages) {
+			continue
+		}
+		if via := linksDeps(p); via != "" {
+			t.Errorf("%s links %s (%s); pass what it needs in from cmd or agentboot instead (or list it in wiringPackages)", p, deps, via)
+		}
 	}
 }

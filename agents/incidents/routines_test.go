@@ -18,7 +18,11 @@ func watchStoryA(t *testing.T, s *story) *routines.Run {
 	t.Helper()
 	s.cfg.Routines = []config.Routine{{Name: "usage-billing", Cron: "5 * * * *",
 		Checks: []config.RoutineCheck{{Table: "usage.usage_hourly", Period: "today", Bucket: "hour", HistoryDays: 21}}}}
-	r, err := routines.New(routines.Options{DB: s.db(), Config: s.cfg, Clock: s.clk, Watcher: "test",
+	g, err := s.d.Graph(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := routines.New(routines.Options{DB: s.db(), Config: s.cfg, Graph: g, Clock: s.clk, Watcher: "test",
 		Warehouse: func(ctx context.Context, name string) (warehouse.Warehouse, error) { return s.d.Warehouse(ctx, name) }})
 	if err != nil {
 		t.Fatal(err)

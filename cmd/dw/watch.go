@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
-	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/connect"
+	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/deps/clients"
+	"github.com/dataworkers/dw/internal/flink"
+	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/page"
+	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/routines"
-	"github.com/dataworkers/dw/internal/warehouse"
 	"github.com/dataworkers/dw/internal/warehouses"
 )
 
@@ -67,20 +70,29 @@ func watch(ctx context.Context, e *env, args []string) error {
 	if len(routines.Routines(cfg)) == 0 {
 		return fmt.Errorf("no routines in %s: add them under routines: (name, cron or every, and what to observe)", cfg.Source)
 	}
-	if _, err := e.service(ctx); err != nil {
-		return err
-	}
+	// One deps for the watcher's life, as an agent has: the store, the
+	// held graph, each warehouse (in process: dw links the drivers) and
+	// each client, built on first use.
+	d := deps.New("dw-watch", cfg, clk, e.log)
+	defer d.Close()
+	d.OpenWarehouse = warehouses.Open
 	// The embedded default seeds its store and warehouse on first use, on
 	// the incident day of the clock, so --at replays the demo's day.
-	if err := packload.SeedDefault(ctx, e.db, cfg, clk); err != nil {
-		return fmt.Errorf("seed the embedded default store: %w", err)
+	d.SeedStore = packload.SeedDefault
+	db, err := d.Store(ctx)
+	if err != nil {
+		return err
+	}
+	g, err := d.Graph(ctx)
+	if err != nil {
+		return err
 	}
 	notifier, err := routines.NewSlack(cfg, e.log)
 	if err != nil {
 		return err
 	}
-	opts := routines.Options{DB: e.db, Config: cfg, Clock: clk, Warehouse: warehouseOpener(cfg, clk),
-		Sources: routines.SourcesFromConfig(cfg), Watcher: *watcher, Lease: *lease, Parallel: *parallel, Grace: *grace, Log: e.log}
+	opts := routines.Options{DB: db, Config: cfg, Graph: g, Clock: clk, Warehouse: d.Warehouse,
+		Sources: watchSources(d), Watcher: *watcher, Lease: *lease, Parallel: *parallel, Grace: *grace, Log: e.log}
 	if notifier != nil {
 		opts.Notifier = notifier
 	}
@@ -100,30 +112,27 @@ func watch(ctx context.Context, e *env, args []string) error {
 	}{runs})
 }
 
-// warehouseOpener opens each configured warehouse once for the watcher's
-// life; DuckDB holds its file read-only only while queries come (closing
-// it duckdb.Linger after the last), so the demo loader and the agents
-// still get at it.
-func warehouseOpener(cfg *config.Config, clk clock.Clock) func(ctx context.Context, name string) (warehouse.Warehouse, error) {
-	var mu sync.Mutex
-	open := map[string]warehouse.Warehouse{}
-	return func(ctx context.Context, name string) (warehouse.Warehouse, error) {
-		wc, err := cfg.Warehouse(name)
-		if err != nil {
-			return nil, err
+// watchSources reaches the streaming systems dw.yaml configures through
+// d's clients (internal/deps/clients), as the agents do.
+func watchSources(d *deps.Deps) routines.Sources {
+	cfg := d.Config
+	s := routines.Sources{Cluster: "default"}
+	if k := cfg.Kafka; k != nil {
+		if strings.TrimSpace(k.Name) != "" {
+			s.Cluster = strings.TrimSpace(k.Name)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if w, ok := open[wc.Name]; ok {
-			return w, nil
-		}
-		w, err := warehouses.Open(ctx, cfg, wc, clk)
-		if err != nil {
-			return nil, err
-		}
-		open[wc.Name] = w
-		return w, nil
+		s.Kafka = func(ctx context.Context) (*kafka.Client, error) { return clients.Kafka(ctx, d) }
 	}
+	if cfg.KafkaConnect != nil {
+		s.Connect = func() (*connect.Client, error) { return clients.Connect(d) }
+	}
+	if clients.RegistryConfigured(d) {
+		s.Registry = func() (*registry.Client, error) { return clients.Registry(d) }
+	}
+	if cfg.Flink != nil {
+		s.Flink = func() (*flink.Client, error) { return clients.Flink(d) }
+	}
+	return s
 }
 
 func routinesList(ctx context.Context, e *env, args []string) error {

@@ -134,6 +134,21 @@ type DBTRecord struct {
 // import of the same project recorded, in one transaction, and never
 // touches what a team set (see the package note above).
 func RecordDBTTests(ctx context.Context, db *store.DB, project string, warehouses map[string][]string, tests []ingest.DBTTest, at time.Time) (*DBTRecord, error) {
+	var rec *DBTRecord
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		rec, err = recordDBTTests(ctx, tx, project, warehouses, tests, at)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// recordDBTTests is RecordDBTTests inside tx: ImportDBT runs it in the
+// transaction that swaps the manifest's graph in.
+func recordDBTTests(ctx context.Context, tx *store.Tx, project string, warehouses map[string][]string, tests []ingest.DBTTest, at time.Time) (*DBTRecord, error) {
 	byAsset, recorded, notes := FromDBTTests(tests)
 	rec := &DBTRecord{ByTest: recorded, Notes: notes, Warehouses: []string{}}
 	type row struct{ key, ref, doc string }
@@ -177,46 +192,40 @@ func RecordDBTTests(ctx context.Context, db *store.DB, project string, warehouse
 	}
 	sort.Strings(rec.Warehouses)
 	sort.Strings(rec.Notes)
-	err := db.InTx(ctx, func(tx *store.Tx) error {
-		// What this project recorded before goes: a test removed from the
-		// manifest is no longer an expectation.
-		for w := range targets {
-			old, err := tx.QueryContext(ctx, `SELECT table_ref, spec FROM quality_expectations WHERE warehouse = ?`, dbtKey(w))
-			if err != nil {
-				return fmt.Errorf("read dbt expectations: %w", err)
+	// What this project recorded before goes: a test removed from the
+	// manifest is no longer an expectation.
+	for w := range targets {
+		old, err := tx.QueryContext(ctx, `SELECT table_ref, spec FROM quality_expectations WHERE warehouse = ?`, dbtKey(w))
+		if err != nil {
+			return nil, fmt.Errorf("read dbt expectations: %w", err)
+		}
+		var stale []string
+		for old.Next() {
+			var ref, spec string
+			if err := old.Scan(&ref, &spec); err != nil {
+				old.Close()
+				return nil, err
 			}
-			var stale []string
-			for old.Next() {
-				var ref, spec string
-				if err := old.Scan(&ref, &spec); err != nil {
-					old.Close()
-					return err
-				}
-				var d dbtDoc
-				if json.Unmarshal([]byte(spec), &d) == nil && d.Project == project {
-					stale = append(stale, ref)
-				}
-			}
-			if err := old.Close(); err != nil {
-				return err
-			}
-			for _, ref := range stale {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM quality_expectations WHERE warehouse = ? AND table_ref = ?`, dbtKey(w), ref); err != nil {
-					return fmt.Errorf("replace dbt expectations: %w", err)
-				}
+			var d dbtDoc
+			if json.Unmarshal([]byte(spec), &d) == nil && d.Project == project {
+				stale = append(stale, ref)
 			}
 		}
-		for _, r := range rows {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO quality_expectations (warehouse, table_ref, spec, updated_ms) VALUES (?, ?, ?, ?)
-				ON CONFLICT (warehouse, table_ref) DO UPDATE SET spec = excluded.spec, updated_ms = excluded.updated_ms`,
-				r.key, r.ref, r.doc, store.Millis(at)); err != nil {
-				return fmt.Errorf("record dbt expectations for %s: %w", r.ref, err)
+		if err := old.Close(); err != nil {
+			return nil, err
+		}
+		for _, ref := range stale {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM quality_expectations WHERE warehouse = ? AND table_ref = ?`, dbtKey(w), ref); err != nil {
+				return nil, fmt.Errorf("replace dbt expectations: %w", err)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO quality_expectations (warehouse, table_ref, spec, updated_ms) VALUES (?, ?, ?, ?)
+			ON CONFLICT (warehouse, table_ref) DO UPDATE SET spec = excluded.spec, updated_ms = excluded.updated_ms`,
+			r.key, r.ref, r.doc, store.Millis(at)); err != nil {
+			return nil, fmt.Errorf("record dbt expectations for %s: %w", r.ref, err)
+		}
 	}
 	return rec, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/lineage/ingest"
+	"github.com/dataworkers/dw/internal/store"
 )
 
 // DBTImport is a dbt manifest imported whole: the graph import and the
@@ -22,15 +23,24 @@ type DBTImport struct {
 // each test's platform (warehouses maps a platform such as duckdb to their
 // names). Everything that can be refused is refused before anything is
 // written: the tests are read first, and the graph import parses the whole
-// manifest before its one atomic write, so a manifest that cannot be read
-// changes nothing. The expectations are written after the graph, in their
-// own transaction: both writes are idempotent, so if that last write fails
-// (the error says the graph was imported) importing the same manifest
-// again completes it and changes nothing else.
+// manifest before it writes. The expectations are written inside the
+// transaction that makes the graph import visible (ingest.DBTOptions.InSwap:
+// the import's one transaction, or its staged swap), so the two commit
+// together or not at all: a failed import leaves the old graph and the old
+// expectations as they were.
 func ImportDBT(ctx context.Context, g *lineage.Graph, data []byte, opts ingest.DBTOptions, warehouses map[string][]string, clk clock.Clock) (*DBTImport, error) {
 	tests, skipped, err := ingest.ReadDBTTests(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
+	}
+	at := clk.Now()
+	var rec *DBTRecord
+	opts.InSwap = func(tx *store.Tx, project string) error {
+		var err error
+		if rec, err = recordDBTTests(ctx, tx, project, warehouses, tests, at); err != nil {
+			return fmt.Errorf("record the dbt tests as expectations (nothing was imported): %w", err)
+		}
+		return nil
 	}
 	res, err := ingest.DBTManifest(ctx, g, bytes.NewReader(data), opts)
 	if err != nil {
@@ -38,10 +48,6 @@ func ImportDBT(ctx context.Context, g *lineage.Graph, data []byte, opts ingest.D
 	}
 	if res.Counts == nil {
 		res.Counts = map[string]int{}
-	}
-	rec, err := RecordDBTTests(ctx, g.DB(), res.Project, warehouses, tests, clk.Now())
-	if err != nil {
-		return nil, fmt.Errorf("the graph was imported, but the dbt tests were not recorded as expectations: %w", err)
 	}
 	rec.Notes = append(rec.Notes, skipped...)
 	return &DBTImport{DBTImportResult: *res, Expectations: *rec}, nil

@@ -76,14 +76,25 @@ type stager struct {
 // staged, so the staged copy is stale.
 var errGraphMoved = errors.New("the lineage graph changed while the import was staged")
 
+// BulkOptions adjust a bulk write.
+type BulkOptions struct {
+	// InSwap, when set, is work that belongs with the graph write: it runs
+	// inside the transaction that makes the write visible (a small
+	// write's one transaction, or a staged import's swap), after the graph
+	// is written, so its error rolls the write back and readers see both
+	// or neither. It writes only through tx, and may run more than once
+	// (a staged import staged again after another writer moved the graph).
+	InSwap func(tx *store.Tx) error
+}
+
 // WriteBulk is Write for an input of about rows assets and edges. Small
 // inputs are one transaction (Write); large ones are staged (see above),
 // so fn may run more than once and must use only the Writer's methods
 // (UpsertAssets, UpsertAsset, Link, LinkLater), which name the tables the
 // staging rewrites.
-func (g *Graph) WriteBulk(ctx context.Context, rows int, fn func(w *Writer) error) (ImportStats, error) {
+func (g *Graph) WriteBulk(ctx context.Context, rows int, fn func(w *Writer) error, opts BulkOptions) (ImportStats, error) {
 	if rows < stageMinRows {
-		return g.Write(ctx, fn)
+		return g.write(ctx, fn, opts.InSwap)
 	}
 	unlock, err := lockStage(ctx, g.db)
 	if err != nil {
@@ -91,7 +102,7 @@ func (g *Graph) WriteBulk(ctx context.Context, rows int, fn func(w *Writer) erro
 	}
 	defer unlock()
 	for attempt := 1; ; attempt++ {
-		stats, err := g.writeStaged(ctx, fn)
+		stats, err := g.writeStaged(ctx, fn, opts.InSwap)
 		if err != nil {
 			// Best effort: the next bulk import drops leftovers anyway.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -107,7 +118,7 @@ func (g *Graph) WriteBulk(ctx context.Context, rows int, fn func(w *Writer) erro
 	}
 }
 
-func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
+func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error, inSwap func(tx *store.Tx) error) (ImportStats, error) {
 	base, err := g.prepareStage(ctx)
 	if err != nil {
 		return ImportStats{}, err
@@ -134,7 +145,15 @@ func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error) (Impo
 	if err != nil {
 		return ImportStats{}, fmt.Errorf("commit staged import: %w", err)
 	}
-	err = g.db.InTx(ctx, func(tx *store.Tx) error { return publishStage(ctx, tx, base, w) })
+	err = g.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := publishStage(ctx, tx, base, w); err != nil {
+			return err
+		}
+		if inSwap != nil {
+			return inSwap(tx)
+		}
+		return nil
+	})
 	if err != nil {
 		return ImportStats{}, err
 	}

@@ -75,7 +75,7 @@ func BenchmarkStagedWrite(b *testing.B) {
 		t0 := time.Now()
 		var stats ImportStats
 		if staged {
-			stats, err = g.WriteBulk(ctx, 4*n, write)
+			stats, err = g.WriteBulk(ctx, 4*n, write, BulkOptions{})
 		} else {
 			stats, err = g.Write(ctx, write)
 		}

@@ -382,6 +382,12 @@ func (w *Writer) close() {
 // Write runs fn in a transaction and bumps the graph version when it
 // changed anything, so every agent's index reloads.
 func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
+	return g.write(ctx, fn, nil)
+}
+
+// write is Write with inSwap (BulkOptions.InSwap) run last in the
+// transaction.
+func (g *Graph) write(ctx context.Context, fn func(w *Writer) error, inSwap func(tx *store.Tx) error) (ImportStats, error) {
 	var stats ImportStats
 	err := g.db.InTx(ctx, func(tx *store.Tx) error {
 		w := &Writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
@@ -399,6 +405,11 @@ func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStat
 		}
 		if err := tx.QueryRowContext(ctx, "SELECT version FROM lineage_version WHERE id = 1").Scan(&w.stats.GraphVersion); err != nil {
 			return fmt.Errorf("read graph version: %w", err)
+		}
+		if inSwap != nil {
+			if err := inSwap(tx); err != nil {
+				return err
+			}
 		}
 		w.stats.Unchanged = !w.changed
 		stats = w.stats

@@ -14,6 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/demo/tables"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/routines"
 	"github.com/dataworkers/dw/internal/store"
@@ -91,7 +92,7 @@ func BenchmarkTwoHundredRoutinesInOneMinute(b *testing.B) {
 		cfg.Routines = append(cfg.Routines, tg)
 	}
 	clk := clock.NewFake(at)
-	warm, err := routines.New(routines.Options{DB: db, Config: cfg, Clock: clk, Warehouse: open, Log: benchLog, Parallel: 1})
+	warm, err := routines.New(routines.Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Warehouse: open, Log: benchLog, Parallel: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func BenchmarkTwoHundredRoutinesInOneMinute(b *testing.B) {
 	}
 	round := func(parallel int) time.Duration {
 		clk.Advance(time.Hour)
-		r, err := routines.New(routines.Options{DB: db, Config: cfg, Clock: clk, Warehouse: open, Log: benchLog, Parallel: parallel})
+		r, err := routines.New(routines.Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Warehouse: open, Log: benchLog, Parallel: parallel})
 		if err != nil {
 			b.Fatal(err)
 		}

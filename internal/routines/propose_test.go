@@ -79,7 +79,7 @@ func newBillingWatch(t *testing.T) *billingWatch {
 		}
 		return w, nil
 	}
-	r, err := routines.New(routines.Options{DB: db, Config: cfg, Clock: clk, Warehouse: open, Log: benchLog, Parallel: 1, Watcher: "test"})
+	r, err := routines.New(routines.Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Warehouse: open, Log: benchLog, Parallel: 1, Watcher: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

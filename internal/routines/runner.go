@@ -18,10 +18,15 @@ import (
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
-// Options configure a Runner.
+// Options configure a Runner. dw watch builds them from its one
+// internal/deps (the store, the held graph, the warehouses and clients);
+// this package never builds them itself.
 type Options struct {
 	DB     *store.DB
 	Config *config.Config
+	// Graph is the context graph over DB: owners to tell, blast radius
+	// for proposals, connector tables resolved.
+	Graph *lineage.Graph
 	// Clock is the time routines judge by (DW_CLOCK, or --at for a
 	// replay); default the system clock.
 	Clock clock.Clock
@@ -77,8 +82,8 @@ func Routines(cfg *config.Config) []config.Routine {
 
 // New prepares a runner; nothing runs until RunDue or Watch.
 func New(o Options) (*Runner, error) {
-	if o.DB == nil || o.Config == nil {
-		return nil, errors.New("routines: a runner needs a store and a configuration")
+	if o.DB == nil || o.Config == nil || o.Graph == nil {
+		return nil, errors.New("routines: a runner needs a store, a configuration and the context graph")
 	}
 	if o.Clock == nil {
 		o.Clock = clock.System{}
@@ -102,7 +107,7 @@ func New(o Options) (*Runner, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	r := &Runner{o: o, graph: lineage.New(o.DB, o.Clock), sem: make(chan struct{}, o.Parallel), running: map[string]bool{}}
+	r := &Runner{o: o, graph: o.Graph, sem: make(chan struct{}, o.Parallel), running: map[string]bool{}}
 	for _, rc := range Routines(o.Config) {
 		s, err := ParseSchedule(rc)
 		if err != nil {

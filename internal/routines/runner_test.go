@@ -21,8 +21,12 @@ import (
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/connect/connecttest"
+	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -146,9 +150,28 @@ func (f *fakeSlack) all() []slackPost {
 	return append([]slackPost(nil), f.posts...)
 }
 
+// testSources reaches the systems cfg names with plain clients, where dw
+// watch gives its deps' (no test here reads a Kafka broker).
+func testSources(cfg *config.Config) Sources {
+	s := Sources{Cluster: "default"}
+	if k := cfg.Kafka; k != nil && k.Name != "" {
+		s.Cluster = k.Name
+	}
+	if c := cfg.KafkaConnect; c != nil {
+		s.Connect = func() (*connect.Client, error) { return connect.NewClient(c.URL, c.Timeout) }
+	}
+	if c := cfg.SchemaRegistry; c != nil {
+		s.Registry = func() (*registry.Client, error) { return registry.New(registry.Config{URL: c.URL, Timeout: c.Timeout}) }
+	}
+	if c := cfg.Flink; c != nil {
+		s.Flink = func() (*flink.Client, error) { return flink.NewClient(c.URL, c.Timeout) }
+	}
+	return s
+}
+
 func newRunner(t *testing.T, db *store.DB, cfg *config.Config, clk clock.Clock, n Notifier) *Runner {
 	t.Helper()
-	o := Options{DB: db, Config: cfg, Clock: clk, Sources: SourcesFromConfig(cfg), Watcher: "test", Log: quietLog, Lease: time.Second}
+	o := Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Sources: testSources(cfg), Watcher: "test", Log: quietLog, Lease: time.Second}
 	if n != nil {
 		o.Notifier = n
 	}

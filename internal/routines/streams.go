@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dataworkers/dw/internal/changelog"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/connect"
-	"github.com/dataworkers/dw/internal/deps"
-	"github.com/dataworkers/dw/internal/deps/clients"
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/kafka"
@@ -20,8 +18,9 @@ import (
 	"github.com/dataworkers/dw/internal/schemahistory"
 )
 
-// Sources reach the streaming systems a routine observes. Build them with
-// SourcesFromConfig; a nil member means the system is not configured.
+// Sources reach the streaming systems a routine observes, built on first
+// use (dw watch gives its deps' clients); a nil member means the system is
+// not configured.
 type Sources struct {
 	// Cluster names the Kafka cluster in asset ids (kafka://<cluster>/<topic>).
 	Cluster  string
@@ -29,31 +28,6 @@ type Sources struct {
 	Connect  func() (*connect.Client, error)
 	Registry func() (*registry.Client, error)
 	Flink    func() (*flink.Client, error)
-}
-
-// SourcesFromConfig reaches the systems dw.yaml configures through the
-// same clients the agents hold (internal/deps/clients): each built on
-// first use, with credentials from the environment variables dw.yaml
-// names, and kept for the watcher's life.
-func SourcesFromConfig(cfg *config.Config) Sources {
-	d := deps.New("dw-watch", cfg, nil, nil)
-	s := Sources{Cluster: "default"}
-	if k := cfg.Kafka; k != nil {
-		if strings.TrimSpace(k.Name) != "" {
-			s.Cluster = strings.TrimSpace(k.Name)
-		}
-		s.Kafka = func(ctx context.Context) (*kafka.Client, error) { return clients.Kafka(ctx, d) }
-	}
-	if cfg.KafkaConnect != nil {
-		s.Connect = func() (*connect.Client, error) { return clients.Connect(d) }
-	}
-	if clients.RegistryConfigured(d) {
-		s.Registry = func() (*registry.Client, error) { return clients.Registry(d) }
-	}
-	if cfg.Flink != nil {
-		s.Flink = func() (*flink.Client, error) { return clients.Flink(d) }
-	}
-	return s
 }
 
 func (s Sources) topicAsset(topic string) string { return "kafka://" + s.Cluster + "/" + topic }

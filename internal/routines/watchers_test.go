@@ -17,6 +17,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 	"github.com/dataworkers/dw/internal/storeconfig"
@@ -60,7 +61,8 @@ func child(path string) int {
 			log.Error("bad instant", "at", at)
 			return 2
 		}
-		r, err := New(Options{DB: db, Config: cfg, Clock: clock.NewOffset(t), Sources: SourcesFromConfig(cfg),
+		clk := clock.NewOffset(t)
+		r, err := New(Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Sources: testSources(cfg),
 			Watcher: os.Getenv("DW_ROUTINES_WATCHER"), Lease: lease, Parallel: 4, Log: log})
 		if err != nil {
 			log.Error("runner", "err", err)
@@ -226,7 +228,8 @@ func TestKilledWatcherLosesItsLease(t *testing.T) {
 
 	wall := clock.NewFake(time.Now())
 	survivor := func(at time.Time) []*Run {
-		r, err := New(Options{DB: db, Config: cfg, Clock: clock.NewFake(at), Wall: wall, Sources: SourcesFromConfig(cfg),
+		clk := clock.NewFake(at)
+		r, err := New(Options{DB: db, Config: cfg, Graph: lineage.New(db, clk), Clock: clk, Wall: wall, Sources: testSources(cfg),
 			Watcher: "survivor", Lease: 3 * time.Second, Log: quietLog})
 		if err != nil {
 			t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 // Command is how an agent starts the child: the dw binary beside it.
 // Tests point it elsewhere.
 var Command = func(name string) (*exec.Cmd, error) {
-	cmd, err := deps.Sibling("warehouse", "serve", "--name", name)
+	cmd, err := deps.Sibling("warehouse", "serve")
 	if err != nil {
 		return nil, fmt.Errorf("warehouse access runs in `dw warehouse serve`: %w", err)
 	}
@@ -31,9 +31,11 @@ var Command = func(name string) (*exec.Cmd, error) {
 }
 
 // Open returns a warehouse whose driver runs in a child process, started on
-// the first call. It has the shape of warehouses.Open so deps can use
-// either.
-func Open(_ context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
+// the first call. Every child it starts is opened with wc and cfg's data
+// directory and source as the agent loaded them (Opening; dw.yaml names
+// secrets only by their variables, so none crosses the pipe). It has the
+// shape of warehouses.Open so deps can use either.
+func Open(_ context.Context, cfg *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
 	var d warehouse.Dialect
 	switch wc.Kind {
 	case "duckdb":
@@ -49,7 +51,7 @@ func Open(_ context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clo
 	if err != nil {
 		return nil, err
 	}
-	return &Proxy{name: wc.Name, dialect: d, idle: idle}, nil
+	return &Proxy{name: wc.Name, dialect: d, idle: idle, opening: opening(cfg, wc)}, nil
 }
 
 // IdleEnv names the idle period after which an agent's warehouse child
@@ -87,6 +89,8 @@ type Proxy struct {
 	dialect warehouse.Dialect
 	// idle is how long the child outlives its last call (0: forever).
 	idle time.Duration
+	// opening is the configuration every child is opened with.
+	opening Opening
 
 	mu sync.Mutex
 	// scanned is the bytes the session has scanned against the driver's
@@ -186,15 +190,19 @@ func (p *Proxy) start() error {
 }
 
 // call sends one request and waits for its answer. A cancelled context
-// ends the child, which is started again by the next call; a restarted
-// child is first told what the session has scanned so far, so a scan
-// budget carries across restarts.
+// ends the child, which is started again by the next call; a new child is
+// first opened with the agent's configuration and told what the session
+// has scanned so far, so a scan budget carries across restarts.
 func (p *Proxy) call(ctx context.Context, req request) (*response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.armIdle()
 	if p.cmd == nil {
 		if err := p.start(); err != nil {
+			return nil, err
+		}
+		if _, err := p.exchange(ctx, request{Op: "open", Open: &p.opening}); err != nil {
+			p.stop() // a child that cannot open the warehouse ends
 			return nil, err
 		}
 		if p.scanned > 0 || len(p.inFlight) > 0 {

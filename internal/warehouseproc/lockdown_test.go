@@ -55,11 +55,11 @@ func TestChildForwardsTheEngineVerdict(t *testing.T) {
 	old := Command
 	Command = func(string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), "DW_TEST_WAREHOUSE="+path)
+		cmd.Env = append(os.Environ(), childEnv+"=1")
 		return cmd, nil
 	}
 	t.Cleanup(func() { Command = old })
-	w, err := Open(context.Background(), nil, &config.Warehouse{Name: "t", Kind: "duckdb"}, nil)
+	w, err := Open(context.Background(), agentConfig(t), &config.Warehouse{Name: "t", Kind: "duckdb", Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

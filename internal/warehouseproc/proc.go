@@ -8,6 +8,11 @@
 // agent, which links them) and talks to it over its stdin and stdout, one
 // JSON request per line. Results are small (checks aggregate in the
 // warehouse), so the hop costs little.
+//
+// The child reads no configuration of its own: the agent's first request
+// (op open) carries what the agent loaded (Opening), so a child started
+// again after an idle exit serves the warehouse the agent's tools describe,
+// even if dw.yaml was edited since.
 package warehouseproc
 
 import (
@@ -17,12 +22,38 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
+// Opening is the child's first frame: as much of the configuration the
+// agent loaded as opening its warehouse needs.
+type Opening struct {
+	// Warehouse is the warehouse's section, defaults filled in.
+	Warehouse config.Warehouse `json:"warehouse"`
+	// Home is the data directory, where the embedded default's demo clock
+	// is anchored.
+	Home string `json:"home"`
+	// Source is the file the configuration came from; "" is the embedded
+	// default, whose demo warehouse is created and seeded on first use.
+	Source string `json:"source"`
+}
+
+// opening is what cfg says of wc.
+func opening(cfg *config.Config, wc *config.Warehouse) Opening {
+	return Opening{Warehouse: *wc, Home: cfg.Home, Source: cfg.Source}
+}
+
+// Config is the configuration the child opens the warehouse with: the
+// agent's, holding this one warehouse.
+func (o Opening) Config() *config.Config {
+	return &config.Config{Home: o.Home, Source: o.Source, Warehouses: []config.Warehouse{o.Warehouse}}
+}
+
 // request is one call to the child.
 type request struct {
-	Op        string              `json:"op"` // query, validate, list or describe
+	Op        string              `json:"op"` // open (first), query, validate, preflight, resume, list or describe
+	Open      *Opening            `json:"open,omitempty"`
 	SQL       string              `json:"sql,omitempty"`
 	Args      []cell              `json:"args,omitempty"`
 	Agent     string              `json:"agent,omitempty"`

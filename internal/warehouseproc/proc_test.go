@@ -1,10 +1,14 @@
 package warehouseproc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,22 +18,12 @@ import (
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
 
-// TestMain doubles as the child: with DW_TEST_WAREHOUSE set, this test
-// binary serves that DuckDB file, as `dw warehouse serve` does.
+// TestMain doubles as the warehouse child: with DW_TEST_WAREHOUSE_CHILD
+// set, this test binary serves what the agent's open frame names, as
+// `dw warehouse serve` does (serveChild).
 func TestMain(m *testing.M) {
-	if os.Getenv(bqChildEnv) != "" {
-		os.Exit(serveBigQueryChild())
-	}
-	if path := os.Getenv("DW_TEST_WAREHOUSE"); path != "" {
-		w, err := duckdb.Open("t", path, 5*time.Second)
-		if err != nil {
-			os.Stderr.WriteString(err.Error())
-			os.Exit(1)
-		}
-		if err := Serve(context.Background(), os.Stdin, os.Stdout, w); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if os.Getenv(childEnv) != "" {
+		os.Exit(serveChild())
 	}
 	os.Exit(m.Run())
 }
@@ -58,11 +52,13 @@ func proxy(t *testing.T) *Proxy {
 	old := Command
 	Command = func(string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), "DW_TEST_WAREHOUSE="+path)
+		// A child that dies of SIGINT, so a cancelled call that reaches
+		// it shows as a kill (TestCancelledQueryKillsTheChild).
+		cmd.Env = append(os.Environ(), childEnv+"=1", "DW_TEST_CHILD_DIES_ON_SIGINT=1")
 		return cmd, nil
 	}
 	t.Cleanup(func() { Command = old })
-	w, err := Open(context.Background(), nil, &config.Warehouse{Name: "t", Kind: "duckdb"}, nil)
+	w, err := Open(context.Background(), agentConfig(t), &config.Warehouse{Name: "t", Kind: "duckdb", Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +131,67 @@ func TestCatalogAndErrors(t *testing.T) {
 	}
 	if tables, err := p.ListTables(ctx); err != nil || len(tables) != 1 {
 		t.Fatalf("after cancel: %v %v", tables, err)
+	}
+}
+
+// TestServeOpensFromTheFirstFrameOnly: the child opens nothing until the
+// agent's open frame, refuses any other first request (opening nothing),
+// and opens exactly the warehouse the frame names.
+func TestServeOpensFromTheFirstFrameOnly(t *testing.T) {
+	var opened []Opening
+	open := func(_ context.Context, o Opening) (warehouse.Warehouse, error) {
+		opened = append(opened, o)
+		return nil, errors.New("not opened in this test")
+	}
+	var out bytes.Buffer
+	err := Serve(context.Background(), strings.NewReader(`{"op":"list"}`+"\n"), &out, open)
+	var resp response
+	if jerr := json.Unmarshal(out.Bytes(), &resp); err == nil || jerr != nil || !strings.Contains(resp.Error, "first request must be open") || len(opened) != 0 {
+		t.Fatalf("a first request that is not open: %v, answer %+v (%v), opened %v", err, resp, jerr, opened)
+	}
+	frame := Opening{Warehouse: config.Warehouse{Name: "wh", Kind: "duckdb", Path: "/data/wh.duckdb"}, Home: "/data", Source: "/etc/dw.yaml"}
+	line, _ := json.Marshal(request{Op: "open", Open: &frame})
+	out.Reset()
+	err = Serve(context.Background(), bytes.NewReader(append(line, '\n')), &out, open)
+	resp = response{}
+	if jerr := json.Unmarshal(out.Bytes(), &resp); err == nil || jerr != nil || resp.Error != "not opened in this test" {
+		t.Fatalf("an open that fails: %v, answer %+v (%v); want the opener's error", err, resp, jerr)
+	}
+	if len(opened) != 1 || !reflect.DeepEqual(opened[0], frame) {
+		t.Fatalf("opened %+v, want the frame %+v", opened, frame)
+	}
+	if cfg := opened[0].Config(); cfg.EmbeddedDefault() || cfg.Home != "/data" || len(cfg.Warehouses) != 1 || cfg.Warehouses[0].Path != "/data/wh.duckdb" {
+		t.Fatalf("the child's configuration %+v", cfg)
+	}
+	if (Opening{}).Config().EmbeddedDefault() != true {
+		t.Fatal("a frame without a source is not the embedded default")
+	}
+}
+
+// TestOpenFailureReachesTheAgent: a child that cannot open its warehouse
+// answers why, and the agent's call fails with the driver's words, not
+// with a child that exited.
+func TestOpenFailureReachesTheAgent(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Command
+	Command = func(string) (*exec.Cmd, error) {
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=1")
+		return cmd, nil
+	}
+	t.Cleanup(func() { Command = old })
+	wc := sfSection("sf")
+	wc.PasswordEnv = "DW_TEST_UNSET_SF_PASSWORD"
+	w, err := Open(context.Background(), agentConfig(t), &wc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	_, err = w.ListTables(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "DW_TEST_UNSET_SF_PASSWORD is empty") {
+		t.Fatalf("listing through a child that cannot open: %v; want the driver's error naming the variable", err)
 	}
 }

@@ -17,13 +17,33 @@ import (
 // catalog listing of a large warehouse can run to megabytes.
 const maxLine = 256 << 20
 
-// Serve answers requests from in on out until in closes, with w doing the
-// work. Requests are handled one at a time: a warehouse connection per
-// agent is what the drivers are built for.
-func Serve(ctx context.Context, in io.Reader, out io.Writer, w warehouse.Warehouse) error {
+// Serve answers an agent's requests from in on out until in closes. The
+// first request opens the warehouse: open makes the driver from the
+// agent's Opening (dw passes warehouses.Open); a child that cannot open it
+// answers why and ends. Requests are handled one at a time: a warehouse
+// connection per agent is what the drivers are built for.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, open func(context.Context, Opening) (warehouse.Warehouse, error)) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	enc := json.NewEncoder(out)
+	if !sc.Scan() {
+		return sc.Err() // the agent went before asking anything
+	}
+	var first request
+	if err := json.Unmarshal(sc.Bytes(), &first); err != nil || first.Op != "open" || first.Open == nil {
+		err := errors.New("warehouse process: the first request must be open, with the agent's configuration")
+		_ = enc.Encode(response{Error: err.Error()})
+		return err
+	}
+	w, err := open(ctx, *first.Open)
+	if err != nil {
+		_ = enc.Encode(errorResponse(err))
+		return err
+	}
+	defer w.Close()
+	if err := enc.Encode(response{}); err != nil {
+		return err
+	}
 	// A child lives on between bursts of calls (the agent's idle period);
 	// once quiet it gives its memory back.
 	tr := memtrim.New()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dataworkers/dw/internal/lineage"
 	"io"
 	"reflect"
 	"regexp"
@@ -15,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/store"
 )
 
 // Supported dbt manifest schema versions: dbt 1.5 (v9) through dbt 1.8 and
@@ -30,6 +32,11 @@ var manifestVersionRE = regexp.MustCompile(`/manifest/v(\d+)\.json$`)
 type DBTOptions struct {
 	Domain string `json:"domain,omitempty" jsonschema:"domain for nodes whose meta names none"`
 	Owner  string `json:"owner,omitempty" jsonschema:"owner for nodes whose meta, group or exposure names none"`
+	// InSwap, when set, runs inside the transaction that makes the import
+	// visible (lineage.BulkOptions.InSwap), given the manifest's project:
+	// what belongs with the graph (the project's tests, which checks
+	// records) commits with it or not at all.
+	InSwap func(tx *store.Tx, project string) error `json:"-"`
 }
 
 // DBTImportResult says what a manifest import found and changed.
@@ -116,6 +123,10 @@ func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOpt
 	for _, n := range m.nodes {
 		res.Counts[n.ResourceType]++
 	}
+	var bulk lineage.BulkOptions
+	if opts.InSwap != nil {
+		bulk.InSwap = func(tx *store.Tx) error { return opts.InSwap(tx, m.project) }
+	}
 	// A whole project is staged and swapped in (WriteBulk): the
 	// write-ahead log stays one batch long and readers never see half of it.
 	stats, err := g.WriteBulk(ctx, len(m.nodes)+len(m.edges), func(w *lineage.Writer) error {
@@ -141,7 +152,7 @@ func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOpt
 			}
 		}
 		return nil
-	})
+	}, bulk)
 	if err != nil {
 		return nil, err
 	}

@@ -293,11 +293,17 @@ func (w *Warehouse) Query(ctx context.Context, q warehouse.Query) (*warehouse.Re
 	if q.Timeout > 0 {
 		timeout = q.Timeout
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ctx = gosnowflake.WithQueryTag(oneStatement(ctx), QueryTag(q.Agent, q.Tool))
 	rows, err := w.db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
+		// The caller gave up (its deadline, a cancel): say so, as the
+		// other drivers do, rather than blame the statement timeout.
+		if cerr := caller.Err(); cerr != nil {
+			return nil, fmt.Errorf("query on %s: %w", w.cfg.Name, cerr)
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("query on %s timed out after %s and was cancelled", w.cfg.Name, timeout)
 		}

@@ -2,16 +2,9 @@ package snowflake
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +12,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/snowflake/snowflaketest"
 )
 
 // Catalog reads and check scans as SQL, through go-sqlmock: what is sent,
@@ -93,83 +87,14 @@ GROUP BY DATE_TRUNC('HOUR', "HOUR")`
 	}
 }
 
-// fakeSnowflake speaks enough of Snowflake's REST protocol for gosnowflake
-// to log in, run a query and abort one, recording what the driver sent.
-type fakeSnowflake struct {
-	t    *testing.T
-	hang bool
-	// compileErrors maps a sqlText substring to the SQL compilation error
-	// Snowflake answers it with.
-	compileErrors map[string]string
-
-	mu      sync.Mutex
-	login   map[string]any
-	queries []map[string]any
-	aborts  int
-}
-
-func (f *fakeSnowflake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req map[string]any
-	_ = json.Unmarshal(body, &req)
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case "/session/v1/login-request":
-		f.mu.Lock()
-		f.login = req
-		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "data": map[string]any{
-			"token": "session-token", "masterToken": "master-token", "sessionId": 1,
-			"validityInSeconds": 3600, "masterValidityInSeconds": 14400,
-			"sessionInfo": map[string]any{"databaseName": "ANALYTICS"},
-		}})
-	case "/queries/v1/query-request":
-		f.mu.Lock()
-		f.queries = append(f.queries, req)
-		hang := f.hang
-		f.mu.Unlock()
-		if hang {
-			<-r.Context().Done()
-			return
-		}
-		for k, msg := range f.compileErrors {
-			if sql, _ := req["sqlText"].(string); strings.Contains(sql, k) {
-				_ = json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "001003", "message": msg,
-					"data": map[string]any{"sqlState": "42000", "queryId": "01b2c3d4-0000-0000-0000-000000000002"}})
-				return
-			}
-		}
-		v := "42"
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "data": map[string]any{
-			"rowtype":           []map[string]any{{"name": "N", "type": "fixed", "scale": 0, "precision": 18, "nullable": false}},
-			"rowset":            [][]*string{{&v}},
-			"total":             1,
-			"returned":          1,
-			"queryId":           "01b2c3d4-0000-0000-0000-000000000001",
-			"queryResultFormat": "json",
-		}})
-	case "/queries/v1/abort-request":
-		f.mu.Lock()
-		f.aborts++
-		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
-	case "/session":
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
-	default:
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
-	}
-}
-
-func openFake(t *testing.T, f *fakeSnowflake) *Warehouse {
+// openFake opens the driver against f.
+func openFake(t *testing.T, f *snowflaketest.Fake) *Warehouse {
 	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	p, _ := strconv.Atoi(port)
+	host, port := f.Addr()
 	t.Setenv("DW_TEST_SF_PASSWORD", "not-a-real-password")
 	wh, err := Open(context.Background(), Config{
 		Name: "sf", Account: "acme", User: "dw_reader", Database: "ANALYTICS", Warehouse: "CHECKS_WH", Role: "DW_READONLY",
-		PasswordEnv: "DW_TEST_SF_PASSWORD", Timeout: 90 * time.Second, Host: host, Port: p, Protocol: "http",
+		PasswordEnv: "DW_TEST_SF_PASSWORD", Timeout: 90 * time.Second, Host: host, Port: port, Protocol: "http",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,10 +103,17 @@ func openFake(t *testing.T, f *fakeSnowflake) *Warehouse {
 	return wh
 }
 
+// fortyTwo is the fake's answer to SELECT 42 AS n.
+var fortyTwo = snowflaketest.Result{
+	Columns: []map[string]any{{"name": "N", "type": "fixed", "scale": 0, "precision": 18, "nullable": false}},
+	Rows:    [][]*string{{snowflaketest.Text("42")}},
+}
+
 // The real driver, against a fake Snowflake: the session asks for
 // STATEMENT_TIMEOUT_IN_SECONDS and each statement carries its QUERY_TAG.
 func TestSessionTimeoutAndQueryTagOnTheWire(t *testing.T) {
-	f := &fakeSnowflake{t: t}
+	f := snowflaketest.New(t)
+	f.Results["SELECT 42"] = fortyTwo
 	wh := openFake(t, f)
 	res, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 42 AS n", Agent: "dw-quality", Tool: "run_quality_check"})
 	if err != nil {
@@ -190,17 +122,16 @@ func TestSessionTimeoutAndQueryTagOnTheWire(t *testing.T) {
 	if len(res.Rows) != 1 || res.Rows[0][0] != "42" {
 		t.Errorf("rows %v", res.Rows)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	data, _ := f.login["data"].(map[string]any)
+	data, _ := f.Login()["data"].(map[string]any)
 	params, _ := data["SESSION_PARAMETERS"].(map[string]any)
 	if params["STATEMENT_TIMEOUT_IN_SECONDS"] != "90" {
 		t.Errorf("login session parameters %v, want STATEMENT_TIMEOUT_IN_SECONDS 90", params)
 	}
-	if len(f.queries) != 1 {
-		t.Fatalf("%d query requests", len(f.queries))
+	queries := f.Queries()
+	if len(queries) != 1 {
+		t.Fatalf("%d query requests", len(queries))
 	}
-	q := f.queries[0]
+	q := queries[0]
 	if q["sqlText"] != "SELECT 42 AS n" {
 		t.Errorf("sqlText %v", q["sqlText"])
 	}
@@ -211,7 +142,8 @@ func TestSessionTimeoutAndQueryTagOnTheWire(t *testing.T) {
 }
 
 func TestTimeoutAbortsTheStatement(t *testing.T) {
-	f := &fakeSnowflake{t: t, hang: true}
+	f := snowflaketest.New(t)
+	f.Hang = true
 	wh := openFake(t, f)
 	_, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 1", Timeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
@@ -219,10 +151,7 @@ func TestTimeoutAbortsTheStatement(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		f.mu.Lock()
-		n := f.aborts
-		f.mu.Unlock()
-		if n > 0 {
+		if f.Aborts() > 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

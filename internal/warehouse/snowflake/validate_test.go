@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/snowflake/snowflaketest"
 )
 
 // TestValidateCompilesAsASubquery: ValidateQuery asks Snowflake to compile
@@ -15,20 +16,18 @@ import (
 // words. What is not a query (PUT and GET, which gosnowflake would carry
 // out on local files, DML, a second statement) never reaches the driver.
 func TestValidateCompilesAsASubquery(t *testing.T) {
-	f := &fakeSnowflake{t: t, compileErrors: map[string]string{
-		"CALL": "SQL compilation error:\nsyntax error line 2 at position 0 unexpected 'CALL'.",
-	}}
+	f := snowflaketest.New(t)
+	f.CompileErrors["CALL"] = "SQL compilation error:\nsyntax error line 2 at position 0 unexpected 'CALL'."
 	wh := openFake(t, f)
 	ctx := context.Background()
 	if err := wh.ValidateQuery(ctx, "SELECT amount AS value FROM billing.invoices;"); err != nil {
 		t.Fatalf("a SELECT was refused: %v", err)
 	}
-	f.mu.Lock()
-	if len(f.queries) != 1 {
-		t.Fatalf("%d query requests", len(f.queries))
+	queries := f.Queries()
+	if len(queries) != 1 {
+		t.Fatalf("%d query requests", len(queries))
 	}
-	q := f.queries[0]
-	f.mu.Unlock()
+	q := queries[0]
 	if q["sqlText"] != "SELECT * FROM (\nSELECT amount AS value FROM billing.invoices\n) AS dw_validated" {
 		t.Errorf("sqlText %q", q["sqlText"])
 	}
@@ -45,9 +44,7 @@ func TestValidateCompilesAsASubquery(t *testing.T) {
 	if !errors.Is(err, warehouse.ErrRefused) || !strings.Contains(err.Error(), "unexpected 'CALL'") {
 		t.Errorf("CALL: %v", err)
 	}
-	f.mu.Lock()
-	sent := len(f.queries)
-	f.mu.Unlock()
+	sent := len(f.Queries())
 	for _, sql := range []string{
 		"PUT file:///etc/passwd @~/staged",
 		"GET @~/staged file:///tmp/",
@@ -63,24 +60,21 @@ func TestValidateCompilesAsASubquery(t *testing.T) {
 			t.Errorf("Query %q: %v; want a refusal", sql, err)
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.queries) != sent {
-		t.Errorf("%d refused statements reached Snowflake", len(f.queries)-sent)
+	if n := len(f.Queries()); n != sent {
+		t.Errorf("%d refused statements reached Snowflake", n-sent)
 	}
 }
 
 // TestQueryPinsOneStatement: every statement carries MULTI_STATEMENT_COUNT
 // 1, so Snowflake refuses a second statement whatever the DSN says.
 func TestQueryPinsOneStatement(t *testing.T) {
-	f := &fakeSnowflake{t: t}
+	f := snowflaketest.New(t)
+	f.Results["SELECT 42"] = fortyTwo
 	wh := openFake(t, f)
 	if _, err := wh.Query(context.Background(), warehouse.Query{SQL: "SELECT 42 AS n"}); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, _ := f.queries[0]["parameters"].(map[string]any); p["MULTI_STATEMENT_COUNT"] != float64(1) {
+	if p, _ := f.Queries()[0]["parameters"].(map[string]any); p["MULTI_STATEMENT_COUNT"] != float64(1) {
 		t.Errorf("parameters %v, want MULTI_STATEMENT_COUNT 1", p)
 	}
 }
