@@ -27,7 +27,7 @@ func FuzzParseAge(f *testing.F) {
 			if perr == nil && want > 0 {
 				t.Fatalf("%q refused though it is %v", s, want)
 			}
-			if msg := err.Error(); len(msg) > 400 || strings.ContainsAny(msg, "\n\r") || !strings.Contains(msg, "max_age") {
+			if msg := err.Error(); len(msg) > 1000 || strings.ContainsAny(msg, "\n\r") || !strings.Contains(msg, "max_age") {
 				t.Fatalf("refusal of a %d-byte max_age is %d bytes, several lines or unnamed: %.200q", len(s), len(msg), msg)
 			}
 			return

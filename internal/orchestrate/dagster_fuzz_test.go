@@ -29,7 +29,7 @@ func FuzzParseDagsterTarget(f *testing.F) {
 			if ok {
 				t.Fatalf("%q refused: %v", s, err)
 			}
-			if msg := err.Error(); len(msg) > 600 || strings.ContainsAny(msg, "\n\r") {
+			if msg := err.Error(); len(msg) > 1000 || strings.ContainsAny(msg, "\n\r") {
 				t.Fatalf("refusal of a %d-byte target is %d bytes or several lines: %.200q", len(s), len(msg), msg)
 			}
 			return
