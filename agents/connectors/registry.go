@@ -60,6 +60,8 @@ func (h *handlers) listSubjects(ctx context.Context, in ListSubjectsIn) (*ListSu
 	}
 	slices.Sort(match)
 	out := &ListSubjectsOut{Registry: rc.URL(), RegistryTotal: len(all)}
+	// Offset-paged: the subjects are the registry's answer to this call,
+	// not rows in the store (see package page).
 	out.Subjects, out.Info = page.Slice(pg, match)
 	summary := fmt.Sprintf("%d subjects in %s", out.Total, rc.URL())
 	if in.Prefix != "" {

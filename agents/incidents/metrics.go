@@ -80,15 +80,12 @@ func (h *handlers) listMetrics(ctx context.Context, in ListMetricsIn) (*ListMetr
 	if err != nil {
 		return nil, "", err
 	}
-	pg, err := in.Resolve("list_metrics")
+	defs, info, err := e.svc.ListMetricsPage(ctx, in.Params)
 	if err != nil {
 		return nil, "", err
 	}
-	defs, total, err := e.svc.ListMetricsPage(ctx, pg.Limit, pg.Offset)
-	if err != nil {
-		return nil, "", err
-	}
-	out := &ListMetricsOut{Metrics: defs, Info: pg.Info(len(defs), total)}
+	out := &ListMetricsOut{Metrics: defs, Info: info}
+	total := info.Total
 	if total == 0 {
 		return out, "No metrics are defined yet: define one with define_metric.", nil
 	}

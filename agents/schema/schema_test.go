@@ -332,6 +332,16 @@ func TestWideTableAnswersAreBounded(t *testing.T) {
 	if len(list.Changes) != 1 || list.Changes[0].ChangesTotal != wide-1 || len(list.Changes[0].Changes) != maxListedChanges {
 		t.Errorf("list: %d entries, %+v", len(list.Changes), list.Changes)
 	}
+	// A cursor pages the column list it started on: after a snapshot with
+	// other columns it says so instead of going on by position.
+	write(`ALTER TABLE usage.wide ADD COLUMN a_late_column BIGINT`)
+	if _, _, err := h.detectSchemaChange(ctx, DetectIn{Table: "usage.wide"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.getSchemaSnapshot(ctx, SnapshotIn{Table: "usage.wide", Params: page.Params{Cursor: snap.NextCursor}}); err == nil ||
+		!strings.Contains(err.Error(), "changed since the first page") || !strings.Contains(err.Error(), "omit cursor") {
+		t.Errorf("cursor over a replaced snapshot: %v", err)
+	}
 }
 
 // maxAnswer is about 20k tokens, the most a default answer may hold.

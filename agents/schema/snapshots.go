@@ -147,15 +147,12 @@ func (h *handlers) listSchemaChanges(ctx context.Context, in ListIn) (*ListOut, 
 			return nil, "", err
 		}
 	}
-	pg, err := in.Resolve("list_schema_changes", wc.Name, in.Table)
+	changes, info, err := schemahistory.Changes(ctx, db, wc.Name, in.Table, in.Params)
 	if err != nil {
 		return nil, "", err
 	}
-	changes, total, err := schemahistory.Changes(ctx, db, wc.Name, in.Table, pg.Limit, pg.Offset)
-	if err != nil {
-		return nil, "", err
-	}
-	out := &ListOut{Warehouse: wc.Name, Changes: make([]ListedChange, len(changes)), Info: pg.Info(len(changes), total)}
+	total := info.Total
+	out := &ListOut{Warehouse: wc.Name, Changes: make([]ListedChange, len(changes)), Info: info}
 	for i, c := range changes {
 		lc := ListedChange{Change: c, ChangesTotal: len(c.Changes)}
 		if len(c.Changes) > maxListedChanges {
@@ -232,7 +229,7 @@ func (h *handlers) getSchemaSnapshot(ctx context.Context, in SnapshotIn) (*Snaps
 	}
 	// The paging arguments are checked before anything is read, so a bad
 	// cursor is named as such whatever the table.
-	pg, err := in.ResolveWith(snapshotColumnsDefault, page.MaxLimit, "get_schema_snapshot", wc.Name, in.Table)
+	pg, err := in.ResolveKeysetWith(snapshotColumnsDefault, page.MaxLimit, snapshotKey, "get_schema_snapshot", wc.Name, in.Table)
 	if err != nil {
 		return nil, "", err
 	}
@@ -243,12 +240,28 @@ func (h *handlers) getSchemaSnapshot(ctx context.Context, in SnapshotIn) (*Snaps
 	if err != nil {
 		return nil, "", err
 	}
+	// A cursor pages the one column list it started on (by its hash): a
+	// newer snapshot with other columns is not continued by position.
+	from := 0
+	if k := pg.After; k != nil {
+		if k.Text(0) != s.SHA256 {
+			return nil, "", fmt.Errorf("cursor: the columns of %s changed since the first page (a newer snapshot, taken %s): omit cursor to read them from the first column",
+				s.Table, s.TakenAt.Format("2006-01-02 15:04"))
+		}
+		from = int(min(max(k.Int(1), 0), int64(len(s.Columns))))
+	}
 	out := &SnapshotOut{Snapshot: *s, ChangesTotal: len(s.Changes)}
-	out.Snapshot.Columns, out.Info = page.Slice(pg, s.Columns)
+	to := min(from+pg.Limit, len(s.Columns))
+	out.Snapshot.Columns = s.Columns[from:to:to]
+	out.Info = page.Info{Total: len(s.Columns), NextCursor: pg.NextAfter(page.Key{s.SHA256, int64(to)}, to < len(s.Columns))}
 	out.Snapshot, _ = capSnapshot(out.Snapshot, len(out.Snapshot.Columns))
 	summary := fmt.Sprintf("%s as of %s: %d columns", s.Table, s.TakenAt.Format("2006-01-02 15:04"), len(s.Columns))
 	if out.NextCursor != "" {
-		summary += fmt.Sprintf(" (%d to %d listed; pass next_cursor as cursor for more)", pg.Offset+1, pg.Offset+len(out.Snapshot.Columns))
+		summary += fmt.Sprintf(" (%d to %d listed; pass next_cursor as cursor for more)", from+1, from+len(out.Snapshot.Columns))
 	}
 	return out, summary, nil
 }
+
+// snapshotKey is a position in a snapshot's columns: the hash of the
+// column list and the index after the last column shown.
+var snapshotKey = page.Keyset{page.Text, page.Int}

@@ -361,7 +361,7 @@ func (l *Log) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, err
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 		return nil, invalid("until (%s) must be after since (%s)", f.Until.UTC().Format(time.RFC3339), f.Since.UTC().Format(time.RFC3339))
 	}
-	pg, err := f.Resolve("list_changes", f.Since.String(), f.Until.String(), f.Asset, f.Kind, f.System)
+	pg, err := f.ResolveKeyset(changeKey, "list_changes", f.Since.String(), f.Until.String(), f.Asset, f.Kind, f.System)
 	if err != nil {
 		return nil, err
 	}
@@ -405,15 +405,28 @@ func (l *Log) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, err
 	if err := l.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+from+cond, args...).Scan(&total); err != nil {
 		return nil, fmt.Errorf("count changes: %w", err)
 	}
+	// The page is the rows after the previous page's last (at, id), so a
+	// change recorded or removed between pages moves no other row.
+	if pg.After != nil {
+		where = append(where, "(c.at_ms, c.id) < (?, ?)")
+		args = append(args, pg.After...)
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
 	q := `SELECT c.id, c.external_key, c.at_ms, c.kind, c.system, c.assets, c.fields, c.state_skipped,
 		c.actor, c.source, c.summary, c.details, c.recorded_ms FROM ` + from + cond +
-		" ORDER BY c.at_ms DESC, c.id DESC LIMIT ? OFFSET ?"
-	changes, err := queryChanges(ctx, l.DB, true, q, append(args, pg.Limit, pg.Offset)...)
+		" ORDER BY c.at_ms DESC, c.id DESC LIMIT ?"
+	changes, err := queryChanges(ctx, l.DB, true, q, append(args, pg.Fetch())...)
 	if err != nil {
 		return nil, err
 	}
-	return &ChangeList{Changes: changes, Info: pg.Info(len(changes), total)}, nil
+	list := &ChangeList{}
+	list.Changes, list.Info = page.Cut(pg, changes, total, func(c Change) page.Key { return page.Key{store.Millis(c.At), c.ID} })
+	return list, nil
 }
+
+// changeKey pages list_changes newest first by when each change happened,
+// its id breaking ties.
+var changeKey = page.Keyset{page.Int, page.Int}
 
 const changeSelect = `SELECT id, external_key, at_ms, kind, system, assets, fields, state_skipped,
 	actor, source, summary, details, recorded_ms FROM incident_changes`

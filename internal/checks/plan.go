@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dataworkers/dw/internal/textrule"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -508,7 +509,7 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("max_age %q is not a positive duration: write e.g. 90m, 2h or 36h", s)
+		return 0, fmt.Errorf("max_age %s is not a positive duration: write e.g. 90m, 2h or 36h", textrule.Quote(s))
 	}
 	return d, nil
 }

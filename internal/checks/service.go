@@ -2,6 +2,8 @@ package checks
 
 import (
 	"context"
+	"crypto/sha256"
+
 	"errors"
 	"fmt"
 	"sort"
@@ -348,7 +350,7 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 	case days < 0 || days > 366:
 		return nil, fmt.Errorf("days %d: give 1 to 366", req.Days)
 	}
-	pg, err := page.Params{Limit: req.Limit, Cursor: req.Cursor}.ResolveWith(historyDefaultPoints, page.MaxLimit,
+	pg, err := page.Params{Limit: req.Limit, Cursor: req.Cursor}.ResolveKeysetWith(historyDefaultPoints, page.MaxLimit, historyKey,
 		"get_quality_history", req.Table, req.Metric, req.Dimension, req.Grain, strconv.Itoa(days))
 	if err != nil {
 		return nil, err
@@ -404,6 +406,12 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 		if err != nil {
 			return nil, err
 		}
+		// A later page stays on the series its first page showed, even
+		// if another grain has gained more points since.
+		if pg.After != nil && grainKey(s.Grain) == pg.After.Int(0) {
+			best, points = s, ps
+			break
+		}
 		if points == nil || len(ps) > len(points) {
 			best, points = s, ps
 		}
@@ -430,14 +438,36 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 			}
 		}
 	}
-	// Page from the newest point back: offset counts points already shown
-	// from the end.
+	// Page from the newest point back, each page the points before the
+	// previous page's oldest: points recorded since the first page (the
+	// series grows at its newest end) shift nothing.
 	n := len(res.Points)
-	hi := max(0, n-pg.Offset)
+	hi := n
+	if pg.After != nil {
+		hi = sort.Search(n, func(i int) bool { return store.Millis(res.Points[i].At) >= pg.After.Int(1) })
+	}
 	lo := max(0, hi-pg.Limit)
 	res.Points, res.Total = res.Points[lo:hi:hi], n
-	res.NextCursor = pg.Next(hi-lo, lo > 0)
+	if lo > 0 {
+		res.NextCursor = pg.NextAfter(page.Key{grainKey(best.Grain), store.Millis(res.Points[0].At)}, true)
+	}
 	return res, nil
+}
+
+// historyKey is a position in get_quality_history: the series (its
+// grain, by grainKey) and the time of the oldest point shown (a series
+// holds one point a time).
+var historyKey = page.Keyset{page.Int, page.Int}
+
+// grainKey names a grain in a cursor in a fixed 8 bytes, however long the
+// grain's text.
+func grainKey(grain string) int64 {
+	sum := sha256.Sum256([]byte(grain))
+	var k int64
+	for _, b := range sum[:8] {
+		k = k<<8 | int64(b)
+	}
+	return k
 }
 
 func keys(m map[string]bool) []string {

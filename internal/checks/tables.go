@@ -76,6 +76,8 @@ func ListTables(ctx context.Context, env Env, req TablesRequest) (*TablesResult,
 		return nil, fmt.Errorf("no schema %q in warehouse %s; schemas: %s", req.Schema, w.Name(), strings.Join(schemas, ", "))
 	}
 	slices.SortFunc(selected, func(a, b warehouse.TableRef) int { return strings.Compare(QualifiedName(a), QualifiedName(b)) })
+	// Offset-paged: the tables are the warehouse catalog's answer to this
+	// call, not rows in the store (see package page).
 	selected, info := page.Slice(pg, selected)
 	out := &TablesResult{Warehouse: w.Name(), Dialect: d.Name(), Tables: []TableInfo{}, Info: info}
 	if len(selected) == 0 {

@@ -80,6 +80,8 @@ func PageReport(ctx context.Context, rep *StatusReport, g *lineage.Graph, cluste
 	}
 	all := slices.Clone(rep.Connectors)
 	slices.SortStableFunc(all, func(a, b ConnectorReport) int { return strings.Compare(a.Name, b.Name) })
+	// Offset-paged: the connectors are the Connect worker's answer to this
+	// call, not rows in the store (see package page).
 	out.Connectors, out.Info = page.Slice(pg, all)
 	for i := range out.Connectors {
 		cr := &out.Connectors[i]

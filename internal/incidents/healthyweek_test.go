@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -152,9 +153,9 @@ func TestListMetricsShowsPairingsBothWays(t *testing.T) {
 		mustDefine(t, s, DefineMetricParams{Name: "ride_starts", Description: "starts", Asset: "duckdb://m.rides"})
 		mustDefine(t, s, DefineMetricParams{Name: "rides", Description: "rides", Asset: "duckdb://m.rides", MovesWith: []string{"ride_starts"}})
 		mustDefine(t, s, DefineMetricParams{Name: "alone", Description: "alone", Asset: "duckdb://m.rides"})
-		defs, total, err := s.ListMetricsPage(context.Background(), 10, 0)
-		if err != nil || total != 3 {
-			t.Fatalf("list: %d, %v", total, err)
+		defs, info, err := s.ListMetricsPage(context.Background(), page.Params{Limit: 10})
+		if err != nil || info.Total != 3 {
+			t.Fatalf("list: %d, %v", info.Total, err)
 		}
 		got := map[string][]string{}
 		for _, d := range defs {

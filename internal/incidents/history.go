@@ -83,7 +83,7 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 	case hops == 0:
 		hops = s.settings().HistoryHops
 	}
-	pg, err := p.Resolve("get_incident_history", asset, strconv.Itoa(hops))
+	pg, err := p.ResolveKeyset(historyKey, "get_incident_history", asset, strconv.Itoa(hops))
 	if err != nil {
 		return nil, err
 	}
@@ -243,9 +243,21 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 	}
 	slices.Reverse(res.Incidents)
 	res.Summary = historySummary(res)
-	res.Incidents, res.Info = page.Slice(pg, res.Incidents)
+	// The feed is read afresh on every call, so the page starts after the
+	// previous page's last (onset, id), not at a count an incident opened
+	// meanwhile would shift.
+	res.Incidents, res.Info = page.SliceAfter(pg, res.Incidents,
+		func(pi PastIncident) page.Key { return page.Key{store.Millis(pi.Onset), pi.ID} },
+		func(pi PastIncident, k page.Key) bool {
+			at := store.Millis(pi.Onset)
+			return at < k.Int(0) || at == k.Int(0) && pi.ID < k.Text(1)
+		})
 	return res, nil
 }
+
+// historyKey pages get_incident_history newest onset first, the incident
+// id breaking ties.
+var historyKey = page.Keyset{page.Int, page.Text}
 
 func historySummary(r *HistoryResult) string {
 	if len(r.Incidents) == 0 {

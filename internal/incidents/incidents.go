@@ -710,7 +710,7 @@ type IncidentSummary struct {
 
 // ListIncidents lists incidents, newest first.
 func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]IncidentSummary, page.Info, error) {
-	pg, err := f.Resolve("list_incidents", f.Status, f.Asset)
+	pg, err := f.ResolveKeyset(incidentKey, "list_incidents", f.Status, f.Asset)
 	if err != nil {
 		return nil, page.Info{}, err
 	}
@@ -735,32 +735,56 @@ func (s *Service) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incide
 		where = append(where, "i.status = ?")
 		args = append(args, string(st))
 	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
 	var total int
-	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*)"+q, args...).Scan(&total); err != nil {
+	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*)"+q+whereClause(where), args...).Scan(&total); err != nil {
 		return nil, page.Info{}, fmt.Errorf("count incidents: %w", err)
 	}
-	rows, err := s.DB.QueryContext(ctx, "SELECT i.id, i.title, i.status, i.onset_ms, i.detected_ms, i.top_cause_kind"+q+
-		" ORDER BY i.seq DESC LIMIT ? OFFSET ?", append(args, pg.Limit, pg.Offset)...)
+	// The page is the incidents opened before the previous page's last
+	// (seq only grows), so one opened or merged away between pages moves
+	// no other.
+	if pg.After != nil {
+		where = append(where, "i.seq < ?")
+		args = append(args, pg.After...)
+	}
+	rows, err := s.DB.QueryContext(ctx, "SELECT i.seq, i.id, i.title, i.status, i.onset_ms, i.detected_ms, i.top_cause_kind"+q+whereClause(where)+
+		" ORDER BY i.seq DESC LIMIT ?", append(args, pg.Fetch())...)
 	if err != nil {
 		return nil, page.Info{}, fmt.Errorf("list incidents: %w", err)
 	}
 	defer rows.Close()
-	out := []IncidentSummary{}
+	type row struct {
+		seq int64
+		IncidentSummary
+	}
+	var fetched []row
 	for rows.Next() {
-		var x IncidentSummary
+		var x row
 		var st string
 		var onset, detected int64
-		if err := rows.Scan(&x.ID, &x.Title, &st, &onset, &detected, &x.TopCause); err != nil {
+		if err := rows.Scan(&x.seq, &x.ID, &x.Title, &st, &onset, &detected, &x.TopCause); err != nil {
 			return nil, page.Info{}, err
 		}
 		x.Status, x.Onset, x.DetectedAt = Status(st), store.FromMillis(onset), store.FromMillis(detected)
-		out = append(out, x)
+		fetched = append(fetched, x)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, page.Info{}, err
 	}
-	return out, pg.Info(len(out), total), nil
+	shown, info := page.Cut(pg, fetched, total, func(x row) page.Key { return page.Key{x.seq} })
+	out := make([]IncidentSummary, len(shown))
+	for i, x := range shown {
+		out[i] = x.IncidentSummary
+	}
+	return out, info, nil
+}
+
+// incidentKey pages list_incidents newest first by the order incidents
+// were opened in.
+var incidentKey = page.Keyset{page.Int}
+
+func whereClause(conds []string) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
 }

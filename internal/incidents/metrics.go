@@ -15,6 +15,7 @@ import (
 	"github.com/dataworkers/dw/internal/changelog"
 
 	"github.com/dataworkers/dw/internal/baseline"
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/suggest"
 	"github.com/dataworkers/dw/internal/warehouse"
@@ -277,22 +278,36 @@ func (s *Service) ListMetrics(ctx context.Context) ([]MetricDefinition, error) {
 	return scanMetrics(s.DB.QueryContext(ctx, metricSelect+" ORDER BY name"))
 }
 
-// ListMetricsPage is one page of the metric definitions by name, and how
-// many there are in all.
-func (s *Service) ListMetricsPage(ctx context.Context, limit, offset int) ([]MetricDefinition, int, error) {
+// ListMetricsPage is one page of the metric definitions by name (the page
+// after the cursor's name, so a metric defined or removed between pages
+// moves no other), and its Info with how many there are in all.
+func (s *Service) ListMetricsPage(ctx context.Context, p page.Params) ([]MetricDefinition, page.Info, error) {
+	pg, err := p.ResolveKeyset(metricKey, "list_metrics")
+	if err != nil {
+		return nil, page.Info{}, err
+	}
 	var total int
 	if err := s.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM incident_metrics").Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count metrics: %w", err)
+		return nil, page.Info{}, fmt.Errorf("count metrics: %w", err)
 	}
-	defs, err := scanMetrics(s.DB.QueryContext(ctx, metricSelect+" ORDER BY name LIMIT ? OFFSET ?", limit, offset))
+	q, args := metricSelect, []any{}
+	if pg.After != nil {
+		q, args = q+" WHERE name > ?", pg.After
+	}
+	defs, err := scanMetrics(s.DB.QueryContext(ctx, q+" ORDER BY name LIMIT ?", append(args, pg.Fetch())...))
 	if err != nil {
-		return nil, 0, err
+		return nil, page.Info{}, err
 	}
+	defs, info := page.Cut(pg, defs, total, func(d MetricDefinition) page.Key { return page.Key{d.Name} })
 	if err := s.fillPairs(ctx, defs); err != nil {
-		return nil, 0, err
+		return nil, page.Info{}, err
 	}
-	return defs, total, nil
+	return defs, info, nil
 }
+
+// metricKey pages list_metrics by name, which is unique (and at most 100
+// characters, well within a key's bound).
+var metricKey = page.Keyset{page.Text}
 
 // fillPairs sets PairedWith: each metric's own defined moves_with and
 // every defined metric whose moves_with names it; and MovesWithUndefined:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -105,7 +106,7 @@ func TestPairedMetricsJudgedTheSameWhateverTheDefineOrder(t *testing.T) {
 
 func listed(t *testing.T, s *Service, name string) MetricDefinition {
 	t.Helper()
-	defs, _, err := s.ListMetricsPage(context.Background(), 500, 0)
+	defs, _, err := s.ListMetricsPage(context.Background(), page.Params{Limit: 500})
 	if err != nil {
 		t.Fatal(err)
 	}

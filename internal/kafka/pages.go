@@ -51,6 +51,8 @@ func (r *LagReport) Page(pg page.Page, partitions int) *LagPage {
 	for _, g := range groups {
 		out.StatusCounts[string(g.Status)]++
 	}
+	// Offset-paged: the groups are the cluster's answer to this call, not
+	// rows in the store (see package page on which lists page by key).
 	groups, out.Info = page.Slice(pg, groups)
 	for _, g := range groups {
 		pgr := PagedGroup{GroupReport: g, PartitionsTotal: len(g.Partitions), Whole: g}
@@ -110,6 +112,8 @@ func (r *HealthReport) Page(pg page.Page) *HealthPage {
 			out.Problems++
 		}
 	}
+	// Offset-paged: the topics are the cluster's answer to this call, and
+	// their order moves with their health anyway.
 	out.Topics, out.Info = page.Slice(pg, topics)
 	return out
 }

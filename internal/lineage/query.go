@@ -63,7 +63,7 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 	if err != nil {
 		return nil, err
 	}
-	pg, err := p.Resolve("get_lineage", row.ID)
+	pg, err := p.ResolveKeyset(lineageKey, "get_lineage", row.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -71,14 +71,21 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 	if err := g.fillAsset(ctx, r.seq, &res.Asset); err != nil {
 		return nil, err
 	}
-	if res.Upstream, res.UpstreamTotal, err = neighbors(ctx, g.db, r.seq, true, pg); err != nil {
+	// Each list goes on after its own last neighbour; one that had none
+	// yet starts from the beginning.
+	upAfter, downAfter := neighborKey{}, neighborKey{}
+	if k := pg.After; k != nil {
+		upAfter, downAfter = neighborKey{k.Text(0), k.Int(1)}, neighborKey{k.Text(2), k.Int(3)}
+	}
+	var upLast, downLast neighborKey
+	var upMore, downMore bool
+	if res.Upstream, res.UpstreamTotal, upLast, upMore, err = neighbors(ctx, g.db, r.seq, true, pg.Limit, upAfter); err != nil {
 		return nil, err
 	}
-	if res.Downstream, res.DownstreamTotal, err = neighbors(ctx, g.db, r.seq, false, pg); err != nil {
+	if res.Downstream, res.DownstreamTotal, downLast, downMore, err = neighbors(ctx, g.db, r.seq, false, pg.Limit, downAfter); err != nil {
 		return nil, err
 	}
-	res.NextCursor = pg.Next(max(len(res.Upstream), len(res.Downstream)),
-		pg.Offset+pg.Limit < max(res.UpstreamTotal, res.DownstreamTotal))
+	res.NextCursor = pg.NextAfter(page.Key{upLast.prefix, upLast.seq, downLast.prefix, downLast.seq}, upMore || downMore)
 	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, res.UpstreamTotal, res.DownstreamTotal)
 	if res.NextCursor != "" {
 		res.Summary += fmt.Sprintf(" Listed %d and %d; next_cursor pages on.", len(res.Upstream), len(res.Downstream))
@@ -114,42 +121,76 @@ func (g *Graph) fillAsset(ctx context.Context, seq int64, a *Asset) error {
 	return rows.Err()
 }
 
-// neighbors reads one page of an asset's direct upstream (or downstream)
-// neighbours, ordered by the neighbour's id, and how many there are in
-// all. The page is cut in SQL: an asset with 20,000 neighbours costs one
-// page of reads, not 20,000.
-func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, pg page.Page) ([]Neighbor, int, error) {
+// Neighbours are listed by id. A key's text is bounded and ids are not,
+// so the order is by the first neighborIDPrefix characters of the id,
+// then by the asset's number (ids longer than that which share their
+// first 80 characters follow each other in the order they were added).
+const neighborIDPrefix = 80
+
+// neighborKey is a position in one neighbour list: the neighbour's id
+// prefix and number. The zero key comes before every neighbour.
+type neighborKey struct {
+	prefix string
+	seq    int64
+}
+
+// lineageKey is get_lineage's cursor: the upstream list's position, then
+// the downstream list's (each a neighborKey).
+var lineageKey = page.Keyset{page.Text, page.Int, page.Text, page.Int}
+
+// neighbors reads one page of at most limit of an asset's direct upstream
+// (or downstream) neighbours after the key after, how many there are in
+// all, the key of the last one read (after when none) and whether more
+// follow. The page is cut in SQL: an asset with 20,000 neighbours costs
+// one page of reads, not 20,000; and it starts after a key, not at a
+// count, so an edge added or removed between pages moves no other.
+func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit int, after neighborKey) ([]Neighbor, int, neighborKey, bool, error) {
 	near, far := "to_seq", "from_seq"
 	if !up {
 		near, far = far, near
 	}
+	last := after
 	var total int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_edges WHERE "+near+" = ?", seq).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, 0, last, false, err
 	}
-	rows, err := q.QueryContext(ctx, "SELECT e.from_seq, e.to_seq, e.kind, e.sources, e.last_seen_ms FROM lineage_edges e JOIN lineage_assets a ON a.seq = e."+far+
-		" WHERE e."+near+" = ? ORDER BY a.id, e.kind LIMIT ? OFFSET ?", seq, pg.Limit, pg.Offset)
+	prefix := fmt.Sprintf("SUBSTR(a.id, 1, %d)", neighborIDPrefix)
+	rows, err := q.QueryContext(ctx, "SELECT e.from_seq, e.to_seq, e.kind, e.sources, e.last_seen_ms, "+prefix+
+		" FROM lineage_edges e JOIN lineage_assets a ON a.seq = e."+far+
+		" WHERE e."+near+" = ? AND ("+prefix+", a.seq) > (?, ?) ORDER BY "+prefix+", a.seq LIMIT ?",
+		seq, after.prefix, after.seq, limit+1)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, last, false, err
 	}
 	type edgeRow struct {
 		from, to int64
 		kind     string
 		sources  string
 		last     int64
+		prefix   string
 	}
 	var edges []edgeRow
 	for rows.Next() {
 		var e edgeRow
-		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.last); err != nil {
+		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.last, &e.prefix); err != nil {
 			rows.Close()
-			return nil, 0, err
+			return nil, 0, last, false, err
 		}
 		edges = append(edges, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, 0, last, false, err
+	}
+	more := len(edges) > limit
+	if more {
+		edges = edges[:limit]
+	}
+	if n := len(edges); n > 0 {
+		last = neighborKey{edges[n-1].prefix, edges[n-1].from}
+		if !up {
+			last.seq = edges[n-1].to
+		}
 	}
 	seqs := []int64{seq}
 	for _, e := range edges {
@@ -161,7 +202,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, pg page
 	}
 	assets, err := loadListRows(ctx, q, seqs)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, last, false, err
 	}
 	out := make([]Neighbor, 0, len(edges))
 	for _, e := range edges {
@@ -175,7 +216,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, pg page
 		}
 		cols, err := edgeColumns(ctx, q, e.from, e.to)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, last, false, err
 		}
 		edge := Edge{From: fa.ID, To: ta.ID, Kind: EdgeKind(e.kind), Columns: cols, LastSeen: store.FromMillis(e.last)}
 		for _, s := range strings.Split(e.sources, ",") {
@@ -185,7 +226,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, pg page
 		}
 		out = append(out, Neighbor{Asset: oa.summary(), Edge: edge})
 	}
-	return out, total, nil
+	return out, total, last, more, nil
 }
 
 func edgeColumns(ctx context.Context, q store.Querier, from, to int64) ([]ColumnMapping, error) {
@@ -260,7 +301,7 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 	if len(terms) == 0 && len(p.Kinds) == 0 && len(p.Tags) == 0 {
 		return nil, fmt.Errorf("give a query, kinds or tags to search for")
 	}
-	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveWith(page.DefaultLimit, 5000, "search_assets",
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveKeysetWith(page.DefaultLimit, 5000, searchKey, "search_assets",
 		strings.Join(terms, " "), strings.Join(p.Kinds, ","), strings.Join(p.Tags, ","))
 	if err != nil {
 		return nil, err
@@ -304,6 +345,11 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 	}
 	defer rows.Close()
 	res := &SearchResult{Assets: []SearchHit{}}
+	type ranked struct {
+		SearchHit
+		key neighborKey
+	}
+	var hits []ranked
 	for rows.Next() {
 		r, err := scanAsset(rows)
 		if err != nil {
@@ -318,22 +364,52 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 			continue
 		}
 		res.Total++
-		res.Assets = append(res.Assets, SearchHit{AssetSummary: r.summary(), Score: score, Matched: matched[:min(len(matched), maxMatched)]})
+		hits = append(hits, ranked{SearchHit{AssetSummary: r.summary(), Score: score, Matched: matched[:min(len(matched), maxMatched)]},
+			neighborKey{runePrefix(r.ID, neighborIDPrefix), r.Seq}})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	sort.SliceStable(res.Assets, func(i, j int) bool {
-		a, b := res.Assets[i], res.Assets[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
+	// Best first, then by id as neighbours are (a bounded prefix and the
+	// asset's number). The ranking is made afresh on every call, so a
+	// page starts after the previous page's last hit, not at a count an
+	// asset added meanwhile would shift.
+	before := func(a ranked, score int64, k neighborKey) bool {
+		if int64(a.Score) != score {
+			return int64(a.Score) > score
 		}
-		return a.ID < b.ID
-	})
-	var info page.Info
-	res.Assets, info = page.Slice(pg, res.Assets)
+		if a.key.prefix != k.prefix {
+			return a.key.prefix < k.prefix
+		}
+		return a.key.seq < k.seq
+	}
+	sort.Slice(hits, func(i, j int) bool { return before(hits[i], int64(hits[j].Score), hits[j].key) })
+	shown, info := page.SliceAfter(pg, hits,
+		func(h ranked) page.Key { return page.Key{int64(h.Score), h.key.prefix, h.key.seq} },
+		func(h ranked, k page.Key) bool {
+			at := neighborKey{k.Text(1), k.Int(2)}
+			return !before(h, k.Int(0), at) && !(int64(h.Score) == k.Int(0) && h.key == at)
+		})
+	for _, h := range shown {
+		res.Assets = append(res.Assets, h.SearchHit)
+	}
 	res.NextCursor = info.NextCursor
 	return res, nil
+}
+
+// searchKey is a position in search_assets' ranking: the score, then the
+// asset's id prefix and number.
+var searchKey = page.Keyset{page.Int, page.Text, page.Int}
+
+// runePrefix is s cut after n characters.
+func runePrefix(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // scoreAsset weighs where each word matched: a name beats a title beats a

@@ -193,6 +193,8 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 			down0++
 		}
 	}
+	// Offset-paged over a fixed snapshot: the cursor's scope holds the
+	// graph version, so a cursor outlives no lineage write.
 	var info page.Info
 	res.Nodes, info = page.Slice(pg, res.Nodes)
 	res.NodesTotal, res.NextCursor = info.Total, info.NextCursor

@@ -38,6 +38,26 @@ const maxNesting = 1000
 // so the error can be addressed to the request that was too big.
 const idPrefixBytes = 64 << 10
 
+// JSON-RPC batches (a JSON array of requests and notifications on one
+// line) are part of exactly one MCP revision. 2025-03-26 added them to the
+// base protocol ("MCP implementations MAY support sending JSON-RPC
+// batches, but MUST support receiving JSON-RPC batches"; its stdio
+// transport lists a batch among the messages a line may hold), and its
+// lifecycle forbids initialize inside one, noting that this "permits
+// backwards compatibility with prior protocol versions that do not
+// explicitly support JSON-RPC batches": 2024-11-05 names none (its base
+// protocol, its stdio transport and its schema define single messages
+// only), so a batch is refused there. 2025-06-18 removed them, and later
+// revisions have none. So a batch is read only once initialize has
+// negotiated batchVersion, and refused otherwise, as before.
+const batchVersion = "2025-03-26"
+
+// maxBatch bounds the messages of one batch, so one line cannot start more
+// calls (or hold a larger answer) than a client has any use for; the line
+// itself is already bounded by MaxMessageBytes and its nesting by
+// maxNesting, a batch counted whole.
+const maxBatch = 1000
+
 // StdioTransport is the agents' stdio transport. It replaces the SDK's,
 // which ends the session (and so the process) on the first line it cannot
 // decode: here a bad line is answered with a JSON-RPC error and the next
@@ -123,6 +143,22 @@ type lineConn struct {
 	writing int
 	idle    chan struct{} // signalled when pending becomes empty and nothing is being written
 
+	// queue holds the rest of an accepted batch: Read hands the server one
+	// message at a time.
+	queue []jsonrpc.Message
+	// batchOf maps each call of an accepted batch, not yet answered, to
+	// its batch, whose answers are written together as one array.
+	batchOf map[jsonrpc.ID]*batch
+	// dropAnswer are cancelled calls of a batch: the batch's array went
+	// out without them, so the server's late answer (the SDK still sends
+	// one) is dropped once, as MCP says a cancelled request gets none.
+	dropAnswer map[jsonrpc.ID]bool
+	// initID is the id of the initialize call (initSeen once one came), so
+	// its answer tells the protocol version the session negotiated.
+	initID   jsonrpc.ID
+	initSeen bool
+	version  string
+
 	abort     chan struct{}
 	abortOnce sync.Once
 	ended     chan struct{}
@@ -133,16 +169,18 @@ type lineConn struct {
 
 func newLineConn(t *StdioTransport) *lineConn {
 	c := &lineConn{
-		t:       t,
-		max:     t.MaxMessageBytes,
-		drain:   t.DrainTimeout,
-		logger:  t.Logger,
-		events:  make(chan lineEvent),
-		pending: map[jsonrpc.ID]bool{},
-		idle:    make(chan struct{}, 1),
-		abort:   make(chan struct{}),
-		ended:   make(chan struct{}),
-		closed:  make(chan struct{}),
+		t:          t,
+		max:        t.MaxMessageBytes,
+		drain:      t.DrainTimeout,
+		logger:     t.Logger,
+		events:     make(chan lineEvent),
+		pending:    map[jsonrpc.ID]bool{},
+		batchOf:    map[jsonrpc.ID]*batch{},
+		dropAnswer: map[jsonrpc.ID]bool{},
+		idle:       make(chan struct{}, 1),
+		abort:      make(chan struct{}),
+		ended:      make(chan struct{}),
+		closed:     make(chan struct{}),
 	}
 	if c.max <= 0 {
 		c.max = DefaultMaxMessageBytes
@@ -221,6 +259,9 @@ func (c *lineConn) SessionID() string { return "" }
 // skipped, so the server never sees a read error until input really ends.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
+		if msg := c.dequeue(); msg != nil {
+			return msg, nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -243,6 +284,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 					"message of more than %d bytes is over the limit of %d bytes (DW_MAX_MESSAGE_BYTES); pass large documents by file path instead", c.max, c.max))
 				continue
 			}
+			if line := bytes.TrimSpace(ev.line); len(line) > 0 && line[0] == '[' && c.batchesAllowed() {
+				if _, _, problem := checkLine(line); problem == "" {
+					c.readBatch(line)
+					continue
+				}
+			}
 			msg, id, code, problem := decodeLine(ev.line)
 			if problem != "" {
 				if code != 0 {
@@ -250,43 +297,228 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				}
 				continue
 			}
-			if id, dup := c.track(msg); dup {
-				raw, _ := json.Marshal(id.Raw())
-				c.reply(raw, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
-					"id %s is already in use by a call still running; give each call a new id", raw))
+			if id, dup, flush := c.track(msg); dup {
+				c.reply(idJSON(id), jsonrpc.CodeInvalidRequest, duplicateID(id))
 				continue
+			} else if flush != nil {
+				_ = c.writeLine(flush)
 			}
+			c.noteInitialize(msg)
 			return msg, nil
 		}
 	}
 }
 
-// decodeLine checks one line. A zero code with a problem means skip
-// silently (a blank line).
+func (c *lineConn) dequeue() jsonrpc.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return nil
+	}
+	msg := c.queue[0]
+	c.queue = c.queue[1:]
+	return msg
+}
+
+// batchesAllowed reports whether the session negotiated batchVersion.
+func (c *lineConn) batchesAllowed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version == batchVersion
+}
+
+// noteInitialize remembers the initialize call, whose answer names the
+// negotiated protocol version (noteVersion).
+func (c *lineConn) noteInitialize(msg jsonrpc.Message) {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "initialize" {
+		c.mu.Lock()
+		c.initID, c.initSeen = req.ID, true
+		c.mu.Unlock()
+	}
+}
+
+// noteVersion reads the negotiated protocol version from the answer to
+// initialize; mu is held.
+func (c *lineConn) noteVersion(resp *jsonrpc.Response) {
+	if !c.initSeen || resp.ID != c.initID || resp.Error != nil {
+		return
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(resp.Result, &r) == nil {
+		c.version = r.ProtocolVersion
+	}
+}
+
+func duplicateID(id jsonrpc.ID) string {
+	return fmt.Sprintf("id %s is already in use by a call still running; give each call a new id", idJSON(id))
+}
+
+func idJSON(id jsonrpc.ID) json.RawMessage {
+	raw, err := json.Marshal(id.Raw())
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// batch collects the answers to one accepted batch: the JSON-RPC answer
+// to a batch is one array of the answers to its calls (and the errors for
+// its bad members), written once every call is answered, and nothing at
+// all when it held only notifications.
+type batch struct {
+	waiting map[jsonrpc.ID]bool
+	answers []json.RawMessage
+}
+
+// add records one answer and returns the array to write when it was the
+// last one awaited, else nil.
+func (b *batch) add(id jsonrpc.ID, answer []byte) []byte {
+	if answer != nil {
+		b.answers = append(b.answers, answer)
+	}
+	delete(b.waiting, id)
+	return b.done()
+}
+
+func (b *batch) done() []byte {
+	if len(b.waiting) > 0 || len(b.answers) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(b.answers)
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// batchMember is one member of a batch: a message for the server, or the
+// error it is answered with (problem, code and the member's id).
+type batchMember struct {
+	msg     jsonrpc.Message
+	id      json.RawMessage
+	code    int64
+	problem string
+}
+
+// decodeBatch reads a batch line that checkLine accepted: each member
+// checked as a line of its own would be, except that a member that is not
+// an object or is initialize (which MCP forbids in a batch) is answered
+// with Invalid Request. problem is set when the batch as a whole is not
+// one (empty or too large): it is then answered with one error, as
+// JSON-RPC says.
+func decodeBatch(line []byte) (members []batchMember, problem string) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil {
+		return nil, "a batch must be a JSON array of JSON-RPC messages"
+	}
+	switch {
+	case len(raws) == 0:
+		return nil, "empty batch: a batch holds at least one request or notification"
+	case len(raws) > maxBatch:
+		return nil, fmt.Sprintf("batch of %d messages is over the limit of %d; send the rest in another batch or one per line", len(raws), maxBatch)
+	}
+	members = make([]batchMember, len(raws))
+	for i, raw := range raws {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '{' {
+			members[i] = batchMember{code: jsonrpc.CodeInvalidRequest, problem: "a batch member must be a JSON-RPC object"}
+			continue
+		}
+		msg, id, code, problem := decodeObject(raw)
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+			msg, id, code, problem = nil, idJSON(req.ID), jsonrpc.CodeInvalidRequest,
+				"initialize must be sent on its own line, not in a batch"
+		}
+		members[i] = batchMember{msg: msg, id: id, code: code, problem: problem}
+	}
+	return members, ""
+}
+
+// readBatch takes an accepted batch apart: bad members and duplicate ids
+// are answered in the batch's array, the rest queued for the server.
+func (c *lineConn) readBatch(line []byte) {
+	members, problem := decodeBatch(line)
+	if problem != "" {
+		c.reply(nil, jsonrpc.CodeInvalidRequest, problem)
+		return
+	}
+	b := &batch{waiting: map[jsonrpc.ID]bool{}}
+	var msgs []jsonrpc.Message
+	for _, m := range members {
+		if m.problem != "" {
+			c.logger.Warn("bad message in a batch from client", "code", m.code, "problem", m.problem)
+			b.answers = append(b.answers, errorResponse(m.id, m.code, m.problem))
+			continue
+		}
+		id, dup, flush := c.track(m.msg)
+		if dup {
+			b.answers = append(b.answers, errorResponse(idJSON(id), jsonrpc.CodeInvalidRequest, duplicateID(id)))
+			continue
+		}
+		if flush != nil {
+			_ = c.writeLine(flush)
+		}
+		if req, ok := m.msg.(*jsonrpc.Request); ok && req.IsCall() {
+			b.waiting[req.ID] = true
+		}
+		msgs = append(msgs, m.msg)
+	}
+	c.mu.Lock()
+	for id := range b.waiting {
+		c.batchOf[id] = b
+	}
+	c.queue = append(c.queue, msgs...)
+	out := b.done()
+	c.mu.Unlock()
+	if out != nil {
+		_ = c.writeLine(out)
+	}
+}
+
+// decodeLine checks one line that is not an accepted batch. A zero code
+// with a problem means skip silently (a blank line).
 func decodeLine(line []byte) (msg jsonrpc.Message, id json.RawMessage, code int64, problem string) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil, nil, 0, "blank"
 	}
-	// For these two the id can often still be read, and answering it
-	// spares the client waiting for an answer that never comes.
-	if !utf8.Valid(line) {
-		return nil, idOf(line), jsonrpc.CodeParseError, "message is not valid UTF-8"
-	}
-	if d := nesting(line); d > maxNesting {
-		return nil, idOf(line), jsonrpc.CodeParseError, fmt.Sprintf("message nests more than %d levels deep", maxNesting)
-	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return nil, nil, jsonrpc.CodeParseError, "message is not valid JSON: " + jsonProblem(err)
+	if id, code, problem := checkLine(line); problem != "" {
+		return nil, id, code, problem
 	}
 	switch line[0] {
 	case '[':
-		return nil, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported; send one message per line"
+		return nil, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+			"JSON-RPC batches are read only when the session negotiated protocol version %s (MCP has no batches before or after it); send one message per line", batchVersion)
 	case '{':
 	default:
 		return nil, nil, jsonrpc.CodeInvalidRequest, "message must be a JSON-RPC object"
 	}
+	return decodeObject(line)
+}
+
+// checkLine checks what every non-blank line must be, a batch whole: valid
+// UTF-8, nested at most maxNesting deep, one JSON value.
+func checkLine(line []byte) (id json.RawMessage, code int64, problem string) {
+	// For these two the id can often still be read, and answering it
+	// spares the client waiting for an answer that never comes.
+	if !utf8.Valid(line) {
+		return idOf(line), jsonrpc.CodeParseError, "message is not valid UTF-8"
+	}
+	if d := nesting(line); d > maxNesting {
+		return idOf(line), jsonrpc.CodeParseError, fmt.Sprintf("message nests more than %d levels deep", maxNesting)
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return nil, jsonrpc.CodeParseError, "message is not valid JSON: " + jsonProblem(err)
+	}
+	return nil, 0, ""
+}
+
+// decodeObject checks a JSON object as one JSON-RPC message: a line, or a
+// member of a batch.
+func decodeObject(line []byte) (msg jsonrpc.Message, id json.RawMessage, code int64, problem string) {
 	// The envelope is checked here rather than by the SDK, whose errors
 	// name Go types ("invalid ID type []interface {}") and which treats a
 	// request with id null as a notification, answering nothing.
@@ -451,10 +683,17 @@ func idFromPrefix(prefix []byte) json.RawMessage {
 
 // reply writes an error response for a line the server never saw.
 func (c *lineConn) reply(id json.RawMessage, code int64, message string) {
+	c.logger.Warn("bad message from client", "code", code, "problem", message)
+	if data := errorResponse(id, code, message); data != nil {
+		_ = c.writeLine(data)
+	}
+}
+
+// errorResponse is a JSON-RPC error response; a nil id is null.
+func errorResponse(id json.RawMessage, code int64, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	c.logger.Warn("bad message from client", "code", code, "problem", message)
 	resp := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -466,9 +705,9 @@ func (c *lineConn) reply(id json.RawMessage, code int64, message string) {
 	resp.Error.Code, resp.Error.Message = code, message
 	data, err := json.Marshal(resp)
 	if err != nil {
-		return
+		return nil
 	}
-	_ = c.writeLine(data)
+	return data
 }
 
 // track records a call the server must answer, and forgets one the client
@@ -476,31 +715,52 @@ func (c *lineConn) reply(id json.RawMessage, code int64, message string) {
 // pending is not recorded and is reported (dup): the SDK would drop it
 // unanswered, so the transport answers it and keeps it from the server,
 // leaving the running call with that id undisturbed.
-func (c *lineConn) track(msg jsonrpc.Message) (id jsonrpc.ID, dup bool) {
+//
+// A cancelled call of a batch is no longer awaited there: flush is then the
+// batch's array when that call was the last it waited for.
+func (c *lineConn) track(msg jsonrpc.Message) (id jsonrpc.ID, dup bool, flush []byte) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return id, false
+		return id, false, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.IsCall() {
 		if c.pending[req.ID] {
-			return req.ID, true
+			return req.ID, true, nil
 		}
 		c.pending[req.ID] = true
-		return req.ID, false
+		delete(c.dropAnswer, req.ID) // a new call's answer is its own
+		return req.ID, false, nil
 	}
 	if req.Method == "notifications/cancelled" {
 		var p struct {
 			RequestID any `json:"requestId"`
 		}
 		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && c.pending[id] {
 				c.settle(id)
+				if c.batchOf[id] != nil {
+					c.dropAnswer[id] = true
+					flush = c.answerLocked(id, nil)
+				}
 			}
 		}
 	}
-	return id, false
+	return id, false, flush
+}
+
+// answerLocked routes an answer (nil: the call ended unanswered) to what
+// writes it: itself for a call of its own line, its batch's array once
+// the batch's last call is answered, nothing while the batch still
+// waits. mu is held.
+func (c *lineConn) answerLocked(id jsonrpc.ID, answer []byte) []byte {
+	b := c.batchOf[id]
+	if b == nil {
+		return answer
+	}
+	delete(c.batchOf, id)
+	return b.add(id, answer)
 }
 
 // settle forgets an answered call; mu is held.
@@ -559,18 +819,22 @@ func (c *lineConn) answerAbandoned() {
 	if c.abandoned == nil {
 		c.abandoned = map[jsonrpc.ID]bool{}
 	}
+	var out [][]byte
 	for _, id := range ids {
 		c.abandoned[id] = true
 		c.settle(id)
+		answer := errorResponse(idJSON(id), jsonrpc.CodeInternalError, fmt.Sprintf(
+			"the client closed its input and this call was still running %s later; it was cancelled, so check what it changed before calling it again", c.drain))
+		if data := c.answerLocked(id, answer); data != nil {
+			out = append(out, data)
+		}
 	}
 	c.mu.Unlock()
-	for _, id := range ids {
-		raw, err := json.Marshal(id.Raw())
-		if err != nil {
-			continue
-		}
-		c.reply(raw, jsonrpc.CodeInternalError, fmt.Sprintf(
-			"the client closed its input and this call was still running %s later; it was cancelled, so check what it changed before calling it again", c.drain))
+	if len(ids) > 0 {
+		c.logger.Warn("answered calls cancelled at the drain timeout", "calls", len(ids))
+	}
+	for _, data := range out {
+		_ = c.writeLine(data)
 	}
 }
 
@@ -590,10 +854,21 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		return nil // already answered by answerAbandoned
 	}
+	if c.dropAnswer[resp.ID] {
+		delete(c.dropAnswer, resp.ID)
+		c.mu.Unlock()
+		return nil // cancelled in a batch whose array is out
+	}
 	// The id leaves pending before the answer is written, as the SDK
 	// frees it before writing: a client may reuse an id the moment it
 	// reads the answer, and that call is not a duplicate.
 	delete(c.pending, resp.ID)
+	c.noteVersion(resp)
+	if data = c.answerLocked(resp.ID, data); data == nil {
+		c.signalIfIdle() // kept for its batch's array
+		c.mu.Unlock()
+		return nil
+	}
 	c.writing++
 	c.mu.Unlock()
 	err = c.writeLine(data)

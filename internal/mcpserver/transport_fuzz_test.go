@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -47,5 +48,71 @@ func FuzzDecodeLine(f *testing.F) {
 			}
 		}
 		_ = idFromPrefix(line)
+	})
+}
+
+// FuzzDecodeBatch: whatever array a client writes on one line, taking it
+// apart gives either one error for the whole (not a batch: empty, too
+// large) or exactly one outcome per member: a message the server can take
+// (never initialize) or an Invalid Request or Parse error addressed to a
+// null, string or number id.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, s := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, `[]`, `[42]`, `[[]]`,
+		`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}]`, `[{"jsonrpc":"2.0","id":"a","result":{}},null,"x"]`,
+		`[{"jsonrpc":"2.0","id":null,"method":"ping"},{"id":1},{"jsonrpc":"2.0","id":1.5,"method":"ping"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '[' {
+			return
+		}
+		if _, _, problem := checkLine(line); problem != "" {
+			return
+		}
+		var raws []json.RawMessage
+		if err := json.Unmarshal(line, &raws); err != nil {
+			return
+		}
+		members, problem := decodeBatch(line)
+		if problem != "" {
+			if members != nil || len(raws) > 0 && len(raws) <= maxBatch {
+				t.Fatalf("a batch of %d refused whole: %s", len(raws), problem)
+			}
+			return
+		}
+		if len(members) != len(raws) {
+			t.Fatalf("%d members read as %d", len(raws), len(members))
+		}
+		for i, m := range members {
+			if (m.msg == nil) == (m.problem == "") {
+				t.Fatalf("member %d: message %v, problem %q: want exactly one", i, m.msg, m.problem)
+			}
+			if m.msg != nil {
+				if req, ok := m.msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+					t.Fatalf("member %d: initialize passed in a batch", i)
+				}
+				if _, err := jsonrpc.EncodeMessage(m.msg); err != nil {
+					t.Fatalf("member %d accepted but cannot be encoded: %v", i, err)
+				}
+				continue
+			}
+			if m.code != jsonrpc.CodeParseError && m.code != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("member %d: code %d", i, m.code)
+			}
+			if m.id != nil {
+				var v any
+				if err := json.Unmarshal(m.id, &v); err != nil {
+					t.Fatalf("member %d: id %q is not JSON", i, m.id)
+				}
+				switch v.(type) {
+				case string, float64:
+				default:
+					t.Fatalf("member %d: id %s is not a string or number", i, m.id)
+				}
+			}
+		}
 	})
 }

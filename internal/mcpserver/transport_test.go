@@ -41,6 +41,18 @@ func newHarness(t *testing.T, tr *StdioTransport) *harness {
 // newHarnessAt is newHarness with the client asking for protocol version.
 func newHarnessAt(t *testing.T, tr *StdioTransport, version string) *harness {
 	t.Helper()
+	h := newUninitialized(t, tr)
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := h.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+// newUninitialized starts the server and sends nothing.
+func newUninitialized(t *testing.T, tr *StdioTransport) *harness {
+	t.Helper()
 	h := &harness{t: t, lines: make(chan string, 100), exit: make(chan int, 1), sig: make(chan os.Signal, 1)}
 	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
 		Add(s, Tool{Name: "echo", Description: "echoes", ReadOnly: true, Idempotent: true},
@@ -82,11 +94,6 @@ func newHarnessAt(t *testing.T, tr *StdioTransport, version string) *harness {
 		close(h.lines)
 	}()
 	t.Cleanup(func() { inW.Close(); outR.Close() })
-	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if r := h.next(); r.Error != nil {
-		t.Fatalf("initialize: %+v", r.Error)
-	}
-	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
 }
 
@@ -210,23 +217,23 @@ func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 	}
 }
 
-// TestBatchesAreRefusedOnEveryProtocolVersion: JSON-RPC batches were part
-// of MCP only in 2025-03-26, and the SDK would take them apart for clients
-// that negotiated it. Here a batch is refused whole, whatever version was
-// negotiated: one Invalid Request error with id null, nothing inside it
-// run, and the server keeps serving.
-func TestBatchesAreRefusedOnEveryProtocolVersion(t *testing.T) {
-	call := func(id int, word string) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, id, word)
-	}
-	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+func echoCall(id int, word string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"word":%q}}}`, id, word)
+}
+
+// TestBatchesAreRefusedOutside20250326: JSON-RPC batches are in MCP only
+// in 2025-03-26 (2024-11-05 has none, 2025-06-18 removed them). On every
+// other version a batch is refused whole: one Invalid Request error with
+// id null, nothing inside it run, and the server keeps serving.
+func TestBatchesAreRefusedOutside20250326(t *testing.T) {
+	for _, version := range []string{"2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			h := newHarnessAt(t, &StdioTransport{}, version)
 			batches := []string{
-				"[" + call(7, "inside") + "]",
-				"[" + call(8, "a") + "," + call(9, "b") + `,{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
-				"  [" + call(10, "after spaces") + "]\t",
-				"[" + call(11, "then junk") + ",42]",
+				"[" + echoCall(7, "inside") + "]",
+				"[" + echoCall(8, "a") + "," + echoCall(9, "b") + `,{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
+				"  [" + echoCall(10, "after spaces") + "]\t",
+				"[" + echoCall(11, "then junk") + ",42]",
 				`[{"jsonrpc":"2.0","id":12,"method":"ping"}]`,
 			}
 			for i, b := range batches {
@@ -235,7 +242,7 @@ func TestBatchesAreRefusedOnEveryProtocolVersion(t *testing.T) {
 				if r.Error == nil || r.Error.Code != -32600 || string(r.ID) != "null" || r.Result != nil {
 					t.Fatalf("batch %d: got id %s error %+v result %v, want one -32600 with id null", i, r.ID, r.Error, r.Result)
 				}
-				if !strings.Contains(r.Error.Message, "batch") {
+				if !strings.Contains(r.Error.Message, "batch") || !strings.Contains(r.Error.Message, "2025-03-26") {
 					t.Errorf("batch %d: message does not say why: %q", i, r.Error.Message)
 				}
 				// The next answer is this echo's: nothing inside the batch
@@ -258,6 +265,180 @@ func TestBatchesAreRefusedOnEveryProtocolVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nextBatch reads one output line that must be a JSON array of JSON-RPC
+// responses with distinct ids, and returns them by id.
+func (h *harness) nextBatch() map[string]response {
+	h.t.Helper()
+	out := map[string]response{}
+	for _, r := range h.nextArray() {
+		if _, dup := out[string(r.ID)]; dup {
+			h.t.Fatalf("two answers with id %s", r.ID)
+		}
+		out[string(r.ID)] = r
+	}
+	return out
+}
+
+// nextArray reads one output line that must be a JSON array of JSON-RPC
+// responses.
+func (h *harness) nextArray() []response {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.t.Fatal("server closed its output")
+		}
+		var raws []json.RawMessage
+		if err := json.Unmarshal([]byte(l), &raws); err != nil {
+			h.t.Fatalf("output line is not a JSON array: %v: %.300s", err, l)
+		}
+		var out []response
+		for _, raw := range raws {
+			var r response
+			if err := json.Unmarshal(raw, &r); err != nil || r.JSONRPC != "2.0" || (r.Result == nil) == (r.Error == nil) {
+				h.t.Fatalf("batch answer member is not a response: %s", raw)
+			}
+			out = append(out, r)
+		}
+		return out
+	case <-time.After(time.Minute):
+		h.t.Fatal("no response within a minute")
+	}
+	return nil
+}
+
+func echoed(t *testing.T, r response, word string) {
+	t.Helper()
+	var out echoOut
+	if r.Result == nil || r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil || out.Word != word {
+		t.Fatalf("answer %s: %+v, want the echo of %q", r.ID, r, word)
+	}
+}
+
+// TestBatchesOn20250326: with 2025-03-26 negotiated a batch of requests
+// and notifications is answered with one array of the requests' answers
+// (none for a batch of notifications only); a bad member is answered in
+// the array on its own (initialize among them, which a batch may not
+// hold), a batch that is not one (empty, too many members) with one
+// error; and a batch is held to the per-line size and depth limits.
+func TestBatchesOn20250326(t *testing.T) {
+	const limit = 64 << 10
+	h := newHarnessAt(t, &StdioTransport{MaxMessageBytes: limit}, "2025-03-26")
+
+	h.send("[" + echoCall(1, "one") + "," + echoCall(2, "two") + `,{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	got := h.nextBatch()
+	if len(got) != 2 {
+		t.Fatalf("answers %v, want ids 1 and 2", got)
+	}
+	echoed(t, got["1"], "one")
+	echoed(t, got["2"], "two")
+
+	// Notifications only: no answer at all, so the next line is the echo's.
+	h.send(`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}]`)
+	h.echo(3, "after notifications")
+
+	h.send("[" + echoCall(4, "good") + `,42,{"jsonrpc":"1.0","id":"x","method":"ping"},` +
+		`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}},` +
+		echoCall(6, "first") + "," + echoCall(6, "second") + "]")
+	// Two members with id 6: the first runs, the second is refused; both
+	// answers carry id 6, told apart by their kind.
+	var sixes []response
+	got = map[string]response{}
+	for _, r := range h.nextArray() {
+		if string(r.ID) == "6" {
+			sixes = append(sixes, r)
+		} else {
+			got[string(r.ID)] = r
+		}
+	}
+	echoed(t, got["4"], "good")
+	for id, want := range map[string]string{"null": "object", `"x"`: `"jsonrpc" must be "2.0"`, "5": "initialize"} {
+		if r := got[id]; r.Error == nil || r.Error.Code != -32600 || !strings.Contains(r.Error.Message, want) {
+			t.Errorf("member with id %s: %+v, want -32600 saying %q", id, r.Error, want)
+		}
+	}
+	if len(got) != 4 || len(sixes) != 2 {
+		t.Fatalf("answers %v and %d for id 6; want ids 4, null, \"x\", 5 and two for 6", got, len(sixes))
+	}
+	if sixes[0].Result != nil {
+		sixes[0], sixes[1] = sixes[1], sixes[0]
+	}
+	if sixes[0].Error == nil || sixes[0].Error.Code != -32600 || !strings.Contains(sixes[0].Error.Message, "already in use") {
+		t.Errorf("duplicate id 6: %+v", sixes[0].Error)
+	}
+	echoed(t, sixes[1], "first")
+
+	for name, c := range map[string]struct {
+		line string
+		code int
+	}{
+		"empty":          {`[]`, -32600},
+		"too many":       {"[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/initialized"},`, maxBatch+1), ",") + "]", -32600},
+		"over the limit": {"[" + echoCall(7, strings.Repeat("x", limit)) + "]", -32600},
+		"too deep":       {"[" + `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + "}}]", -32700},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h.t = t
+			h.send(c.line)
+			r := h.next() // one error object, not an array
+			if r.Error == nil || r.Error.Code != c.code || string(r.ID) != "null" {
+				t.Fatalf("got id %s %+v, want one %d with id null", r.ID, r.Error, c.code)
+			}
+			h.echo(9, "still here")
+		})
+	}
+	h.t = t
+
+	// A batch waits for its slowest call: a line sent after it is answered
+	// first, and the batch's array holds both answers.
+	h.send("[" + callSlow(10, `{"ms":300}`) + "," + echoCall(11, "fast") + "]")
+	h.echo(12, "meanwhile")
+	got = h.nextBatch()
+	echoed(t, got["11"], "fast")
+	if r := got["10"]; r.Result == nil || r.Result.IsError {
+		t.Fatalf("slow call in the batch: %+v", r)
+	}
+
+	// A cancelled call is not waited for: the array holds the others.
+	h.send("[" + callSlow(13, `{"ms":60000}`) + "," + echoCall(14, "kept") + "]")
+	time.Sleep(100 * time.Millisecond)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":13}}`)
+	got = h.nextBatch()
+	if len(got) != 1 {
+		t.Fatalf("answers after a cancel %v, want only 14", got)
+	}
+	echoed(t, got["14"], "kept")
+
+	// At end of input a batch still running is answered before the exit.
+	h.send("[" + callSlow(15, `{"ms":200}`) + "," + echoCall(16, "last") + "]")
+	h.in.Close()
+	got = h.nextBatch()
+	echoed(t, got["16"], "last")
+	if r := got["15"]; r.Result == nil || r.Result.IsError {
+		t.Fatalf("slow call at end of input: %+v", r)
+	}
+	if code := <-h.exit; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// A batch before initialize has negotiated a version is refused, and so is
+// initialize inside it: the session is then initialized as usual.
+func TestBatchBeforeInitializeIsRefused(t *testing.T) {
+	h := newUninitialized(t, &StdioTransport{})
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}]`)
+	if r := h.next(); r.Error == nil || r.Error.Code != -32600 || string(r.ID) != "null" {
+		t.Fatalf("batch before initialize: %s %+v", r.ID, r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := h.next(); string(r.ID) != "2" || r.Error != nil {
+		t.Fatalf("initialize: %s %+v", r.ID, r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send("[" + echoCall(3, "now") + "]")
+	echoed(t, h.nextBatch()["3"], "now")
 }
 
 // A message over the SDK's 16 MiB frame limit but under ours (a dbt

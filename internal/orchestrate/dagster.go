@@ -14,6 +14,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // DagsterKeyTag is the run tag carrying the idempotency key; before
@@ -115,21 +116,23 @@ var (
 func parseDagsterTarget(t string) (dagsterTarget, error) {
 	parts := strings.Split(strings.TrimSpace(t), "/")
 	var dt dagsterTarget
+	// The target is quoted short: it may be anything a proposal carried.
+	q := textrule.Quote(t)
 	switch len(parts) {
 	case 2:
 		dt = dagsterTarget{location: parts[0], repository: DefaultDagsterRepository, job: parts[1]}
 	case 3:
 		dt = dagsterTarget{location: parts[0], repository: parts[1], job: parts[2]}
 	default:
-		return dagsterTarget{}, invalid("dagster target %q is not valid; want location/job or location/repository/job (e.g. billing_location/__repository__/refresh_usage)", t)
+		return dagsterTarget{}, invalid("dagster target %s is not valid; want location/job or location/repository/job (e.g. billing_location/__repository__/refresh_usage)", q)
 	}
 	switch {
 	case !dagsterLocation().MatchString(dt.location) || dt.location == "." || dt.location == "..":
-		return dagsterTarget{}, invalid("dagster target %q: the code location name is not valid; it is 1 to 255 of the ASCII letters, digits, '_', '.' and '-', and not \".\" or \"..\" (e.g. billing_location)", t)
+		return dagsterTarget{}, invalid("dagster target %s: the code location name is not valid; it is 1 to 255 of the ASCII letters, digits, '_', '.' and '-', and not \".\" or \"..\" (e.g. billing_location)", q)
 	case !dagsterName().MatchString(dt.repository):
-		return dagsterTarget{}, invalid("dagster target %q: the repository name is not valid; Dagster names use ASCII letters, digits and '_' (the default is %s)", t, DefaultDagsterRepository)
+		return dagsterTarget{}, invalid("dagster target %s: the repository name is not valid; Dagster names use ASCII letters, digits and '_' (the default is %s)", q, DefaultDagsterRepository)
 	case !dagsterName().MatchString(dt.job):
-		return dagsterTarget{}, invalid("dagster target %q: the job name is not valid; Dagster names use ASCII letters, digits and '_' (e.g. refresh_usage)", t)
+		return dagsterTarget{}, invalid("dagster target %s: the job name is not valid; Dagster names use ASCII letters, digits and '_' (e.g. refresh_usage)", q)
 	}
 	return dt, nil
 }

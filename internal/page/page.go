@@ -2,6 +2,15 @@
 // answer follows: a `limit` with a default and a maximum, an opaque
 // `cursor` in and `next_cursor` out, and the total.
 //
+// A list read from the store pages by key (ResolveKeyset, Cut): the cursor
+// carries the sort key of the last item shown and a unique tiebreaker, and
+// the next page is read as "after that key", so rows inserted or deleted
+// between two pages never make the walk skip or repeat one. An offset
+// (Resolve, Slice) is only for a list computed in memory from a fixed
+// snapshot: one bound to a version that its cursor carries in its scope,
+// or one read whole from an outside system on each call, whose order is a
+// stable sort of what that system answered.
+//
 // A cursor is bound to the query it came from (the tool and its filters)
 // and to the store it was made for, and carries an HMAC, so a cursor that
 // was edited, invented, passed to a different query or taken from another
@@ -27,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -39,8 +49,14 @@ const (
 	DefaultLimit = 50
 	// MaxLimit is the largest page any tool returns.
 	MaxLimit = 500
-	// MaxCursorLen bounds a cursor's text; real cursors are far shorter.
-	MaxCursorLen = 256
+	// MaxCursorLen bounds a cursor's text (the tools' input schema says
+	// the same): an offset cursor is about 30 characters, a keyset
+	// cursor at most about 900 (two MaxKeyText values).
+	MaxCursorLen = 1024
+	// MaxKeyText bounds one text value of a keyset key, in bytes. A list
+	// sorted by text that may be longer sorts by a bounded prefix and a
+	// unique number after it (see lineage's neighbours).
+	MaxKeyText = 320
 )
 
 // Params is the paging part of a list tool's input. Embed it.
@@ -67,12 +83,16 @@ func Limit(n, def, max int) (int, error) {
 	return n, nil
 }
 
-// Page is a resolved request for one page: skip Offset items, return at
-// most Limit.
+// Page is a resolved request for one page: at most Limit items, starting
+// after the item whose key is After (a keyset list; nil on the first
+// page) or after skipping Offset items (an offset list).
 type Page struct {
 	Limit  int
 	Offset int
+	After  Key
 	scope  string
+	// keyset is the shape of a keyset list's key; nil for an offset list.
+	keyset Keyset
 	// key signs the next cursor; nil (a Page built by hand) is the
 	// process's own key.
 	key []byte
@@ -87,6 +107,23 @@ func (p Params) Resolve(scope ...string) (Page, error) {
 
 // ResolveWith is Resolve with a tool's own default and maximum.
 func (p Params) ResolveWith(def, max int, scope ...string) (Page, error) {
+	return p.resolve(def, max, nil, scope)
+}
+
+// ResolveKeyset checks the limit and the cursor of a list paged by key:
+// ks is the shape of its sort key, the unique tiebreaker last. The page's
+// After is the cursor's key (nil without a cursor), for the query to read
+// the items after it.
+func (p Params) ResolveKeyset(ks Keyset, scope ...string) (Page, error) {
+	return p.resolve(DefaultLimit, MaxLimit, ks, scope)
+}
+
+// ResolveKeysetWith is ResolveKeyset with a tool's own default and maximum.
+func (p Params) ResolveKeysetWith(def, max int, ks Keyset, scope ...string) (Page, error) {
+	return p.resolve(def, max, ks, scope)
+}
+
+func (p Params) resolve(def, max int, ks Keyset, scope []string) (Page, error) {
 	limit, err := Limit(p.Limit, def, max)
 	if err != nil {
 		return Page{}, err
@@ -95,13 +132,17 @@ func (p Params) ResolveWith(def, max int, scope ...string) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	pg := Page{Limit: limit, scope: strings.Join(scope, "\x00"), key: key}
-	if p.Cursor != "" {
-		off, err := decode(key, pg.scope, p.Cursor)
-		if err != nil {
-			return Page{}, err
-		}
-		pg.Offset = off
+	pg := Page{Limit: limit, scope: strings.Join(scope, "\x00"), keyset: ks, key: key}
+	if p.Cursor == "" {
+		return pg, nil
+	}
+	if ks != nil {
+		pg.After, err = decodeKey(key, ks, pg.scope, p.Cursor)
+	} else {
+		pg.Offset, err = decode(key, pg.scope, p.Cursor)
+	}
+	if err != nil {
+		return Page{}, err
 	}
 	return pg, nil
 }
@@ -113,6 +154,7 @@ func (pg Page) Fetch() int { return pg.Limit + 1 }
 // Info describes the page just served: n items were returned out of
 // total. A next cursor is set only when items remain.
 func (pg Page) Info(n, total int) Info {
+	pg.mustBeOffset()
 	info := Info{Total: total}
 	if pg.Offset+n < total {
 		info.NextCursor = encode(pg.keyOrOwn(), pg.scope, pg.Offset+n)
@@ -123,16 +165,24 @@ func (pg Page) Info(n, total int) Info {
 // Next is the cursor for the page after one that returned n items, or ""
 // when more is false.
 func (pg Page) Next(n int, more bool) string {
+	pg.mustBeOffset()
 	if !more {
 		return ""
 	}
 	return encode(pg.keyOrOwn(), pg.scope, pg.Offset+n)
 }
 
+func (pg Page) mustBeOffset() {
+	if pg.keyset != nil {
+		panic("page: a keyset page (ResolveKeyset) is cut by key: use Cut, SliceAfter or NextAfter")
+	}
+}
+
 // Slice pages a list already in memory (for lists computed rather than
 // read, such as a ranked search or a graph walk): it returns the page and
 // its Info.
 func Slice[T any](pg Page, all []T) ([]T, Info) {
+	pg.mustBeOffset()
 	total := len(all)
 	lo := min(pg.Offset, total)
 	hi := min(lo+pg.Limit, total)
@@ -235,9 +285,21 @@ func keyID(key []byte) []byte {
 	return m.Sum(nil)[:idLen]
 }
 
+// Each cursor layout signs under its own domain, so one is never read as
+// the other; the keyset domain also names the key's shape.
+const (
+	offsetDomain = "dw/page/v2"
+	keysetDomain = "dw/page/v3 keyset "
+)
+
 func mac(key []byte, scope string, payload []byte) []byte {
+	return macIn(key, offsetDomain, scope, payload)
+}
+
+func macIn(key []byte, domain, scope string, payload []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("dw/page/v2\x00"))
+	m.Write([]byte(domain))
+	m.Write([]byte{0})
 	m.Write([]byte(scope))
 	m.Write([]byte{0})
 	m.Write(payload)
@@ -250,19 +312,32 @@ func encode(key []byte, scope string, offset int) string {
 	return base64.RawURLEncoding.EncodeToString(append(payload, mac(key, scope, payload)...))
 }
 
-func decode(key []byte, scope, cursor string) (int, error) {
-	bad := fmt.Errorf("cursor: %w (it was changed, or the other arguments differ): pass next_cursor exactly as the previous answer gave it, with the same other arguments, or omit cursor to start from the first page", ErrBadCursor)
+func badCursor() error {
+	return fmt.Errorf("cursor: %w (it was changed, or the other arguments differ): pass next_cursor exactly as the previous answer gave it, with the same other arguments, or omit cursor to start from the first page", ErrBadCursor)
+}
+
+// open checks a cursor's length, encoding and store, and returns its
+// payload (key id included) and MAC.
+func open(key []byte, cursor string) (payload, sum []byte, err error) {
 	if len(cursor) > MaxCursorLen {
-		return 0, bad
+		return nil, nil, badCursor()
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || len(raw) <= idLen+macLen {
-		return 0, bad
+		return nil, nil, badCursor()
 	}
 	if !bytes.Equal(raw[:idLen], keyID(key)) {
-		return 0, fmt.Errorf("cursor: %w: it was made for another Data Workers store (or is not a cursor at all), and a cursor pages only the store that gave it: omit cursor to start from the first page", ErrBadCursor)
+		return nil, nil, fmt.Errorf("cursor: %w: it was made for another Data Workers store (or is not a cursor at all), and a cursor pages only the store that gave it: omit cursor to start from the first page", ErrBadCursor)
 	}
-	payload, sum := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
+	return raw[:len(raw)-macLen], raw[len(raw)-macLen:], nil
+}
+
+func decode(key []byte, scope, cursor string) (int, error) {
+	bad := badCursor()
+	payload, sum, err := open(key, cursor)
+	if err != nil {
+		return 0, err
+	}
 	if !hmac.Equal(sum, mac(key, scope, payload)) {
 		return 0, bad
 	}
@@ -271,4 +346,138 @@ func decode(key []byte, scope, cursor string) (int, error) {
 		return 0, bad
 	}
 	return int(off), nil
+}
+
+// Kind is the type of one value of a keyset list's sort key.
+type Kind byte
+
+const (
+	// Int is an int64: a time in milliseconds, a sequence number, a score.
+	Int Kind = 'i'
+	// Text is a string of at most MaxKeyText bytes.
+	Text Kind = 't'
+)
+
+// Keyset is the shape of a keyset list's sort key: the kind of each
+// value in sort order, a unique tiebreaker last, so a key names exactly
+// one position in the list.
+type Keyset []Kind
+
+// Key is a position in a keyset list: the sort values of one item, each
+// an int64 or a string as the list's Keyset says.
+type Key []any
+
+// Int is the i-th value, which the Keyset says is an Int.
+func (k Key) Int(i int) int64 { return k[i].(int64) }
+
+// Text is the i-th value, which the Keyset says is Text.
+func (k Key) Text(i int) string { return k[i].(string) }
+
+// NextAfter is the cursor for the page after one whose last item has key
+// last, or "" when more is false.
+func (pg Page) NextAfter(last Key, more bool) string {
+	if pg.keyset == nil {
+		panic("page: NextAfter on an offset page: resolve it with ResolveKeyset")
+	}
+	if !more {
+		return ""
+	}
+	return encodeKey(pg.keyOrOwn(), pg.keyset, pg.scope, last)
+}
+
+// Cut ends a page read from the store: fetched is what the query returned
+// for Fetch() items after pg.After, in list order (so one more than the
+// page when another follows), total the size of the whole list, and key
+// gives an item's key. It returns the page and its Info.
+func Cut[T any](pg Page, fetched []T, total int, key func(T) Key) ([]T, Info) {
+	more := len(fetched) > pg.Limit
+	if more {
+		fetched = fetched[:pg.Limit:pg.Limit]
+	}
+	if fetched == nil {
+		fetched = []T{}
+	}
+	info := Info{Total: total}
+	if more {
+		info.NextCursor = pg.NextAfter(key(fetched[len(fetched)-1]), true)
+	}
+	return fetched, info
+}
+
+// SliceAfter pages by key a list computed in memory on every call from
+// what the store holds now (a ranked search, a feed's history): all is the
+// whole list in its order, key gives an item's key and past reports
+// whether an item comes after a key in that order. Items added or removed
+// since the previous page do not shift the walk, as they would an offset.
+func SliceAfter[T any](pg Page, all []T, key func(T) Key, past func(T, Key) bool) ([]T, Info) {
+	lo := 0
+	if pg.After != nil {
+		lo = sort.Search(len(all), func(i int) bool { return past(all[i], pg.After) })
+	}
+	hi := min(lo+pg.Limit, len(all))
+	return Cut(pg, all[lo:min(hi+1, len(all))], len(all), key)
+}
+
+// encodeKey lays a keyset cursor out as key id, each value (Int as a
+// varint, Text as its length and bytes), MAC over both under the keyset
+// domain.
+func encodeKey(key []byte, ks Keyset, scope string, k Key) string {
+	if len(k) != len(ks) {
+		panic(fmt.Sprintf("page: key has %d values, its keyset %d", len(k), len(ks)))
+	}
+	payload := keyID(key)
+	for i, kind := range ks {
+		switch kind {
+		case Int:
+			payload = binary.AppendVarint(payload, k.Int(i))
+		case Text:
+			s := k.Text(i)
+			if len(s) > MaxKeyText {
+				panic(fmt.Sprintf("page: a key's text is %d bytes; at most %d (sort by a bounded prefix)", len(s), MaxKeyText))
+			}
+			payload = binary.AppendUvarint(payload, uint64(len(s)))
+			payload = append(payload, s...)
+		default:
+			panic(fmt.Sprintf("page: unknown key kind %q", kind))
+		}
+	}
+	return base64.RawURLEncoding.EncodeToString(append(payload, macIn(key, keysetDomain+string(ks), scope, payload)...))
+}
+
+func decodeKey(key []byte, ks Keyset, scope, cursor string) (Key, error) {
+	payload, sum, err := open(key, cursor)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal(sum, macIn(key, keysetDomain+string(ks), scope, payload)) {
+		if hmac.Equal(sum, mac(key, scope, payload)) {
+			// Signed by this store for this very list, in the layout
+			// that carried an offset: a cursor given before the list
+			// paged by key. Its offset means nothing to a keyset walk.
+			return nil, fmt.Errorf("cursor: %w: it is an older cursor that counted items from the start, and this list now pages by position so rows added meanwhile are neither skipped nor repeated: omit cursor to start from the first page", ErrBadCursor)
+		}
+		return nil, badCursor()
+	}
+	rest := payload[idLen:]
+	out := make(Key, len(ks))
+	for i, kind := range ks {
+		switch kind {
+		case Int:
+			v, n := binary.Varint(rest)
+			if n <= 0 {
+				return nil, badCursor()
+			}
+			out[i], rest = v, rest[n:]
+		case Text:
+			l, n := binary.Uvarint(rest)
+			if n <= 0 || l > MaxKeyText || uint64(len(rest)-n) < l {
+				return nil, badCursor()
+			}
+			out[i], rest = string(rest[n:n+int(l)]), rest[n+int(l):]
+		}
+	}
+	if len(rest) != 0 {
+		return nil, badCursor()
+	}
+	return out, nil
 }

@@ -189,6 +189,13 @@ func substituteTable(sql string, d warehouse.Dialect, from []string, with wareho
 	for _, e := range edits {
 		b.WriteString(sql[last:e.start])
 		b.WriteString(e.text)
+		// The replacement ends in a quote or a name: what followed the old
+		// reference with no space between (an alias written orders"o")
+		// would otherwise run into it and read as part of the name
+		// ("orders_v2""o" is one quoted name).
+		if e.end < len(sql) && joinsName(sql[e.end]) {
+			b.WriteByte(' ')
+		}
 		last = e.end
 	}
 	b.WriteString(sql[last:])
@@ -222,4 +229,10 @@ func matchesTable(d warehouse.Dialect, names []string, from []string) bool {
 		}
 	}
 	return true
+}
+
+// joinsName reports whether a byte right after a name would be read as
+// part of it or of its quoting.
+func joinsName(c byte) bool {
+	return c == '"' || c == '`' || c == '\'' || c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }

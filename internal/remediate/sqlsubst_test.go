@@ -25,6 +25,9 @@ func TestSubstituteTable(t *testing.T) {
 			"SELECT EXTRACT(hour FROM created_at) AS h, count(*) AS n -- from shop.orders\nFROM shop.refunds, \"wh\".\"shop\".\"orders_v2\" AS orders GROUP BY 1"},
 		{`WITH t AS (SELECT * FROM shop.orders) SELECT count(*) AS n FROM t`, `WITH t AS (SELECT * FROM "wh"."shop"."orders_v2" AS orders) SELECT count(*) AS n FROM t`},
 		{`SELECT count(*) AS n FROM (SELECT * FROM orders) x`, `SELECT count(*) AS n FROM (SELECT * FROM "wh"."shop"."orders_v2" AS orders) x`},
+		// An alias quoted right after the name (found by FuzzSubstituteTable):
+		// spliced without a space it would become part of the quoted name.
+		{`SELECT count(*) AS n FROM orders"o"`, `SELECT count(*) AS n FROM "wh"."shop"."orders_v2" "o"`},
 	} {
 		got, err := substituteTable(c.in, duck, from, to)
 		if err != nil || got != c.want {

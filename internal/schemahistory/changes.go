@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -23,9 +24,15 @@ type Change struct {
 const noChange = `diff_json NOT IN ('[]', 'null', '')`
 
 // Changes is one page of a warehouse's snapshots that changed something,
-// newest first (only one table's when table is not empty), and how many
-// there are in all. The page is cut in SQL.
-func Changes(ctx context.Context, q store.Querier, whName, table string, limit, offset int) ([]Change, int, error) {
+// newest first (only one table's when table is not empty), and its Info
+// with how many there are in all. The page is cut in SQL, after the
+// previous page's last (taken, id), so a snapshot taken between pages
+// moves no other.
+func Changes(ctx context.Context, q store.Querier, whName, table string, p page.Params) ([]Change, page.Info, error) {
+	pg, err := p.ResolveKeyset(changeKey, "list_schema_changes", whName, table)
+	if err != nil {
+		return nil, page.Info{}, err
+	}
 	where := ` FROM table_snapshots WHERE warehouse = ? AND ` + noChange
 	args := []any{whName}
 	if table != "" {
@@ -34,32 +41,51 @@ func Changes(ctx context.Context, q store.Querier, whName, table string, limit, 
 	}
 	var total int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*)"+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, page.Info{}, err
 	}
-	rows, err := q.QueryContext(ctx, "SELECT table_name, taken_ms, columns_json, sha256, diff_json"+where+
-		" ORDER BY taken_ms DESC, id DESC LIMIT ? OFFSET ?", append(args, limit, offset)...)
+	if pg.After != nil {
+		where += ` AND (taken_ms, id) < (?, ?)`
+		args = append(args, pg.After...)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT id, table_name, taken_ms, columns_json, sha256, diff_json"+where+
+		" ORDER BY taken_ms DESC, id DESC LIMIT ?", append(args, pg.Fetch())...)
 	if err != nil {
-		return nil, 0, err
+		return nil, page.Info{}, err
 	}
 	defer rows.Close()
-	out := []Change{}
+	type row struct {
+		id, ms int64
+		Change
+	}
+	var fetched []row
 	for rows.Next() {
-		var c Change
-		var ms int64
+		var c row
 		var cols, diff string
-		if err := rows.Scan(&c.Table, &ms, &cols, &c.SHA256, &diff); err != nil {
-			return nil, 0, err
+		if err := rows.Scan(&c.id, &c.Table, &c.ms, &cols, &c.SHA256, &diff); err != nil {
+			return nil, page.Info{}, err
 		}
-		c.TakenAt = store.FromMillis(ms)
+		c.TakenAt = store.FromMillis(c.ms)
 		var colList []json.RawMessage
 		if err := json.Unmarshal([]byte(cols), &colList); err != nil {
-			return nil, 0, err
+			return nil, page.Info{}, err
 		}
 		c.Columns = len(colList)
 		if err := json.Unmarshal([]byte(diff), &c.Changes); err != nil {
-			return nil, 0, err
+			return nil, page.Info{}, err
 		}
-		out = append(out, c)
+		fetched = append(fetched, c)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, page.Info{}, err
+	}
+	shown, info := page.Cut(pg, fetched, total, func(c row) page.Key { return page.Key{c.ms, c.id} })
+	out := make([]Change, len(shown))
+	for i, c := range shown {
+		out[i] = c.Change
+	}
+	return out, info, nil
 }
+
+// changeKey pages list_schema_changes newest first by when each snapshot
+// was taken, its id breaking ties.
+var changeKey = page.Keyset{page.Int, page.Int}

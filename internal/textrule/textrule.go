@@ -89,3 +89,21 @@ func Kind(r rune) string {
 	}
 	return "an unprintable character"
 }
+
+// quoteMax is how much of a value Quote shows.
+const quoteMax = 80
+
+// Quote is s as an error message quotes a value someone gave: Go-quoted
+// (so nothing in it acts on a terminal) and, past its first 80 bytes, cut
+// at a character boundary with its length said instead, so a hostile
+// megabyte of input never comes back whole in the answer.
+func Quote(s string) string {
+	if len(s) <= quoteMax {
+		return strconv.Quote(s)
+	}
+	cut := quoteMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}

@@ -1,6 +1,9 @@
 package textrule
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // First finds the first refused character by its position in characters
 // (not bytes); a newline passes only in multi-line text.
@@ -27,5 +30,21 @@ func TestFirst(t *testing.T) {
 	}
 	if got := Text("a\x1b\nb\u202e", "  "); got != `a\x1b`+"\n  > "+`b\u202e` {
 		t.Errorf("Text = %q", got)
+	}
+}
+
+// TestQuote: a value is quoted whole while short; past 80 bytes it is cut
+// at a character boundary and its length said, however long it is.
+func TestQuote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"orders", `"orders"`},
+		{"a\nb\x1b", `"a\nb\x1b"`},
+		{strings.Repeat("x", 80), `"` + strings.Repeat("x", 80) + `"`},
+		{strings.Repeat("x", 79) + "éé", `"` + strings.Repeat("x", 79) + `"… (83 bytes)`},
+		{strings.Repeat("y", 1<<20), `"` + strings.Repeat("y", 80) + `"… (1048576 bytes)`},
+	} {
+		if got := Quote(c.in); got != c.want {
+			t.Errorf("Quote(%.20q…) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

@@ -21,9 +21,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/suggest"
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // Warehouse is one configured warehouse connection.
@@ -173,17 +173,7 @@ func ValidIdentifier(s string) error {
 
 // quoteShort quotes a name for an error, cut to its first 80 bytes: a
 // hostile megabyte-long name must not come back in the answer.
-func quoteShort(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
-}
+func quoteShort(s string) string { return textrule.Quote(s) }
 
 // ParseTableName splits "table", "schema.table" or "db.schema.table" and
 // validates each part. It does not check that the table exists: Resolve does.

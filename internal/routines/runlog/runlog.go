@@ -111,9 +111,10 @@ type Filter struct {
 
 const runColumns = `id, routine, tick_ms, watcher, status, missed, started_ms, finished_ms, summary, error, findings, incidents, notified, proposals`
 
-// ListRuns returns runs newest first, skipping offset and returning at
-// most limit, and the number of runs the filter matches.
-func ListRuns(ctx context.Context, db store.Querier, f Filter, offset, limit int) ([]Run, int, error) {
+// ListRuns returns one page of runs newest first, after the previous
+// page's last (started, id) so a run recorded or pruned between pages
+// moves no other, and its Info with the number of runs the filter matches.
+func ListRuns(ctx context.Context, db store.Querier, f Filter, pg page.Page) ([]Run, page.Info, error) {
 	where, args := []string{"1 = 1"}, []any{}
 	if f.Routine != "" {
 		where, args = append(where, "routine = ?"), append(args, f.Routine)
@@ -124,27 +125,36 @@ func ListRuns(ctx context.Context, db store.Querier, f Filter, offset, limit int
 	if !f.Since.IsZero() {
 		where, args = append(where, "started_ms >= ?"), append(args, store.Millis(f.Since))
 	}
-	cond := strings.Join(where, " AND ")
 	var total int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM routine_runs WHERE `+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count routine runs: %w", err)
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM routine_runs WHERE `+strings.Join(where, " AND "), args...).Scan(&total); err != nil {
+		return nil, page.Info{}, fmt.Errorf("count routine runs: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+runColumns+` FROM routine_runs WHERE `+cond+
-		` ORDER BY started_ms DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	if pg.After != nil {
+		where, args = append(where, "(started_ms, id) < (?, ?)"), append(args, pg.After...)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT `+runColumns+` FROM routine_runs WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY started_ms DESC, id DESC LIMIT ?`, append(args, pg.Fetch())...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list routine runs: %w", err)
+		return nil, page.Info{}, fmt.Errorf("list routine runs: %w", err)
 	}
 	defer rows.Close()
 	out := []Run{}
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, 0, err
+			return nil, page.Info{}, err
 		}
 		out = append(out, *r)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, page.Info{}, err
+	}
+	out, info := page.Cut(pg, out, total, func(r Run) page.Key { return page.Key{store.Millis(r.Started), r.ID} })
+	return out, info, nil
 }
+
+// runKey pages runs newest first by start, the run's id breaking ties.
+var runKey = page.Keyset{page.Int, page.Int}
 
 // GetRun reads one run.
 func GetRun(ctx context.Context, db store.Querier, id int64) (*Run, error) {
@@ -237,13 +247,13 @@ func List(ctx context.Context, db *store.DB, p ListParams) (*ListResult, error) 
 		}
 		f.Since = t
 	}
-	pg, err := p.Params.Resolve("routine_runs", f.Routine, string(f.Status), p.Since)
+	pg, err := p.Params.ResolveKeyset(runKey, "routine_runs", f.Routine, string(f.Status), p.Since)
 	if err != nil {
 		return nil, err
 	}
-	runs, total, err := ListRuns(ctx, db, f, pg.Offset, pg.Limit)
+	runs, info, err := ListRuns(ctx, db, f, pg)
 	if err != nil {
 		return nil, err
 	}
-	return &ListResult{Runs: runs, Info: pg.Info(len(runs), total)}, nil
+	return &ListResult{Runs: runs, Info: info}, nil
 }
