@@ -199,14 +199,16 @@ esac
 # appended to bin/.build.log, so that neither the client killing the
 # server's process group nor its closing the server's stderr stops a build.
 # Without setsid (macOS) the build only survives the script being killed.
+# It is always called in a background subshell, which it replaces (exec),
+# so no shell is left waiting for the build.
 detach() {
   local self
   self="$root/$(basename "${BASH_SOURCE[0]}")"
   mkdir -p "$bindir"
   if command -v setsid >/dev/null 2>&1; then
-    setsid "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
+    exec setsid "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
   else
-    "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
+    exec "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
   fi
 }
 

@@ -65,7 +65,7 @@ func (b *build) check(now time.Time) (buildState, string) {
 		return building, ""
 	}
 	root := filepath.Dir(b.bin)
-	if fi, err := os.Stat(filepath.Join(b.bin, ".build.failed")); err == nil && fi.ModTime().After(b.since) {
+	if fi, err := os.Stat(filepath.Join(b.bin, ".build.failed")); err == nil && fi.ModTime().After(b.since.Add(-mtimeSlack)) {
 		return failed, fmt.Sprintf("%s could not start: the build of the agents failed. The end of %s:\n%s\nFix what it says, run `make build` in %s, then reconnect (in Claude Code: /mcp).",
 			b.agent, filepath.Join(b.bin, ".build.log"), logTail(filepath.Join(b.bin, ".build.log"), 15), root)
 	}
@@ -75,6 +75,10 @@ func (b *build) check(now time.Time) (buildState, string) {
 	}
 	return building, ""
 }
+
+// mtimeSlack allows for file times taken from the kernel's coarse clock,
+// which can read a few milliseconds behind time.Now.
+const mtimeSlack = 100 * time.Millisecond
 
 func exists(path string) bool {
 	_, err := os.Stat(path)
