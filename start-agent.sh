@@ -2,7 +2,7 @@
 # start-agent.sh AGENT — runs a Data Workers agent on stdio for an MCP client
 # (it replaces itself with bin/AGENT, stdio untouched):
 #   claude mcp add dw-quality -- /path/to/checkout/start-agent.sh dw-quality
-# start-agent.sh --build — builds all six binaries into bin/ (what make build runs).
+# start-agent.sh --build — builds every binary into bin/ (what make build runs).
 #
 # The rules, so that connecting never waits on a compiler when it need not:
 #   - the agent's binary is present: start it at once, even when it is
@@ -10,22 +10,31 @@
 #     are missing or older than the sources are rebuilt in the background,
 #     for the next start (`make build` rebuilds now);
 #   - the agent's binary is missing (a fresh clone whose set-up step was
-#     skipped): build the five agents now, in one `go build`, and start.
-#     dw (the warehouse reader the agents start on their first warehouse
-#     call; it links DuckDB and is the slowest to link) follows in the
-#     background (it is the slowest link, and no agent needs it to connect).
+#     skipped): start the build of the agents and dw (the warehouse reader
+#     and demo seeder the agents run) in the background, in one `go build`,
+#     and answer the client at once with bin/dw-starter. Compiling the
+#     agents on a cold Go cache takes minutes, far over a client's connect
+#     timeout (Claude Code waits 30 s); the starter links only the standard
+#     library and builds in seconds (it is built here first if it is missing
+#     or stale, under its own lock, bin/.starter.lock, so the five connects
+#     a client makes at once share that build too). It answers initialize
+#     and tools/list as the agent would, holds every other message, and
+#     hands the session to bin/AGENT once the build has put it there
+#     (cmd/dw-starter).
 # Every build holds one lock (bin/.build.lock), so the five agents a client
 # starts at once share one build: the first takes the lock and builds, the
 # others wait for it and find their binaries built. A background build is
 # skipped when another build holds the lock, so builds never queue up. A
-# build keeps going if the client gives up waiting: it runs in a session of
-# its own (setsid), because Claude Code kills the server's whole process
-# group when it stops waiting (30 s), which used to kill the build with it,
-# so that every retry started from scratch. It is the only build, it ends
-# when it is done, and the next connect uses its result; its output goes
-# to bin/.build.log. Binaries are built into a directory in
-# bin/ and renamed into place, so an agent never starts from a half-written
-# file, and each carries the time its build read the sources as its mtime.
+# build that fails writes bin/.build.failed; a connect that was waiting
+# for it does not build again (make build does), so five connects to a
+# broken tree cost one failed build, not five. A build keeps going when
+# the client goes away: it runs in a session of its own (setsid), because
+# Claude Code kills the server's whole process group when it gives up or
+# quits. It is the only build, it ends when it is done, and the next
+# connect uses its result; its output goes to bin/.build.log. Binaries are
+# built into a directory in bin/ and renamed into place, so nothing ever
+# starts from a half-written file, and each carries the time its build
+# read the sources as its mtime.
 # Everything this script prints goes to stderr: stdout belongs to MCP.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,34 +72,46 @@ outdated() {
   done
 }
 
-# lock takes the build lock for the rest of the calling (sub)shell; with
-# nowait it fails at once when another build holds it. flock(1) where it
-# exists (Linux), else an atomic mkdir with the holder's pid (macOS).
+# lock [nowait] [NAME] takes the lock bin/.NAME.lock (default: build, the
+# lock of every build of the agents and dw) for the rest of the calling
+# (sub)shell; with nowait it fails at once when it is held. flock(1) where
+# it exists (Linux), else an atomic mkdir with the holder's pid (macOS).
 lock() {
+  local block=1
+  if [[ "${1:-}" == nowait ]]; then block=0; shift; fi
+  local name="${1:-build}"
   mkdir -p "$bindir"
   if command -v flock >/dev/null 2>&1; then
-    exec 9>"$bindir/.build.lock"
-    if [[ "${1:-}" == nowait ]]; then flock -n 9; else flock 9; fi
+    exec 9>"$bindir/.$name.lock"
+    if [[ $block == 0 ]]; then flock -n 9; else flock 9; fi
     return
   fi
-  local dir="$bindir/.build.lockdir" holder
+  local dir="$bindir/.$name.lockdir" holder
   until mkdir "$dir" 2>/dev/null; do
     holder="$(cat "$dir/pid" 2>/dev/null || true)"
     if [[ -n "$holder" ]] && ! kill -0 "$holder" 2>/dev/null; then
       rm -rf "$dir" # its holder died
       continue
     fi
-    [[ "${1:-}" == nowait ]] && return 1
+    [[ $block == 0 ]] && return 1
     sleep 1
   done
   echo "$BASHPID" >"$dir/pid"
   trap 'rm -rf "$dir"' EXIT
 }
 
-# build compiles the named binaries (all six when none is named); the
-# caller holds the lock.
+# build [--partial] [--starter] [BINARY...] compiles the named binaries
+# (every one under cmd/ when none is named) and renames them into bin/;
+# the caller holds the lock. A failed build installs nothing and writes
+# bin/.build.failed, except with --partial (the first build), which puts
+# in place the binaries that did build: an agent that compiled is of use
+# even when dw did not (dw links DuckDB through cgo). --starter is the
+# starter's own build, under its own lock: it leaves the agents' build
+# directory and failure mark alone.
 build() {
-  local go tmp version pkgs=() b
+  local go tmp version pkgs=() b partial=0 kind=build ok=0
+  if [[ "${1:-}" == --partial ]]; then partial=1; shift; fi
+  if [[ "${1:-}" == --starter ]]; then kind=starter; shift; fi
   go="$(find_go)" || {
     say "no go command found (PATH=$PATH); run make build in $root once"
     return 127
@@ -100,8 +121,9 @@ build() {
   else
     pkgs=(./cmd/...)
   fi
-  rm -rf "$bindir"/.tmp-build.* # left by a build that was killed
-  tmp="$(mktemp -d "$bindir/.tmp-build.XXXXXX")"
+  rm -rf "$bindir"/.tmp-$kind.* # left by a build that was killed
+  [[ $kind == starter ]] || rm -f "$bindir/.build.failed"
+  tmp="$(mktemp -d "$bindir/.tmp-$kind.XXXXXX")"
   touch "$tmp/.start"
   version="$(cd "$root" && git describe --always --dirty 2>/dev/null || echo dev)"
   # -trimpath: compiled packages are cached by content, not by checkout
@@ -111,15 +133,23 @@ build() {
   # -s -w: no symbol table or DWARF, which is most of the link (13 s of CPU
   # instead of 21 s); panics still print file:line (to debug with delve,
   # go build the one binary yourself). Numbers: README, Development.
-  if (cd "$root" && "$go" build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/" "${pkgs[@]}"); then
+  local began=$SECONDS
+  (cd "$root" && "$go" build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/" "${pkgs[@]}") && ok=1
+  if [[ $ok == 1 ]]; then
+    say "built ${*:-every binary} in $((SECONDS - began)) s"
+  else
+    say "the build of ${*:-every binary} failed after $((SECONDS - began)) s"
+  fi
+  if [[ $ok == 1 || $partial == 1 ]]; then
     for b in "$tmp"/dw*; do
+      [[ -e "$b" ]] || continue
       touch -r "$tmp/.start" "$b"
       mv -f "$b" "$bindir/"
     done
-    rm -rf "$tmp"
-    return 0
   fi
   rm -rf "$tmp"
+  [[ $ok == 1 ]] && return 0
+  [[ $kind == starter ]] || date >"$bindir/.build.failed"
   return 1
 }
 
@@ -132,14 +162,26 @@ fi
 
 # The two builds a connect starts, each run by this script in a session of
 # its own (see detach): --build-agents waits for the lock and builds the
-# agents that are still missing or stale; --build-stale, only when no other
-# build holds the lock, rebuilds every binary that is, at low priority.
+# agents and dw that are still missing or stale, in one go build (on a
+# cold cache the agents' critical path is modernc.org/sqlite, one package
+# on one core, and dw's packages fill the other: the six cost about what
+# the five do); --build-stale, only when no other build holds the lock,
+# rebuilds every binary that is, at low priority.
 case "${1:-}" in
 --build-agents)
+  # A build that fails while this one waits is not run again: the five
+  # connects of one client would otherwise each repeat it.
+  since="$(mktemp)"
   lock
+  if [[ "$bindir/.build.failed" -nt "$since" ]]; then
+    rm -f "$since"
+    say "the build of the agents just failed (above); not building again (make build does)"
+    exit 1
+  fi
+  rm -f "$since"
   # shellcheck disable=SC2086 # $agents is a list of words
-  todo="$(outdated $agents)"
-  [[ -z "$todo" ]] || build $todo
+  todo="$(outdated $agents dw)"
+  [[ -z "$todo" ]] || build --partial $todo
   exit
   ;;
 --build-stale)
@@ -157,14 +199,16 @@ esac
 # appended to bin/.build.log, so that neither the client killing the
 # server's process group nor its closing the server's stderr stops a build.
 # Without setsid (macOS) the build only survives the script being killed.
+# It is always called in a background subshell, which it replaces (exec),
+# so no shell is left waiting for the build.
 detach() {
   local self
   self="$root/$(basename "${BASH_SOURCE[0]}")"
   mkdir -p "$bindir"
   if command -v setsid >/dev/null 2>&1; then
-    setsid "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
+    exec setsid "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
   else
-    "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
+    exec "$self" "$1" </dev/null >>"$bindir/.build.log" 2>&1
   fi
 }
 
@@ -179,11 +223,33 @@ if [[ -z "$agent" || " $agents " != *" $agent "* ]]; then
 fi
 shift
 
+# starter makes sure bin/dw-starter is there and current, building it
+# under its own lock when it is not (seconds even on a cold cache: it
+# links only the standard library). A stale starter that does not rebuild
+# still serves: its tools/list is at worst the one it was built with.
+starter() {
+  if [[ -n "$(outdated dw-starter)" ]]; then
+    (
+      lock starter
+      [[ -z "$(outdated dw-starter)" ]] || build --starter dw-starter
+    ) </dev/null >>"$bindir/.build.log" 2>&1 || true
+  fi
+  [[ -x "$bindir/dw-starter" ]]
+}
+
 if [[ ! -x "$bindir/$agent" ]]; then
   if ! find_go >/dev/null; then
     say "$agent is not built and no go command was found (PATH=$PATH)."
     say "Build the agents once from a terminal: cd '$root' && make build"
     exit 1
+  fi
+  mkdir -p "$bindir"
+  if [[ $# -eq 0 ]] && starter; then
+    say "$agent is not built yet: building the agents in the background (one build serves all five; log: bin/.build.log); bin/dw-starter answers until it is done"
+    # Started from a subshell that exits at once, so the build is not a
+    # child of the starter (which would never reap it).
+    ( detach --build-agents & )
+    exec "$bindir/dw-starter" "$agent"
   fi
   say "building the five agents into $bindir (one build serves them all; this happens once; log: bin/.build.log) …"
   # If the client stops waiting and kills this script, the detached build

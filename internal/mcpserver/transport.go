@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,34 +8,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
-// DefaultMaxMessageBytes bounds one inbound line (one JSON-RPC message).
-// A real dbt manifest passed inline runs to tens of MiB, so the default is
-// above the SDK's 16 MiB; DW_MAX_MESSAGE_BYTES changes it.
-const DefaultMaxMessageBytes = 32 << 20
+// DefaultMaxMessageBytes bounds one inbound line (one JSON-RPC message);
+// DW_MAX_MESSAGE_BYTES changes it (wire.MaxMessageBytesFromEnv).
+const DefaultMaxMessageBytes = wire.DefaultMaxMessageBytes
 
 // DefaultDrainTimeout bounds how long calls still running when stdin closes
 // may take to finish and have their answers written before the agent exits.
 const DefaultDrainTimeout = 10 * time.Second
-
-// maxNesting matches the SDK's own decoder limit, so a message this reader
-// lets through never fails to decode further in.
-const maxNesting = 1000
-
-// idPrefixBytes is how much of an over-size line is kept to find its id in,
-// so the error can be addressed to the request that was too big.
-const idPrefixBytes = 64 << 10
 
 // JSON-RPC batches (a JSON array of requests and notifications on one
 // line) are part of exactly one MCP revision. 2025-03-26 added them to the
@@ -49,13 +36,12 @@ const idPrefixBytes = 64 << 10
 // protocol, its stdio transport and its schema define single messages
 // only), so a batch is refused there. 2025-06-18 removed them, and later
 // revisions have none. So a batch is read only once initialize has
-// negotiated batchVersion, and refused otherwise, as before.
-const batchVersion = "2025-03-26"
+// negotiated wire.BatchVersion, and refused otherwise, as before.
 
 // maxBatch bounds the messages of one batch, so one line cannot start more
 // calls (or hold a larger answer) than a client has any use for; the line
 // itself is already bounded by MaxMessageBytes and its nesting by
-// maxNesting, a batch counted whole.
+// wire.MaxNesting, a batch counted whole.
 const maxBatch = 1000
 
 // StdioTransport is the agents' stdio transport. It replaces the SDK's,
@@ -81,17 +67,7 @@ type StdioTransport struct {
 
 // MaxMessageBytesFromEnv reads DW_MAX_MESSAGE_BYTES (a positive byte count),
 // falling back to DefaultMaxMessageBytes.
-func MaxMessageBytesFromEnv() (int, error) {
-	v := os.Getenv("DW_MAX_MESSAGE_BYTES")
-	if v == "" {
-		return DefaultMaxMessageBytes, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1024 {
-		return 0, fmt.Errorf("DW_MAX_MESSAGE_BYTES=%q: want a whole number of bytes, at least 1024 (default %d)", v, DefaultMaxMessageBytes)
-	}
-	return n, nil
-}
+func MaxMessageBytesFromEnv() (int, error) { return wire.MaxMessageBytesFromEnv() }
 
 // Connect implements mcp.Transport. It is called once.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -113,12 +89,10 @@ func (t *StdioTransport) Abort() {
 	t.conn.abortOnce.Do(func() { close(t.conn.abort) })
 }
 
-// lineEvent is one thing the reader goroutine found: a line, an over-size
-// line (prefix and size), or the end of input.
+// lineEvent is one thing the reader goroutine found: a line (or an
+// over-size line's size and start), or the end of input.
 type lineEvent struct {
-	line    []byte
-	tooBig  int
-	prefix  []byte
+	wire.Line
 	readErr error
 }
 
@@ -197,57 +171,21 @@ func newLineConn(t *StdioTransport) *lineConn {
 	return c
 }
 
-// readLoop splits the input at newlines, never holding more than max bytes
-// of one line: the rest of an over-size line is skipped up to its newline.
+// readLoop hands the input's lines, bounded by wire.Reader, to Read.
 func (c *lineConn) readLoop() {
-	r := bufio.NewReaderSize(c.t.In, 64<<10)
+	r := wire.NewReader(c.t.In, c.max)
 	for {
-		var (
-			buf    []byte
-			size   int
-			tooBig bool
-			err    error
-		)
-		for {
-			var chunk []byte
-			chunk, err = r.ReadSlice('\n')
-			size += len(chunk)
-			if !tooBig {
-				payload := size
-				if err == nil {
-					payload-- // the newline ending the line is not part of it
-				}
-				if payload > c.max {
-					tooBig = true
-					keep := min(idPrefixBytes, len(buf))
-					buf = append(buf[:keep:keep], chunk[:min(len(chunk), idPrefixBytes-keep)]...)
-				} else {
-					buf = append(buf, chunk...)
-				}
-			}
-			if err != bufio.ErrBufferFull {
-				break
-			}
-		}
-		var ev lineEvent
-		switch {
-		case tooBig:
-			ev = lineEvent{tooBig: size, prefix: buf}
-		case len(buf) > 0:
-			ev = lineEvent{line: buf}
-		}
-		if ev.line != nil || ev.tooBig > 0 {
-			select {
-			case c.events <- ev:
-			case <-c.closed:
-				return
-			}
-		}
+		l, err := r.Next()
 		if err != nil {
 			select {
 			case c.events <- lineEvent{readErr: err}:
 			case <-c.closed:
 			}
+			return
+		}
+		select {
+		case c.events <- lineEvent{Line: l}:
+		case <-c.closed:
 			return
 		}
 	}
@@ -279,18 +217,18 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.end()
 				return nil, io.EOF
 			}
-			if ev.tooBig > 0 {
-				c.reply(idFromPrefix(ev.prefix), jsonrpc.CodeInvalidRequest, fmt.Sprintf(
-					"message of more than %d bytes is over the limit of %d bytes (DW_MAX_MESSAGE_BYTES); pass large documents by file path instead", c.max, c.max))
+			if ev.TooBig > 0 {
+				p := wire.TooBig(ev.Line, c.max)
+				c.reply(p.ID, p.Code, p.Message)
 				continue
 			}
-			if line := bytes.TrimSpace(ev.line); len(line) > 0 && line[0] == '[' && c.batchesAllowed() {
-				if _, _, problem := checkLine(line); problem == "" {
+			if line := bytes.TrimSpace(ev.Data); len(line) > 0 && line[0] == '[' && c.batchesAllowed() {
+				if wire.CheckLine(line) == nil {
 					c.readBatch(line)
 					continue
 				}
 			}
-			msg, id, code, problem := decodeLine(ev.line)
+			msg, id, code, problem := decodeLine(ev.Data)
 			if problem != "" {
 				if code != 0 {
 					c.reply(id, code, problem)
@@ -320,11 +258,11 @@ func (c *lineConn) dequeue() jsonrpc.Message {
 	return msg
 }
 
-// batchesAllowed reports whether the session negotiated batchVersion.
+// batchesAllowed reports whether the session negotiated wire.BatchVersion.
 func (c *lineConn) batchesAllowed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.version == batchVersion
+	return c.version == wire.BatchVersion
 }
 
 // noteInitialize remembers the initialize call, whose answer names the
@@ -402,7 +340,7 @@ type batchMember struct {
 	problem string
 }
 
-// decodeBatch reads a batch line that checkLine accepted: each member
+// decodeBatch reads a batch line that wire.CheckLine accepted: each member
 // checked as a line of its own would be, except that a member that is not
 // an object or is initialize (which MCP forbids in a batch) is answered
 // with Invalid Request. problem is set when the batch as a whole is not
@@ -449,12 +387,12 @@ func (c *lineConn) readBatch(line []byte) {
 	for _, m := range members {
 		if m.problem != "" {
 			c.logger.Warn("bad message in a batch from client", "code", m.code, "problem", m.problem)
-			b.answers = append(b.answers, errorResponse(m.id, m.code, m.problem))
+			b.answers = append(b.answers, wire.ErrorResponse(m.id, m.code, m.problem))
 			continue
 		}
 		id, dup, flush := c.track(m.msg)
 		if dup {
-			b.answers = append(b.answers, errorResponse(idJSON(id), jsonrpc.CodeInvalidRequest, duplicateID(id)))
+			b.answers = append(b.answers, wire.ErrorResponse(idJSON(id), jsonrpc.CodeInvalidRequest, duplicateID(id)))
 			continue
 		}
 		if flush != nil {
@@ -477,237 +415,42 @@ func (c *lineConn) readBatch(line []byte) {
 	}
 }
 
-// decodeLine checks one line that is not an accepted batch. A zero code
-// with a problem means skip silently (a blank line).
+// decodeLine checks one line that is not an accepted batch by the wire
+// rules and decodes it. A zero code with a problem means skip silently (a
+// blank line).
 func decodeLine(line []byte) (msg jsonrpc.Message, id json.RawMessage, code int64, problem string) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return nil, nil, 0, "blank"
+	m, p := wire.Check(line)
+	if p != nil {
+		return nil, p.ID, p.Code, p.Message
 	}
-	if id, code, problem := checkLine(line); problem != "" {
-		return nil, id, code, problem
-	}
-	switch line[0] {
-	case '[':
-		return nil, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
-			"JSON-RPC batches are read only when the session negotiated protocol version %s (MCP has no batches before or after it); send one message per line", batchVersion)
-	case '{':
-	default:
-		return nil, nil, jsonrpc.CodeInvalidRequest, "message must be a JSON-RPC object"
-	}
-	return decodeObject(line)
+	return decodeChecked(m)
 }
 
-// checkLine checks what every non-blank line must be, a batch whole: valid
-// UTF-8, nested at most maxNesting deep, one JSON value.
-func checkLine(line []byte) (id json.RawMessage, code int64, problem string) {
-	// For these two the id can often still be read, and answering it
-	// spares the client waiting for an answer that never comes.
-	if !utf8.Valid(line) {
-		return idOf(line), jsonrpc.CodeParseError, "message is not valid UTF-8"
+// decodeObject checks a JSON object as one JSON-RPC message (a member of
+// a batch) and decodes it.
+func decodeObject(obj []byte) (msg jsonrpc.Message, id json.RawMessage, code int64, problem string) {
+	m, p := wire.CheckObject(obj)
+	if p != nil {
+		return nil, p.ID, p.Code, p.Message
 	}
-	if d := nesting(line); d > maxNesting {
-		return idOf(line), jsonrpc.CodeParseError, fmt.Sprintf("message nests more than %d levels deep", maxNesting)
-	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return nil, jsonrpc.CodeParseError, "message is not valid JSON: " + jsonProblem(err)
-	}
-	return nil, 0, ""
+	return decodeChecked(m)
 }
 
-// decodeObject checks a JSON object as one JSON-RPC message: a line, or a
-// member of a batch.
-func decodeObject(line []byte) (msg jsonrpc.Message, id json.RawMessage, code int64, problem string) {
-	// The envelope is checked here rather than by the SDK, whose errors
-	// name Go types ("invalid ID type []interface {}") and which treats a
-	// request with id null as a notification, answering nothing.
-	var env struct {
-		JSONRPC json.RawMessage `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  json.RawMessage `json:"method"`
-	}
-	if err := json.Unmarshal(line, &env); err != nil {
-		return nil, nil, jsonrpc.CodeInvalidRequest, "message must be a JSON-RPC object"
-	}
-	id, problem = checkID(env.ID)
-	if problem != "" {
-		return nil, id, jsonrpc.CodeInvalidRequest, problem
-	}
-	var version string
-	if json.Unmarshal(env.JSONRPC, &version) != nil || version != "2.0" {
-		return nil, id, jsonrpc.CodeInvalidRequest, `not a JSON-RPC 2.0 message: "jsonrpc" must be "2.0"`
-	}
-	var method string
-	if len(env.Method) > 0 {
-		if env.Method[0] != '"' || json.Unmarshal(env.Method, &method) != nil {
-			return nil, id, jsonrpc.CodeInvalidRequest, "method must be a string"
-		}
-		// A notification has no id member at all; "id": null on a request
-		// would leave the client waiting for an answer it can never match.
-		// An MCP notification (notifications/...) sent with id null is
-		// still read as the notification it names.
-		if string(env.ID) == "null" && !strings.HasPrefix(method, "notifications/") {
-			return nil, nil, jsonrpc.CodeInvalidRequest, "id is null: a request needs an id that is a string or a number (leave id out only for a notification)"
-		}
-	} else if len(env.ID) == 0 || string(env.ID) == "null" {
-		return nil, nil, jsonrpc.CodeInvalidRequest, "not a JSON-RPC 2.0 message: a request needs a method; a response needs the id of a request this server sent"
-	}
-	m, err := jsonrpc.DecodeMessage(line)
+func decodeChecked(m wire.Message) (jsonrpc.Message, json.RawMessage, int64, string) {
+	msg, err := jsonrpc.DecodeMessage(m.Line)
 	if err != nil {
-		// Not reached for what is checked above; the SDK's words may name
+		// Not reached for what wire lets through; the SDK's words may name
 		// Go types, so they go to the log only.
 		slog.Debug("jsonrpc decode failed", "err", err)
-		return nil, id, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message"
+		return nil, m.ID, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message"
 	}
-	return m, nil, 0, ""
-}
-
-// maxExactID is the largest integer a JSON number id keeps exactly through
-// the SDK, which reads ids as float64.
-const maxExactID = 1<<53 - 1
-
-// checkID reads a message's id member (absent is nil). A number that is
-// not a whole number the SDK can hold exactly is refused, as the SDK
-// would answer it under another id (1.5 as 1); that refusal still carries
-// the id as sent, so the client can match it.
-func checkID(raw json.RawMessage) (json.RawMessage, string) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, ""
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil, "id must be a string or a number"
-	}
-	switch n := v.(type) {
-	case string:
-		return raw, ""
-	case float64:
-		if n != math.Trunc(n) || math.Abs(n) > maxExactID {
-			return raw, fmt.Sprintf("id must be a string or a whole number from -%d to %d", int64(maxExactID), int64(maxExactID))
-		}
-		return raw, ""
-	}
-	return nil, "id must be a string or a number"
-}
-
-// jsonProblem words a decoding error without Go type names.
-func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	return err.Error()
-}
-
-// nesting is the deepest level of objects and arrays, strings skipped.
-func nesting(data []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-	}
-	return deepest
-}
-
-// idOf returns the message's id if it is one JSON-RPC allows (a string or a
-// number), so an error can be addressed to it.
-func idOf(line []byte) json.RawMessage {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(line, &m) != nil {
-		return nil
-	}
-	return validID(m.ID)
-}
-
-func validID(id json.RawMessage) json.RawMessage {
-	if len(id) == 0 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(id, &v) != nil {
-		return nil
-	}
-	switch v.(type) {
-	case string, float64:
-		return id
-	}
-	return nil
-}
-
-// idFromPrefix finds a top-level "id" member in the start of an over-size
-// message: clients put id before params, so the error usually reaches the
-// request that caused it.
-func idFromPrefix(prefix []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if key == "id" {
-			return validID(v)
-		}
-	}
-	return nil
+	return msg, nil, 0, ""
 }
 
 // reply writes an error response for a line the server never saw.
 func (c *lineConn) reply(id json.RawMessage, code int64, message string) {
 	c.logger.Warn("bad message from client", "code", code, "problem", message)
-	if data := errorResponse(id, code, message); data != nil {
-		_ = c.writeLine(data)
-	}
-}
-
-// errorResponse is a JSON-RPC error response; a nil id is null.
-func errorResponse(id json.RawMessage, code int64, message string) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	resp := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id}
-	resp.Error.Code, resp.Error.Message = code, message
-	data, err := json.Marshal(resp)
-	if err != nil {
-		return nil
-	}
-	return data
+	_ = c.writeLine(wire.ErrorResponse(id, code, message))
 }
 
 // track records a call the server must answer, and forgets one the client
@@ -823,7 +566,7 @@ func (c *lineConn) answerAbandoned() {
 	for _, id := range ids {
 		c.abandoned[id] = true
 		c.settle(id)
-		answer := errorResponse(idJSON(id), jsonrpc.CodeInternalError, fmt.Sprintf(
+		answer := wire.ErrorResponse(idJSON(id), jsonrpc.CodeInternalError, fmt.Sprintf(
 			"the client closed its input and this call was still running %s later; it was cancelled, so check what it changed before calling it again", c.drain))
 		if data := c.answerLocked(id, answer); data != nil {
 			out = append(out, data)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
 // FuzzDecodeLine: whatever a client writes on one line, the transport
@@ -47,7 +49,7 @@ func FuzzDecodeLine(f *testing.F) {
 				t.Fatalf("id %s is not a string or number", id)
 			}
 		}
-		_ = idFromPrefix(line)
+		_ = wire.TooBig(wire.Line{Prefix: line}, 1) // finding an id in any prefix never panics
 	})
 }
 
@@ -69,7 +71,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if len(line) == 0 || line[0] != '[' {
 			return
 		}
-		if _, _, problem := checkLine(line); problem != "" {
+		if wire.CheckLine(line) != nil {
 			return
 		}
 		var raws []json.RawMessage
