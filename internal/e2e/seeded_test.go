@@ -206,12 +206,14 @@ func seededHealthyWeek(t *testing.T, s *seeded.Scenario) {
 	var last time.Time
 	for i, day := range s.HealthyWeek() {
 		at := day.Add(checkTime)
-		write := s.WriteDuckDB(ctx, path, at)
-		if i > 0 {
-			write = s.AppendDuckDB(ctx, path, last, at)
+		var err error
+		if i == 0 {
+			err = s.WriteDuckDB(ctx, path, at)
+		} else {
+			err = s.AppendDuckDB(ctx, path, last, at)
 		}
-		if write != nil {
-			t.Fatal(write)
+		if err != nil {
+			t.Fatal(err)
 		}
 		last = at
 		q := spawnAt(t, "dw-quality", env, at)
