@@ -103,7 +103,24 @@ type Options struct {
 	// of 15 where 20 is usual is Poisson noise, so the expected range is
 	// never narrower than Poisson noise at the threshold.
 	Counts bool
+	// Size is how many values the judged value summarises (a mean, median
+	// or p95 of the rows of its bucket), and SizeAt the same for an earlier
+	// point (false when unknown). A summary of 12 values is noisier than
+	// one of 200, and a spread pooled over a day is mostly busy hours: it
+	// is widened by sqrt(their usual size / Size), never narrowed.
+	Size   float64
+	SizeAt func(time.Time) (float64, bool)
 }
+
+// DefaultMinPoints is the least history judged when Options.MinPoints is
+// unset: six points give a median and a spread that are not one value's.
+const DefaultMinPoints = 6
+
+// medianErrorFactor is the variance of a median of n points over the
+// variance of one point, times n (pi/2 for normal noise): the slot median
+// judged against is itself an estimate, so a new value is expected within
+// spread * sqrt(1 + medianErrorFactor/n) of it, not within spread.
+const medianErrorFactor = math.Pi / 2
 
 // Seasonal slots need this many points before they are trusted.
 const (
@@ -146,6 +163,10 @@ type Judgement struct {
 	// can say "0 in every check for 28 days".
 	Since  time.Time `json:"since,omitzero" jsonschema:"oldest earlier point available"`
 	Reason string    `json:"reason" jsonschema:"one sentence explaining the verdict"`
+
+	// mean is the mean of the slot judged against: for a rate of a few
+	// events in a quiet hour the median is 0 while the rate is not.
+	mean float64
 }
 
 func (o *Options) defaults() {
@@ -156,7 +177,7 @@ func (o *Options) defaults() {
 		o.Direction = Both
 	}
 	if o.MinPoints <= 0 {
-		o.MinPoints = 6
+		o.MinPoints = DefaultMinPoints
 	}
 	if o.RelativeFloor <= 0 {
 		o.RelativeFloor = 0.02
@@ -217,17 +238,22 @@ func Score(history []Point, at time.Time, value float64, opts Options) Judgement
 	j.Slot = slotName(basis, at.In(opts.Location))
 	values := valuesOf(slot)
 	med := median(values)
-	spread := madScale * mad(values, med)
+	j.mean = mean(values)
 	// A slot of three points can have a MAD near zero by chance; the noise
 	// of the whole series around its own seasonal centres is a floor that
-	// does not depend on that luck.
-	if pooled := pooledSpread(train, basis, opts.Location, med); pooled > spread {
+	// does not depend on that luck. Each is widened for a value that
+	// summarises fewer rows than the points it was learnt from.
+	spread := widenForSize(madScale*mad(values, med), slot, opts)
+	if pooled := widenForSize(pooledSpread(train, basis, opts.Location, med), train, opts); pooled > spread {
 		spread = pooled
 	}
 	if basis == DayTypeHour {
 		med = shrinkTowardHour(train, at, opts.Location, med, spread, len(slot))
 	}
 	spread = math.Max(spread, math.Max(opts.RelativeFloor*math.Abs(med), opts.AbsoluteFloor))
+	// The centre is a median of len(slot) points, not the truth.
+	predictive := math.Sqrt(1 + medianErrorFactor/float64(len(slot)))
+	spread *= predictive
 
 	j.Median, j.Spread = med, spread
 	j.Low, j.High = med-opts.Threshold*spread, med+opts.Threshold*spread
@@ -235,17 +261,19 @@ func Score(history []Point, at time.Time, value float64, opts Options) Judgement
 	if opts.Counts && med >= 0 && value >= 0 {
 		// Counts are never judged tighter than Poisson noise allows. On
 		// the Anscombe scale 2*sqrt(x+3/8) a Poisson count has unit
-		// spread, so the band is exact enough for small counts too: 0
-		// where 10 is usual is news, 15 where 20 is usual is not.
+		// spread (the slot median's own error added), so the band is
+		// exact enough for small counts too: 0 where 10 is usual is
+		// news, 10 where 26 is usual is not.
 		root := math.Sqrt(med + 0.375)
-		if lo := root - opts.Threshold/2; lo > 0 {
+		half := opts.Threshold * predictive / 2
+		if lo := root - half; lo > 0 {
 			j.Low = math.Min(j.Low, lo*lo-0.375)
 		} else {
 			j.Low = math.Min(j.Low, 0)
 		}
-		hi := root + opts.Threshold/2
+		hi := root + half
 		j.High = math.Max(j.High, hi*hi-0.375)
-		if ps := 2 * (math.Sqrt(value+0.375) - root); math.Abs(ps) < math.Abs(score) {
+		if ps := 2 * (math.Sqrt(value+0.375) - root) / predictive; math.Abs(ps) < math.Abs(score) {
 			score = ps
 		}
 	}
@@ -262,6 +290,29 @@ func Score(history []Point, at time.Time, value float64, opts Options) Judgement
 	}
 	j.Reason = describeMove(j)
 	return j
+}
+
+// widenForSize widens a spread learnt from points for a value that
+// summarises fewer rows than they usually did: the noise of a mean or
+// median of n values goes as 1/sqrt(n). It never narrows one, as part of
+// the noise (a late partition, a batch) does not shrink with more rows.
+func widenForSize(spread float64, points []Point, opts Options) float64 {
+	if opts.Size <= 0 || opts.SizeAt == nil || spread <= 0 {
+		return spread
+	}
+	var sizes []float64
+	for _, p := range points {
+		if n, ok := opts.SizeAt(p.At); ok && n > 0 {
+			sizes = append(sizes, n)
+		}
+	}
+	if len(sizes) == 0 {
+		return spread
+	}
+	if usual := median(sizes); usual > opts.Size {
+		return spread * math.Sqrt(usual/opts.Size)
+	}
+	return spread
 }
 
 // describeMove says how value sits against the usual level in plain
@@ -477,6 +528,14 @@ func median(vs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func mean(vs []float64) float64 {
+	sum := 0.0
+	for _, v := range vs {
+		sum += v
+	}
+	return sum / float64(len(vs))
 }
 
 func mad(vs []float64, med float64) float64 {

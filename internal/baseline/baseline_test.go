@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -156,13 +157,16 @@ func TestDirectionUpIgnoresDrops(t *testing.T) {
 }
 
 // A perfectly steady series still tolerates small wobbles (the relative
-// floor) and the expected range is reported in the metric's units.
+// floor), widened by the error of a centre taken from 72 points, and the
+// expected range is reported in the metric's units.
 func TestSteadySeriesUsesTheFloor(t *testing.T) {
 	now := time.Date(2025, 3, 11, 12, 0, 0, 0, time.UTC)
 	history := hourly(now.Add(-72*time.Hour), 72, func(time.Time) float64 { return 1000 })
 	j := Score(history, now, 1010, Options{})
-	if j.Verdict != Normal || j.Spread != 20 || j.Low != 930 || j.High != 1070 {
-		t.Errorf("got %s spread %v range %v–%v, want normal with spread 20 and range 930–1070", j.Verdict, j.Spread, j.Low, j.High)
+	spread := 20 * math.Sqrt(1+math.Pi/2/72)
+	if j.Verdict != Normal || j.N != 72 || math.Abs(j.Spread-spread) > 1e-9 || math.Abs(j.Low-(1000-3.5*spread)) > 1e-9 ||
+		math.Abs(j.High-(1000+3.5*spread)) > 1e-9 {
+		t.Errorf("got %s spread %v range %v–%v on %d points, want normal with spread %.2f", j.Verdict, j.Spread, j.Low, j.High, j.N, spread)
 	}
 	if j := Score(history, now, 1100, Options{}); j.Verdict != Anomalous {
 		t.Errorf("10%% above a steady series judged %s", j.Verdict)

@@ -24,7 +24,14 @@ func ScoreRate(history []Point, at time.Time, count, of float64, opts Options) J
 		return j
 	}
 	lo, hi := Wilson(count, of, opts.Threshold)
+	// The usual rate is the slot's median, or its mean when that is the
+	// one the counts cannot rule out: a quiet hour's rate of 2% is a median
+	// of 0 (most such hours have no event at all), and one event in 27 rows
+	// is then not news.
 	usual := clamp01(j.Median)
+	if mean := clamp01(j.mean); (usual < lo || usual > hi) && mean >= lo && mean <= hi {
+		usual = mean
+	}
 	if usual >= lo && usual <= hi {
 		j.Verdict = Normal
 		j.Reason = fmt.Sprintf("%s of %s (%s) against the usual %s: too few to tell apart from chance (%s–%s is possible at this count)",

@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -55,5 +56,56 @@ func TestScoreRatioJudgesWithCounts(t *testing.T) {
 	// Not counts (averages): judged on the ratio alone.
 	if j := ScoreRatio(history, at, 15.5, 17, Options{}); j.Verdict != Anomalous {
 		t.Errorf("ratio of non-counts: %s, want the ratio's own verdict", j.Verdict)
+	}
+}
+
+// A quiet hour's rate of about 1% (one event in 27 rows one day in four,
+// none the others): the slot median is 0, but the counts are judged against the
+// slot's mean too, so 1 in 27 is chance; 9 in 27 is not.
+func TestScoreRateQuietHourMedianZero(t *testing.T) {
+	start := time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC)
+	history := hourly(start, 28*24, func(t time.Time) float64 {
+		if int(t.Sub(start).Hours()/24)%4 == 0 {
+			return 1.0 / 27
+		}
+		return 0
+	})
+	at := start.AddDate(0, 0, 28).Add(time.Hour)
+	opts := Options{AbsoluteFloor: 0.002}
+	if j := ScoreRate(history, at, 1, 27, opts); j.Verdict != Normal || j.Median != 0 {
+		t.Errorf("1 of 27 against a usual 0.9%%: %s (median %v; %s)", j.Verdict, j.Median, j.Reason)
+	}
+	if j := ScoreRate(history, at, 9, 27, opts); j.Verdict != Anomalous {
+		t.Errorf("9 of 27 against a usual 0.9%%: %s (%s)", j.Verdict, j.Reason)
+	}
+}
+
+// A mean of a bucket's values: the spread pooled over the day comes from
+// busy hours of 400 rows; a quiet hour of 25 rows is noisier by
+// sqrt(400/25) = 4, so the same move is ordinary there and news at a busy
+// hour. Without sizes the night hour is judged as a busy one.
+func TestSizeWidensTheSpreadOfAFewValues(t *testing.T) {
+	start := time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC)
+	rows := func(t time.Time) float64 {
+		if t.Hour() < 6 {
+			return 25
+		}
+		return 400
+	}
+	// Lag averages of about 40 min with 1 min of noise in busy hours.
+	rng := rand.New(rand.NewPCG(3, 4))
+	history := hourly(start, 21*24, func(t time.Time) float64 { return 2400 + 60*rng.NormFloat64() })
+	sizeAt := func(t time.Time) (float64, bool) { return rows(t), true }
+	night := start.AddDate(0, 0, 21).Add(3 * time.Hour)
+	busy := night.Add(9 * time.Hour)
+	move := 2400.0 + 600 // 10 minutes more
+	if j := Score(history, night, move, Options{Size: rows(night), SizeAt: sizeAt, RelativeFloor: 0.01}); j.Verdict != Normal {
+		t.Errorf("10 min more in a night hour of 25 rows: %s (%s)", j.Verdict, j.Reason)
+	}
+	if j := Score(history, busy, move, Options{Size: rows(busy), SizeAt: sizeAt, RelativeFloor: 0.01}); j.Verdict != Anomalous {
+		t.Errorf("10 min more in a busy hour of 400 rows: %s (%s)", j.Verdict, j.Reason)
+	}
+	if j := Score(history, night, move, Options{RelativeFloor: 0.01}); j.Verdict != Anomalous {
+		t.Errorf("10 min more at night without sizes: %s (%s)", j.Verdict, j.Reason)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/baseline"
+	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -150,6 +151,9 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 			return nil, stopped(err)
 		}
 		all = append(all, js...)
+		if err := recordDayTotals(ctx, env, cp, cw, scan, now); err != nil {
+			return nil, stopped(err)
+		}
 		combineInto(full, total, scan.total)
 		statements += len(cp.Statements)
 		bytes += scan.BytesScanned
@@ -202,6 +206,33 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 	rep := ev.report(all, statements, bytes)
 	rep.Inferred = append(notes, fmt.Sprintf("backfill in %d chunks of %s, one statement each, each recorded as it finished", len(cws), chunkText(w.Grain)))
 	return rep, nil
+}
+
+// recordDayTotals records the window values of a chunk that is one whole
+// calendar day (UTC) as that day's points, the ones a check of "today" or
+// "yesterday" records for its window: without them a table's first
+// backfill gives every hour a history but its days none, and the next
+// day's check has "0 earlier points" for each whole-day value. Only values
+// the chunk's row has are recorded (counts, rates and sums; medians,
+// percentiles and text profiles need a ROLLUP the chunks leave out, and
+// stay judged by the hour); staleness is a moment's value, not a day's.
+func recordDayTotals(ctx context.Context, env Env, cp *ScanPlan, cw Window, scan *Scan, now time.Time) error {
+	if cw.Grain != Hour || cw.End.Sub(cw.Start) != 24*time.Hour || !cw.Start.Equal(cw.Start.Truncate(24*time.Hour)) || cw.End.After(now) {
+		return nil
+	}
+	var samples []baseline.Sample
+	for _, o := range scan.Observations {
+		if !o.Total || o.Metric == MetricStaleness || (o.Metric == MetricRowCount && cp.rewritten) {
+			continue
+		}
+		samples = append(samples, baseline.Sample{
+			Series: baseline.Series{Asset: cp.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: grainLabel(24 * time.Hour)},
+			Point:  baseline.Point{At: cw.Start, Value: o.Value}})
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	return env.DB.InTx(ctx, func(tx *store.Tx) error { return baseline.Record(ctx, tx, now, samples...) })
 }
 
 // combineInto adds one chunk's window row into the backfill's: counts and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -318,6 +319,51 @@ type judged struct {
 	broken   string              // the explicit expectation broken, if any
 	explicit string              // the explicit expectation checked, if any
 	status   Status
+	// lone marks a bucket outside its expected range that passed because
+	// no neighbour was (demoteLoneBuckets).
+	lone bool
+}
+
+// sizeAware reports the metrics that summarise a bucket's values (a mean,
+// median or p95 of its rows): their noise depends on how many rows the
+// bucket holds, so a quiet night hour is judged with a wider spread than
+// the busy hours a pooled spread mostly comes from.
+func sizeAware(metric string) bool {
+	return isValueMetric(metric) || metric == MetricLagAvg || metric == MetricLagP95
+}
+
+// bucketRows are the rows per bucket of one grain: the scan's own (now)
+// and history's (earlier buckets), so sizeAware metrics know how many rows
+// each value summarised.
+type bucketRows struct {
+	now, earlier map[time.Time]float64
+}
+
+func newBucketRows(history []baseline.Point, observations []Observation) bucketRows {
+	b := bucketRows{now: map[time.Time]float64{}, earlier: make(map[time.Time]float64, len(history))}
+	for _, p := range history {
+		b.earlier[p.At] = p.Value
+	}
+	for _, o := range observations {
+		if o.Metric == MetricRowCount && !o.Total {
+			b.now[o.Bucket] = o.Value
+		}
+	}
+	return b
+}
+
+// sized sets opts' sizes for an observation of a bucket whose rows the
+// scan counted.
+func (b bucketRows) sized(opts *baseline.Options, o Observation) {
+	n, ok := b.now[o.Bucket]
+	if o.Total || !sizeAware(o.Metric) || !ok || n <= 0 {
+		return
+	}
+	opts.Size = n
+	opts.SizeAt = func(at time.Time) (float64, bool) {
+		v, ok := b.earlier[at]
+		return v, ok
+	}
 }
 
 // Evaluate judges a scan's observations against the checks' explicit
@@ -363,6 +409,7 @@ func (e *evaluator) judge(ctx context.Context, observations []Observation) ([]ju
 	var all []judged
 	var samples []baseline.Sample
 	gap := -1.0 // the usual gap between rows, once a staleness needs it
+	rows := newBucketRows(history[baseline.Series{Asset: plan.Asset, Metric: MetricRowCount, Grain: string(plan.Window.Grain)}], observations)
 	for _, o := range observations {
 		pc := plan.Checks[o.Check]
 		jd := judged{obs: o, slot: slotOf(plan, o, now)}
@@ -382,6 +429,7 @@ func (e *evaluator) judge(ctx context.Context, observations []Observation) ([]ju
 		if !((o.Metric == MetricRowCount || isProfileMetric(o.Metric)) && jd.partial) &&
 			!(o.Metric == MetricRowCount && plan.rewritten) {
 			opts := baselineOptions(o.Metric, jd.slot.trainBefore)
+			rows.sized(&opts, o)
 			if o.Metric == MetricStaleness {
 				if gap < 0 {
 					gap = usualGap(history, plan.Asset, now)
@@ -441,7 +489,7 @@ func (e *evaluator) judge(ctx context.Context, observations []Observation) ([]ju
 // report builds the report from every judged observation.
 func (e *evaluator) report(all []judged, statements int, bytes int64) *Report {
 	plan, now := e.plan, e.now
-	demoteLoneValueBuckets(all)
+	demoteLoneBuckets(all)
 	rep := &Report{
 		Table: plan.Table.Ref.String(), Asset: plan.Asset, ObservedAt: now,
 		Statements: statements, BytesScanned: bytes, Problems: []Problem{},
@@ -455,39 +503,72 @@ func (e *evaluator) report(all []judged, statements int, bytes int64) *Report {
 	return rep
 }
 
-// demoteLoneValueBuckets passes a value-profile bucket (mean, median, p95,
-// zero share, distinct count, top-value share) whose neighbours are not
-// anomalous too. The profile judges several numbers per column per
-// bucket, so one odd hour among hundreds of judgements is chance; a
-// changed distribution (a unit change, a new mix) shows in consecutive
-// buckets.
-func demoteLoneValueBuckets(all []judged) {
+// loneCountScore is how many standard errors (Poisson ones, for the few
+// rows of a quiet hour) a bucket's row count must be from its usual level
+// to be anomalous without a neighbour that is too. A check of a day by the
+// hour judges 24 counts, a week of them 168: at the 3.5 of one judgement,
+// one count in about 2,000 of a healthy table is beyond it, so a table
+// would open an incident in about one week in twelve from noise alone (the
+// seeded healthy weeks did, issue 14: 10 rows at midnight where 26 is
+// usual). Beyond 4.5 it is one in about 150,000 (a week in 900), and a
+// real volume problem either moves that far (an empty hour where 20 is
+// usual, a fifth of a busy hour's rows missing) or lasts into the next
+// bucket, which a lone noisy hour does not.
+const loneCountScore = 4.5
+
+// demoteLoneBuckets passes a bucket that is anomalous by history alone
+// while its neighbours are not:
+//   - a value-profile bucket (mean, median, p95, zero share, distinct
+//     count, top-value share): the profile judges several numbers per
+//     column per bucket, so one odd hour among hundreds of judgements is
+//     chance; a changed distribution (a unit change, a new mix) shows in
+//     consecutive buckets;
+//   - a row count within loneCountScore of its usual level, whose
+//     neighbours are not anomalous on the same side.
+//
+// A broken explicit expectation is never demoted.
+func demoteLoneBuckets(all []judged) {
 	type key struct {
 		check  int
 		metric string
 	}
 	runs := map[key][]int{}
 	for i, jd := range all {
-		if !jd.obs.Total && isProfileMetric(jd.obs.Metric) {
+		if !jd.obs.Total && (isProfileMetric(jd.obs.Metric) || jd.obs.Metric == MetricRowCount) {
 			k := key{jd.obs.Check, jd.obs.Metric}
 			runs[k] = append(runs[k], i)
 		}
 	}
-	for _, idx := range runs {
+	side := func(jd judged) float64 {
+		if jd.status != Anomalous || jd.j == nil {
+			return 0
+		}
+		return math.Copysign(1, jd.j.Score)
+	}
+	for k, idx := range runs {
 		sort.Slice(idx, func(a, b int) bool { return all[idx[a]].obs.Bucket.Before(all[idx[b]].obs.Bucket) })
+		counts := k.metric == MetricRowCount
 		lone := []int{}
 		for n, i := range idx {
-			if all[i].status != Anomalous {
+			jd := all[i]
+			if jd.status != Anomalous || (counts && math.Abs(jd.j.Score) >= loneCountScore) {
 				continue
 			}
-			prev := n > 0 && all[idx[n-1]].status == Anomalous
-			next := n+1 < len(idx) && all[idx[n+1]].status == Anomalous
-			if !prev && !next {
+			near := func(m int) bool {
+				if m < 0 || m >= len(idx) {
+					return false
+				}
+				if counts {
+					return side(all[idx[m]]) == side(jd)
+				}
+				return all[idx[m]].status == Anomalous
+			}
+			if !near(n-1) && !near(n+1) {
 				lone = append(lone, i)
 			}
 		}
 		for _, i := range lone {
-			all[i].status = Pass
+			all[i].status, all[i].lone = Pass, true
 		}
 	}
 }
@@ -759,6 +840,13 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 		r.TopValue = focus.obs.Example
 	}
 	r.Message = message(plan, pc, focus, buckets)
+	// Passed on its buckets while the window value was not judged: the
+	// buckets speak for the result, and the window's "not judged" is a
+	// note, not the verdict.
+	if r.Status == Pass && focus == total && total.status == Learning && slices.ContainsFunc(buckets, func(b judged) bool { return b.status == Pass }) {
+		r.Message = subject(pc, total.obs) + where(plan, total.obs) + fmt.Sprintf("; every %s within expectations", plan.Window.Grain) +
+			loneText(plan, buckets) + wholeWindowNote(plan, total)
+	}
 	// A rate judged per bucket is read first for the whole window ("18% of
 	// today's rows"), then for the bucket that fired.
 	if total != nil && focus != total && isRate(k.metric) && (r.Status == Fail || r.Status == Anomalous) {

@@ -243,31 +243,15 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 		case o.Metric == MetricRowCount && pc.Spec.StayEmpty != "":
 			text += "; " + focus.explicit
 		case len(buckets) > 0:
-			text += fmt.Sprintf("; every %s within expectations", plan.Window.Grain)
+			text += fmt.Sprintf("; every %s within expectations", plan.Window.Grain) + loneText(plan, buckets)
 		case focus.j != nil && focus.j.Verdict == baseline.Normal && focus.j.Basis == baseline.AlwaysZero:
 			text += fmt.Sprintf(" (%s in every earlier check)", inUnits(o.Metric, 0))
 		case focus.j != nil && focus.j.Verdict == baseline.Normal:
 			text += fmt.Sprintf(", expected %s–%s", inUnits(o.Metric, focus.j.Low), inUnits(o.Metric, focus.j.High))
 		}
 	case Learning:
-		if plan.rewritten && o.Metric == MetricRowCount {
-			text += fmt.Sprintf("; not judged as volume: %s records each row's latest change, so rows per %s are the rows last changed then, not arrivals",
-				plan.Window.Column, orWindow(plan.Window.Grain))
-			break
-		}
-		if focus.partial && o.Metric == MetricRowCount {
-			text += "; the period has not ended, so its volume is not judged yet"
-			break
-		}
-		if focus.skip != "" {
-			text += "; " + focus.skip
-			break
-		}
-		n := 0
-		if focus.j != nil {
-			n = focus.j.History
-		}
-		text += fmt.Sprintf("; too little history to judge yet (%d earlier points)", n)
+		// Not judged is said first: the value after it is not an all-clear.
+		text = notJudgedWhy(plan, focus) + "; " + text
 	}
 	if (focus.status == Fail || focus.status == Anomalous) && !o.Total {
 		text += trend(plan, buckets)
@@ -276,6 +260,55 @@ func message(plan *ScanPlan, pc PlannedCheck, focus *judged, buckets []judged) s
 		text += "; the key was inferred: declare it with set_quality_expectations if it must be unique"
 	}
 	return text
+}
+
+// notJudgedWhy says why an observation was not judged, beginning "not
+// judged".
+func notJudgedWhy(plan *ScanPlan, jd *judged) string {
+	o := jd.obs
+	switch {
+	case plan.rewritten && o.Metric == MetricRowCount:
+		return fmt.Sprintf("not judged as volume: %s records each row's latest change, so rows per %s are the rows last changed then, not arrivals",
+			plan.Window.Column, orWindow(plan.Window.Grain))
+	case jd.partial && o.Metric == MetricRowCount:
+		return "not judged: the period has not ended, so its volume is not judged yet"
+	case jd.partial && isProfileMetric(o.Metric):
+		return "not judged: the period has not ended, and the values of its first rows are not its whole mix"
+	case jd.skip != "":
+		return jd.skip
+	}
+	n, need := 0, 0
+	if jd.j != nil {
+		n = jd.j.History
+	}
+	if need = baselineOptions(o.Metric, jd.slot.trainBefore).MinPoints; need <= 0 {
+		need = baseline.DefaultMinPoints
+	}
+	return fmt.Sprintf("not judged: too little history yet (%d earlier points, %d needed)", n, need)
+}
+
+// wholeWindowNote is added to a result that passed on its buckets while
+// its window value was not judged, so the pass is not read as a judgement
+// of the window and the "not judged" is not read as the result's.
+func wholeWindowNote(plan *ScanPlan, total *judged) string {
+	why := strings.TrimPrefix(notJudgedWhy(plan, total), "not judged: ")
+	return fmt.Sprintf(" (the window as a whole is not judged: %s)", why)
+}
+
+// loneText names the buckets that were outside their expected range on
+// their own and passed for it (demoteLoneBuckets), so a pass says so.
+func loneText(plan *ScanPlan, buckets []judged) string {
+	var at []string
+	for _, b := range buckets {
+		if b.lone {
+			at = append(at, strings.TrimPrefix(strings.TrimPrefix(where(plan, b.obs), " at "), " on "))
+		}
+	}
+	if len(at) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" but %s, outside the expected range alone: among many %ss judged that is chance, not a problem unless a neighbouring %s is too",
+		joinAnd(at), plan.Window.Grain, plan.Window.Grain)
 }
 
 // trend describes the run of failing or anomalous buckets at the end of
@@ -339,26 +372,32 @@ func summarize(rep *Report, plan *ScanPlan) {
 	if unjudged {
 		judged--
 	}
-	if len(found) == 0 && learning > 0 {
-		var which []string
-		for _, r := range rep.Results {
-			if r.Status == Learning && len(which) < 5 {
-				name := string(r.Metric)
-				if r.Dimension != "" {
-					name += "(" + r.Dimension + ")"
-				}
-				which = append(which, name)
+	// The results counted here are exactly those whose message begins
+	// "not judged" (status learning).
+	var which []string
+	for _, r := range rep.Results {
+		if r.Status == Learning && len(which) < 5 {
+			name := string(r.Metric)
+			if r.Dimension != "" {
+				name += "(" + r.Dimension + ")"
 			}
+			which = append(which, name)
 		}
+	}
+	if learning > len(which) {
+		which = append(which, fmt.Sprintf("%d more", learning-len(which)))
+	}
+	if len(found) == 0 && learning > 0 {
 		if judged <= 0 {
 			// Nothing was judged: the report's status says so too.
 			rep.Status = NotJudged
-			fmt.Fprintf(&b, "NOT JUDGED: all %d results have too little history to judge yet, so this is not an all-clear. "+
-				"Record the table's history first (run_quality_check with since and until over the weeks before, bucket hour, no_incident true), or set expectations (set_quality_expectations), then check again.", learning)
+			fmt.Fprintf(&b, "NOT JUDGED: none of the %d results was judged (%s), so this is not an all-clear. "+
+				"Record the table's history first (run_quality_check with since and until over the weeks before, bucket hour, no_incident true), or set expectations (set_quality_expectations), then check again.",
+				learning, strings.Join(which, ", "))
 			rep.Summary = b.String()
 			return
 		}
-		fmt.Fprintf(&b, "Partly judged: %d of %d results have too little history to judge yet (%s); of the %d judged, ", learning, len(rep.Results), strings.Join(which, ", "), judged)
+		fmt.Fprintf(&b, "Partly judged: %d of %d results not judged (%s); of the %d judged, ", learning, len(rep.Results), strings.Join(which, ", "), judged)
 	}
 	var normal []string
 	for _, p := range problemOrder {
@@ -414,7 +453,7 @@ func summarize(rep *Report, plan *ScanPlan) {
 			orWindow(plan.Window.Grain), plan.Window.Column, orWindow(plan.Window.Grain))
 	}
 	if learning > 0 && len(found) > 0 {
-		fmt.Fprintf(&b, " %d of %d results have too little history to judge yet.", learning, len(rep.Results))
+		fmt.Fprintf(&b, " %d of %d results not judged (%s).", learning, len(rep.Results), strings.Join(which, ", "))
 	}
 	rep.Summary = strings.TrimSpace(b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/baseline"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -87,22 +88,38 @@ func deref(p *float64) any {
 }
 
 // One odd hour of a value profile is chance among hundreds of judgements;
-// two in a row are a shift. Volume and null rates are not affected.
-func TestLoneValueBucketIsNotAProblem(t *testing.T) {
+// two in a row are a shift. A row count is demoted alone only within
+// loneCountScore and when no neighbour is off on the same side. Null rates
+// are not affected.
+func TestLoneBucketIsNotAProblem(t *testing.T) {
 	at := func(h int) time.Time { return day.Add(time.Duration(h) * time.Hour) }
-	mk := func(metric string, h int, s Status) judged {
-		return judged{obs: Observation{Check: 0, Metric: metric, Bucket: at(h)}, status: s}
+	mk := func(check int, metric string, h int, s Status, score float64) judged {
+		return judged{obs: Observation{Check: check, Metric: metric, Bucket: at(h)}, status: s, j: &baseline.Judgement{Score: score}}
 	}
 	all := []judged{
-		mk(MetricValueMedian, 2, Pass), mk(MetricValueMedian, 1, Anomalous), mk(MetricValueMedian, 0, Pass),
-		mk(MetricValueP95, 0, Pass), mk(MetricValueP95, 1, Anomalous), mk(MetricValueP95, 2, Anomalous),
-		mk(MetricNullRate, 1, Anomalous),
+		mk(0, MetricValueMedian, 2, Pass, 0), mk(0, MetricValueMedian, 1, Anomalous, 5), mk(0, MetricValueMedian, 0, Pass, 0),
+		mk(0, MetricValueP95, 0, Pass, 0), mk(0, MetricValueP95, 1, Anomalous, 4), mk(0, MetricValueP95, 2, Anomalous, 4),
+		mk(0, MetricNullRate, 1, Anomalous, 4),
+		// A lone hour 3.9 errors low, a lone one 5.2 low, two in a row low.
+		mk(1, MetricRowCount, 0, Pass, 0), mk(1, MetricRowCount, 1, Anomalous, -3.9), mk(1, MetricRowCount, 2, Pass, 1),
+		mk(1, MetricRowCount, 3, Anomalous, -5.2), mk(1, MetricRowCount, 4, Pass, 0),
+		mk(1, MetricRowCount, 5, Anomalous, -3.7), mk(1, MetricRowCount, 6, Anomalous, -3.8),
+		// Off on both sides in a row: two lone hours, not a shift.
+		mk(1, MetricRowCount, 7, Pass, 0), mk(1, MetricRowCount, 8, Anomalous, 3.8), mk(1, MetricRowCount, 9, Anomalous, -3.8),
 	}
-	demoteLoneValueBuckets(all)
-	want := []Status{Pass, Pass, Pass, Pass, Anomalous, Anomalous, Anomalous}
+	var before []Status
+	for _, jd := range all {
+		before = append(before, jd.status)
+	}
+	demoteLoneBuckets(all)
+	want := []Status{Pass, Pass, Pass, Pass, Anomalous, Anomalous, Anomalous,
+		Pass, Pass, Pass, Anomalous, Pass, Anomalous, Anomalous, Pass, Pass, Pass}
 	for i, jd := range all {
 		if jd.status != want[i] {
 			t.Errorf("%s at %s: %s, want %s", jd.obs.Metric, jd.obs.Bucket.Format("15:04"), jd.status, want[i])
+		}
+		if demoted := jd.lone; demoted != (want[i] == Pass && before[i] == Anomalous) {
+			t.Errorf("%s at %s: lone %v", jd.obs.Metric, jd.obs.Bucket.Format("15:04"), demoted)
 		}
 	}
 }

@@ -114,15 +114,20 @@ type Diagnosis struct {
 //   - history: 1 when an earlier incident on one of the same assets had a
 //     change of the same kind as its top cause.
 //
-// confidence = lineage × (0.35·fit + 0.30·timing + 0.25·fields + 0.10·history).
+// score = lineage × (0.35·fit + 0.30·timing + 0.25·fields + 0.10·history).
 // Lineage multiplies because a change that cannot reach the symptoms
 // explains nothing however well the rest fits. Ties are broken by the
 // change nearer the onset, then by change id, so the ranking is
 // deterministic.
 //
+// The confidence is the probability that the change is the cause, given the
+// ranking: a conditional logit of the scores, fitted on generated incidents
+// (see calibrate).
+//
 // A cause is credible when it has a lineage path to the symptoms (same
-// asset or upstream) and confidence of at least 0.3. When the top cause is
-// not, the verdict is no_credible_cause: the ranking is kept as the list of
+// asset or upstream) and a timing fit (at most a day before the onset;
+// see missingLegs). When the top cause is not, the verdict is
+// no_credible_cause: the ranking is kept as the list of
 // what was considered, and proposals cite no cause unless a person names
 // one (AttributeCause, `dw cause set`). A cause a person named is kept
 // across re-diagnoses.
@@ -299,7 +304,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		if err != nil {
 			return nil, 0, err
 		}
-		cands[i] = ranked{cause.Confidence, absDuration(inc.Onset.Sub(c.At)), c.ID, i, r.walked}
+		cands[i] = ranked{cause.score, absDuration(inc.Onset.Sub(c.At)), c.ID, i, r.walked}
 	}
 	r.bound = false
 	sort.Slice(cands, func(i, j int) bool { return before(cands[i], cands[j]) })
@@ -313,7 +318,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 			if err != nil {
 				return nil, 0, err
 			}
-			c.conf, c.exact = cause.Confidence, true
+			c.conf, c.exact = cause.score, true
 		}
 		at, _ := slices.BinarySearchFunc(order, c, func(a, b ranked) int {
 			if before(a, b) {
@@ -340,6 +345,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		}
 		causes[rank].Rank = rank + 1
 	}
+	calibrate(causes)
 	return causes, len(changes), nil
 }
 
@@ -504,9 +510,11 @@ func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 		}
 	}
 
-	conf := f.Lineage * (weightFit*f.Fit + weightTiming*f.Timing + weightFields*f.Fields + weightHistory*f.History)
-	cause.Confidence = round3(conf)
-	cause.Credible = credible(cause)
+	cause.score = round3(rawScore(*f))
+	// The confidence is set over the whole ranking (calibrate).
+	cause.Confidence = cause.score
+	cause.NotCredible = missingLegs(cause)
+	cause.Credible = len(cause.NotCredible) == 0
 	f.Lineage, f.Timing, f.Fit, f.Fields = round3(f.Lineage), round3(f.Timing), round3(f.Fit), round3(f.Fields)
 	cause.Evidence = ev.lines
 	if cause.Evidence == nil {
@@ -787,11 +795,11 @@ func diagnosisSummary(d *Diagnosis) string {
 	if !top.Credible {
 		names := make([]string, 0, 3)
 		for _, c := range d.Causes[:min(3, len(d.Causes))] {
-			names = append(names, fmt.Sprintf("%s (%s, %.2f)", c.Change.Summary, c.Relation, c.Confidence))
+			names = append(names, fmt.Sprintf("%s (%s, %.2f: %s)", c.Change.Summary, c.Relation, c.Confidence, legsText(c.NotCredible)))
 		}
-		s := fmt.Sprintf("%s: no credible cause. %d change(s) considered, none with a lineage path to %s and confidence of at least %.1f: %s. "+
+		s := fmt.Sprintf("%s: no credible cause. %d change(s) considered, none with both a lineage path to %s and a timing fit (at most %s before the onset): %s. "+
 			"Lineage may be incomplete: record it, or name the cause yourself (dw cause set %s <change-id> --reason ...).",
-			d.IncidentID, d.Considered, strings.Join(d.Assets, ", "), credibleFloor, strings.Join(names, "; "), d.IncidentID)
+			d.IncidentID, d.Considered, strings.Join(d.Assets, ", "), formatDuration(timingFitLead), strings.Join(names, "; "), d.IncidentID)
 		return s + attributedNote(d.Attributed)
 	}
 	s := fmt.Sprintf("%s: %d change(s) considered. Most likely cause (confidence %.2f): %s, %s the onset",

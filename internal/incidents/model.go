@@ -226,18 +226,23 @@ type Event struct {
 
 // Cause is one ranked candidate cause of an incident: a recorded change.
 type Cause struct {
-	Rank       int              `json:"rank" jsonschema:"1 is the most likely cause"`
-	Confidence float64          `json:"confidence" jsonschema:"how well the change explains the symptoms, 0 to 1 (see the package documentation of the scoring)"`
-	Credible   bool             `json:"credible" jsonschema:"true when the change has a lineage path to the symptoms and confidence of at least 0.3; only a credible cause is cited as most likely"`
-	Change     changelog.Change `json:"change" jsonschema:"the recorded change"`
-	Relation   string           `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
-	Distance   int              `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
-	Path       []string         `json:"path" jsonschema:"asset path from the changed asset down to the symptomatic asset"`
-	Readers    []string         `json:"readers" jsonschema:"jobs on that path that read a field the change touched"`
-	LeadTime   string           `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
-	Factors    Factors          `json:"factors" jsonschema:"the scores the confidence combines"`
-	Evidence   []string         `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
-	At         time.Time        `json:"at" jsonschema:"when the change happened"`
+	Rank       int     `json:"rank" jsonschema:"1 is the most likely cause"`
+	Confidence float64 `json:"confidence" jsonschema:"the probability that this change is the cause, 0 to 1: its factors' score through a map calibrated on generated incidents"`
+	Credible   bool    `json:"credible" jsonschema:"true when the change has a lineage path to the symptoms and a timing fit (at most a day before the onset); only a credible cause is cited as most likely"`
+	// NotCredible names the legs of a credible cause the change lacks.
+	NotCredible []string         `json:"not_credible,omitempty" jsonschema:"why the change is not credible, per leg: no_lineage_path (it cannot reach the symptoms in recorded lineage), no_timing_fit (it took effect more than a day before the onset); empty when credible"`
+	Change      changelog.Change `json:"change" jsonschema:"the recorded change"`
+	Relation    string           `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
+	Distance    int              `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
+	Path        []string         `json:"path" jsonschema:"asset path from the changed asset down to the symptomatic asset"`
+	Readers     []string         `json:"readers" jsonschema:"jobs on that path that read a field the change touched"`
+	LeadTime    string           `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
+	Factors     Factors          `json:"factors" jsonschema:"the scores the confidence combines"`
+	Evidence    []string         `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
+	At          time.Time        `json:"at" jsonschema:"when the change happened"`
+
+	// score is the raw factor score the ranking orders by.
+	score float64
 }
 
 // Verdict is what a diagnosis concludes about the cause.

@@ -146,9 +146,9 @@ func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDr
 	case rank > 0 && inc.Attributed == nil:
 		c := inc.Causes[rank-1]
 		if !c.Credible {
-			return nil, invalid("cause #%d of %s (%s, confidence %.2f, %s) is not a credible cause: it needs a lineage path to the symptoms and confidence of at least %.1f; "+
+			return nil, invalid("cause #%d of %s (%s, confidence %.2f, %s) is not a credible cause: it has %s; "+
 				"a person who knows it is the cause names it with dw cause set %s %d --reason ..., or propose without cause_rank",
-				rank, inc.ID, c.Change.Summary, c.Confidence, c.Relation, credibleFloor, inc.ID, c.Change.ID)
+				rank, inc.ID, c.Change.Summary, c.Confidence, c.Relation, legsText(missingLegs(c)), inc.ID, c.Change.ID)
 		}
 		cause = &c
 	default:
