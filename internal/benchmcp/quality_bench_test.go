@@ -275,6 +275,7 @@ func BenchmarkE2EQualityCheck(b *testing.B) {
 				if q.fresh {
 					agent = start()
 				}
+				ans = qualityAnswer{}
 				peak := peakMem(agent.Pid())
 				row.Product = append(row.Product, agent.Call(b, "run_quality_check", q.args, &ans))
 				row.RSSMiB = max(row.RSSMiB, peak().RSSMiB)
