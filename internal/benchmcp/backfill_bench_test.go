@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dataworkers/dw/internal/warehouse"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
 
@@ -63,6 +62,25 @@ func backfillTable(b *testing.B, path string) {
 	}
 }
 
+// eventsTable returns the path of the DuckDB file holding the 10M-row
+// table, written into the benchmark's temporary directory. Writing it
+// takes a minute or two on a loaded machine: DW_BENCH_BACKFILL_DUCKDB names
+// a file to keep it in between runs (written when missing), which the
+// quality-check rows share.
+func eventsTable(b *testing.B) string {
+	b.Helper()
+	path := os.Getenv("DW_BENCH_BACKFILL_DUCKDB")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "bench.duckdb")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t0 := time.Now()
+		backfillTable(b, path)
+		b.Logf("bench table: %d rows over %d days, written in %s", backfillRows, backfillDays, time.Since(t0).Round(time.Millisecond))
+	}
+	return path
+}
+
 // startWatched starts an agent like Start, with a client that counts the
 // progress notifications it receives.
 func startWatched(b *testing.B, name string, progress func(*mcp.ProgressNotificationParams), env ...string) *Agent {
@@ -96,17 +114,7 @@ func startWatched(b *testing.B, name string, progress func(*mcp.ProgressNotifica
 // from an empty store, as a first one does.
 func BenchmarkE2EHistoryBackfill(b *testing.B) {
 	dir := b.TempDir()
-	path := filepath.Join(dir, "bench.duckdb")
-	// Writing the table takes a minute or two; DW_BENCH_BACKFILL_DUCKDB
-	// names a file to keep it in between runs (written when missing).
-	if keep := os.Getenv("DW_BENCH_BACKFILL_DUCKDB"); keep != "" {
-		path = keep
-	}
-	if _, err := os.Stat(path); err != nil {
-		t0 := time.Now()
-		backfillTable(b, path)
-		b.Logf("bench table: %d rows over %d days, written in %s", backfillRows, backfillDays, time.Since(t0).Round(time.Millisecond))
-	}
+	path := eventsTable(b)
 	until := backfillStart.Add(backfillDays * 24 * time.Hour)
 	args := map[string]any{"table": "events", "since": backfillStart.Format(time.RFC3339), "until": until.Format(time.RFC3339),
 		"bucket": "hour", "no_incident": true}
@@ -116,7 +124,13 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer wh.Close()
+	checkFloorMatches(b, wh)
 	floor := backfillFloorSQL()
+	// The slowest chunk of each side: for the product, the longest gap
+	// between two of the backfill's progress reports (one statement and
+	// the recording of its buckets; the plan is reported first); for the
+	// floor, its slowest statement.
+	var slowest, floorSlowest time.Duration
 
 	row := Row{Key: "backfill", What: fmt.Sprintf("28 days of hourly history, %dM rows × 12 columns (run_quality_check since/until, bucket hour), from an empty store", backfillRows/1_000_000)}
 	var notes []string
@@ -141,10 +155,14 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			}
 			var mu sync.Mutex
 			var events []string
+			var reported []time.Time // when each report with a total arrived
 			agent := startWatched(b, "dw-quality", func(p *mcp.ProgressNotificationParams) {
 				mu.Lock()
 				defer mu.Unlock()
 				events = append(events, fmt.Sprintf("%.0f/%.0f %s", p.Progress, p.Total, p.Message))
+				if p.Total > 0 {
+					reported = append(reported, time.Now())
+				}
 			}, "DW_CONFIG="+conf, "DW_HOME="+home)
 			// Warm: the agent has opened its store and started its
 			// warehouse child before the measured call.
@@ -158,23 +176,20 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			if res.Statements != backfillDays || res.Buckets != backfillDays*24 {
 				b.Fatalf("the backfill ran %d statements over %d buckets; want one per day over %d hourly buckets", res.Statements, res.Buckets, backfillDays*24)
 			}
-			t = time.Now()
-			hours := 0
-			for _, q := range floor {
-				fres, err := wh.Query(context.Background(), warehouse.Query{SQL: q})
-				if err != nil {
-					b.Fatal(err)
-				}
-				hours += len(fres.Rows)
+			var took time.Duration
+			for _, st := range floor {
+				d := runFloor(b, wh, []floorStatement{st})
+				took += d
+				floorSlowest = max(floorSlowest, d)
 			}
-			row.Floor = append(row.Floor, time.Since(t))
-			if hours != backfillDays*24 {
-				b.Fatalf("floor: %d rows, want %d hours", hours, backfillDays*24)
-			}
+			row.Floor = append(row.Floor, took)
 			row.RSSMiB = max(row.RSSMiB, TreeMem(agent.Pid()).RSSMiB)
 			mu.Lock()
 			if real := counted(events); real < backfillDays {
 				b.Fatalf("%d progress notifications with a total during the backfill, want one per day (%d): %q", real, backfillDays, events)
+			}
+			for k := 1; k < len(reported); k++ {
+				slowest = max(slowest, reported[k].Sub(reported[k-1]))
 			}
 			if r == 0 {
 				shown := events
@@ -187,10 +202,14 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			agent.session.Close()
 		}
 	}
+	// Judged on the whole call inside the 60 s default statement timeout,
+	// which holds every statement inside it too; the slowest chunk says
+	// by how much.
 	inside := med(row.Product) < 60*time.Second
 	row.Met = &inside
-	row.Note = strings.Join(notes, "; ") + fmt.Sprintf("; one statement per day (GROUP BY hour), the floor chunked the same; median %s against the 60 s default statement timeout, slowest statement well inside it",
-		med(row.Product).Round(time.Millisecond))
+	row.Note = strings.Join(notes, "; ") + fmt.Sprintf("; one statement per day (GROUP BY hour), the floor chunked the same; median %s against the 60 s default statement timeout; slowest chunk %s (%.0f%% of that timeout; one statement and its recording, the longest gap between two progress reports), the floor's slowest statement %s",
+		med(row.Product).Round(time.Millisecond), slowest.Round(time.Millisecond), 100*slowest.Seconds()/60, floorSlowest.Round(time.Millisecond))
+	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-chunk-ms")
 	row.Report(b)
 }
 
@@ -254,35 +273,14 @@ func counted(events []string) int {
 }
 
 // backfillFloorSQL is the scan an engineer would write by hand for the
-// profile the check infers for this table, chunked as the backfill is (a
-// statement per day, so each stays inside a statement timeout): per hour,
-// the rows, every column's non-null count, the key's distinct count
-// within the hour, the newest event, the load lag's sum, count and p95,
-// each numeric column's zero count, mean, and median and p95 (one
-// list-form quantile), and each category text column's distinct values
-// and most common value's count.
-func backfillFloorSQL() []string {
-	var b strings.Builder
-	b.WriteString(`SELECT date_trunc('hour', event_time) AS h, COUNT(*)`)
-	for _, c := range []string{"id", "account_id", "event_time", "loaded_at", "amount", "status", "quantity", "region", "bytes", "priority", "is_test", "sku"} {
-		b.WriteString(`, COUNT("` + c + `")`)
-	}
-	for _, c := range []string{"account_id", "amount", "quantity", "bytes", "priority"} {
-		q := `"` + c + `"`
-		b.WriteString(`, COUNT(CASE WHEN ` + q + ` = 0 THEN 1 END), AVG(` + q + `), approx_quantile(` + q + `, [0.5, 0.95])`)
-	}
-	for _, c := range []string{"status", "region", "sku"} {
-		q := `"` + c + `"`
-		b.WriteString(`, approx_count_distinct(` + q + `), mode(` + q + `), list_max(map_values(histogram(` + q + `)))`)
-	}
-	b.WriteString(`, COUNT(DISTINCT id), MAX(event_time), SUM(epoch_ms(loaded_at) - epoch_ms(event_time)),
-		quantile_cont(epoch_ms(loaded_at) - epoch_ms(event_time), 0.95) FROM events`)
-	head := b.String()
-	var out []string
+// profile the check infers for this table (eventsChecks), chunked as the
+// backfill is: a statement per day, so each stays inside a statement
+// timeout, each computing every check's aggregates per hour.
+func backfillFloorSQL() []floorStatement {
+	var out []floorStatement
 	for d := 0; d < backfillDays; d++ {
 		from := backfillStart.Add(time.Duration(d) * 24 * time.Hour)
-		out = append(out, head+fmt.Sprintf(` WHERE event_time >= TIMESTAMP '%s' AND event_time < TIMESTAMP '%s' GROUP BY date_trunc('hour', event_time)`,
-			from.Format("2006-01-02 15:04:05"), from.Add(24*time.Hour).Format("2006-01-02 15:04:05")))
+		out = append(out, floorSQL(eventsChecks(), from, from.Add(24*time.Hour), true, false))
 	}
 	return out
 }

@@ -63,10 +63,14 @@ func BenchmarkE2EColdStart(b *testing.B) {
 			b.ReportMetric(ms(med(cpu)), "cpu-ms")
 			b.ReportMetric(ms(med(bareCPU)), "floor-cpu-ms")
 			// On a loaded machine the wall-time ratio mostly says who waited
-			// longer for a core; the CPU ratio is what the start costs.
+			// longer for a core; the CPU ratio is what the start costs, so
+			// the goal is judged on it (the table's ratio column is wall
+			// time, for context).
 			cpuRatio := float64(med(cpu)) / float64(med(bareCPU))
+			met := cpuRatio <= 2
+			row.Met = &met
 			b.ReportMetric(cpuRatio, "x-floor-cpu-median")
-			row.Note = fmt.Sprintf("%d spawns each; CPU per process, spawn to exit (median): %.1f ms, bare %.1f ms, %.2f×; RSS is the agent's largest right after tools/list",
+			row.Note = fmt.Sprintf("%d spawns each, alternating; judged on CPU per process, spawn to exit (median): %.1f ms, bare %.1f ms, %.2f× (the ratio column is wall time, which on a shared 2-core machine mostly measures waiting for a core); RSS is the agent's largest right after tools/list",
 				runs, ms(med(cpu)), ms(med(bareCPU)), cpuRatio)
 			row.Report(b)
 		})

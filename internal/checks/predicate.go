@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dataworkers/dw/internal/warehouse"
 )
@@ -67,7 +68,8 @@ type token struct {
 	pos  int
 }
 
-var numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?`)
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
+var numberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?`) })
 
 func lex(src string) ([]token, error) {
 	var out []token
@@ -109,7 +111,7 @@ func lex(src string) ([]token, error) {
 			if c == '.' {
 				text = "0" + text
 			}
-			m := numberRE.FindString(text)
+			m := numberRE().FindString(text)
 			if m == "" {
 				return nil, fmt.Errorf("predicate has a malformed number at position %d", i+1)
 			}

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/rest"
@@ -136,12 +137,13 @@ func (c *Client) Jobs(ctx context.Context) ([]JobDetails, error) {
 	return m.Jobs, nil
 }
 
-var jobIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
+var jobIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // checkJob validates a job id and, when a call about it 404s, names the
 // jobs the JobManager does know.
 func (c *Client) checkJob(ctx context.Context, id string, err error) error {
-	if err == nil && jobIDPattern.MatchString(id) {
+	if err == nil && jobIDPattern().MatchString(id) {
 		return nil
 	}
 	jobs, lerr := c.Jobs(ctx)

@@ -257,8 +257,9 @@ func SplitID(id string) (platform, path string, ok bool) {
 	return id[:i], id[i+3:], true
 }
 
-// PlatformToken is what a platform name (the scheme of an asset id) may be.
-var PlatformToken = regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`)
+// PlatformToken is what a platform name (the scheme of an asset id) may be,
+// compiled on first use so that no agent compiles it at start-up.
+var PlatformToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9+._-]*$`) })
 
 // CanonicalID normalizes an asset id a person or tool typed: the platform is
 // lower-cased and folded, warehouse table paths follow the platform's case
@@ -274,7 +275,7 @@ func CanonicalID(id string) (string, error) {
 		return "", fmt.Errorf("asset id %q must look like platform://path (e.g. kafka://prod/api-usage, snowflake://usage.usage_hourly)", id)
 	}
 	p = NormalizePlatform(p)
-	if !PlatformToken.MatchString(p) {
+	if !PlatformToken().MatchString(p) {
 		return "", fmt.Errorf("asset id %q: platform %q must be lower-case letters, digits, '-', '_', '.' or '+'", id, p)
 	}
 	path = strings.TrimSpace(path)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -243,10 +244,13 @@ func (g *Graph) prepareStage(ctx context.Context) (int64, error) {
 	return base, nil
 }
 
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
 var (
-	sqliteCreateTable = regexp.MustCompile(`^CREATE TABLE\s+("?)(\w+)("?)\s*\(`)
-	sqliteCreateIndex = regexp.MustCompile(`^CREATE (UNIQUE )?INDEX\s+"?(\w+)"?\s+ON\s+"?(\w+)"?\s*\(`)
-	pgIndexDef        = regexp.MustCompile(`^(CREATE (?:UNIQUE )?INDEX) \S+ ON \S+ (.*)$`)
+	sqliteCreateTable = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^CREATE TABLE\s+("?)(\w+)("?)\s*\(`) })
+	sqliteCreateIndex = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^CREATE (UNIQUE )?INDEX\s+"?(\w+)"?\s+ON\s+"?(\w+)"?\s*\(`)
+	})
+	pgIndexDef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(CREATE (?:UNIQUE )?INDEX) \S+ ON \S+ (.*)$`) })
 )
 
 // createStage creates t's staging table. PostgreSQL copies the definition
@@ -275,13 +279,13 @@ func createStage(ctx context.Context, tx *store.Tx, t stagedTable) error {
 		}
 		switch typ {
 		case "table":
-			if !sqliteCreateTable.MatchString(def) {
+			if !sqliteCreateTable().MatchString(def) {
 				rows.Close()
 				return fmt.Errorf("unexpected definition of %s: %.60s", t.live, def)
 			}
-			ddl = append(ddl, sqliteCreateTable.ReplaceAllString(def, "CREATE TABLE "+t.stage+" ("))
+			ddl = append(ddl, sqliteCreateTable().ReplaceAllString(def, "CREATE TABLE "+t.stage+" ("))
 		case "index":
-			m := sqliteCreateIndex.FindStringSubmatch(def)
+			m := sqliteCreateIndex().FindStringSubmatch(def)
 			if m == nil {
 				rows.Close()
 				return fmt.Errorf("unexpected index on %s: %.60s", t.live, def)
@@ -290,7 +294,7 @@ func createStage(ctx context.Context, tx *store.Tx, t stagedTable) error {
 			if n, ok := strings.CutSuffix(m[2], "__b"); ok {
 				name = n
 			}
-			ddl = append(ddl, sqliteCreateIndex.ReplaceAllString(def, "CREATE "+m[1]+"INDEX "+name+" ON "+t.stage+" ("))
+			ddl = append(ddl, sqliteCreateIndex().ReplaceAllString(def, "CREATE "+m[1]+"INDEX "+name+" ON "+t.stage+" ("))
 		}
 	}
 	err = rows.Err()
@@ -464,7 +468,7 @@ func pgIndexes(ctx context.Context, tx *store.Tx, table string) (map[string]stri
 		if err := rows.Scan(&name, &def); err != nil {
 			return nil, err
 		}
-		if m := pgIndexDef.FindStringSubmatch(def); m != nil {
+		if m := pgIndexDef().FindStringSubmatch(def); m != nil {
 			out[m[1]+" "+m[2]] = name
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // exactLimit is 2^53: below it a JSON number (read as a float64) holds
@@ -60,12 +61,13 @@ func exactFloat(path string, f float64, shown string) error {
 		path, shown)
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`) })
 
 // keyPath is one step of a param's path: .name for a plain key, else the
 // key quoted (and clipped), so no key can forge or hide a path.
 func keyPath(k string) string {
-	if plainKey.MatchString(k) {
+	if plainKey().MatchString(k) {
 		return "." + k
 	}
 	return "[" + strconv.QuoteToASCII(clipText(k)) + "]"

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/riferrei/srclient"
-
 	"github.com/dataworkers/dw/internal/compat"
 )
 
@@ -80,31 +78,11 @@ func (s NewSchema) kind() compat.Kind {
 	return k
 }
 
-func (s NewSchema) srType() srclient.SchemaType {
-	switch s.kind() {
-	case compat.JSON:
-		return srclient.Json
-	case compat.Protobuf:
-		return srclient.Protobuf
-	}
-	return srclient.Avro
-}
-
-func (s NewSchema) srRefs() []srclient.Reference {
-	out := make([]srclient.Reference, len(s.References))
-	for i, r := range s.References {
-		out[i] = srclient.Reference{Name: r.Name, Subject: r.Subject, Version: r.Version}
-	}
-	return out
-}
-
 // Subjects lists the registry's subjects, sorted.
 func (c *Client) Subjects(ctx context.Context) ([]string, error) {
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	subs, err := c.sr(cctx).GetSubjects()
-	if err != nil {
-		return nil, c.srErr(ctx, "GET", "/subjects", err)
+	var subs []string
+	if err := c.do(ctx, "GET", "/subjects", nil, &subs); err != nil {
+		return nil, err
 	}
 	sort.Strings(subs)
 	return subs, nil
@@ -113,11 +91,9 @@ func (c *Client) Subjects(ctx context.Context) ([]string, error) {
 // Versions lists a subject's version numbers, oldest first. An unknown
 // subject is a *SubjectNotFoundError naming the closest subjects.
 func (c *Client) Versions(ctx context.Context, subject string) ([]int, error) {
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	vs, err := c.sr(cctx).GetSchemaVersions(subject)
-	if err != nil {
-		return nil, c.subjectErr(ctx, subject, c.srErr(ctx, "GET", subjectPath(subject)+"/versions", err))
+	var vs []int
+	if err := c.do(ctx, "GET", subjectPath(subject)+"/versions", nil, &vs); err != nil {
+		return nil, c.subjectErr(ctx, subject, err)
 	}
 	sort.Ints(vs)
 	return vs, nil
@@ -279,24 +255,17 @@ func (c *Client) Lookup(ctx context.Context, subject string, s NewSchema) (*Sche
 	if _, err := compat.ParseKind(string(s.Kind)); err != nil {
 		return nil, false, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	got, err := c.sr(cctx).LookupSchema(subject, s.Schema, s.srType(), s.srRefs()...)
-	if err != nil {
-		err = c.srErr(ctx, "POST", subjectPath(subject), err)
+	var v SchemaVersion
+	if err := c.do(ctx, "POST", subjectPath(subject), s.wire(), &v); err != nil {
 		if ErrorCode(err) == CodeSchemaNotFound {
 			return nil, false, nil
 		}
 		return nil, false, c.subjectErr(ctx, subject, err)
 	}
-	v := &SchemaVersion{Subject: subject, Version: got.Version(), ID: got.ID(), Schema: got.Schema()}
-	if st := got.SchemaType(); st != nil && *st != srclient.Avro {
-		v.SchemaType = string(*st)
+	if v.Subject == "" {
+		v.Subject = subject
 	}
-	for _, r := range got.References() {
-		v.References = append(v.References, Reference{Name: r.Name, Subject: r.Subject, Version: r.Version})
-	}
-	return v, true, nil
+	return &v, true, nil
 }
 
 // Resolve fetches the texts of a schema's references, in order, so the

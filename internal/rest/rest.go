@@ -373,7 +373,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // CapTransport wraps rt so that reading more than max bytes of any
 // answer's body fails with a *TooLargeError. It bounds third-party
-// clients (such as srclient) that read whole answers themselves.
+// clients that read whole answers themselves.
 func CapTransport(rt http.RoundTripper, name string, max int64) http.RoundTripper {
 	return capTransport{rt: rt, name: name, max: max}
 }

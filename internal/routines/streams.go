@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/config"
@@ -201,7 +202,8 @@ func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, repor
 	}
 }
 
-var flinkJobID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
+var flinkJobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // observeChanges writes what changed upstream to the change log: new
 // versions of schema subjects and Flink restores. They are not symptoms;
@@ -252,7 +254,7 @@ func (r *Runner) observeChanges(ctx context.Context, rc config.Routine, o *obser
 				continue
 			}
 			p := flink.RestoreParams{JobName: job}
-			if flinkJobID.MatchString(job) {
+			if flinkJobID().MatchString(job) {
 				p = flink.RestoreParams{JobID: job}
 			}
 			rep, ferr := client.ReadRestores(ctx, p)

@@ -57,8 +57,8 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 		load = string(b[:len(b)-1])
 	}
 	fmt.Fprintf(w, "\nEnd to end through MCP (issue 18), ratios to the floor in the same run; load average %s\n\n", load)
-	fmt.Fprintln(w, "| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | goal | met? |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | memory (RSS) | goal | met? |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, g := range benchmcp.Goals {
 		got := rows[g.Key]
 		if len(got) == 0 {
@@ -66,7 +66,7 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 			if why == "" {
 				why = "its benchmark did not run or did not finish"
 			}
-			fmt.Fprintf(w, "| %s | not measured: %s | | | %s | |\n", g.What, why, g.Text)
+			fmt.Fprintf(w, "| %s | not measured: %s | | | | %s | |\n", g.What, why, g.Text)
 			continue
 		}
 		for _, l := range got {
@@ -82,11 +82,11 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 				mark = "see note"
 			}
 			if l.FloorMedian == 0 { // a row without a floor (memory): no ratio
-				fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | | | %s | %s |\n", l.What, l.ProductMedian, l.ProductMin, g.Text, mark)
+				fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | | | %s | %s | %s |\n", l.What, l.ProductMedian, l.ProductMin, mib(l.RSSMiB), g.Text, mark)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %s | %s |\n",
-				l.What, l.ProductMedian, l.ProductMin, l.FloorMedian, l.FloorMin, l.RatioMin, l.RatioMedian, g.Text, mark)
+			fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %s | %s | %s |\n",
+				l.What, l.ProductMedian, l.ProductMin, l.FloorMedian, l.FloorMin, l.RatioMin, l.RatioMedian, mib(l.RSSMiB), g.Text, mark)
 		}
 	}
 	known := map[string]bool{}
@@ -96,8 +96,8 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 	for key, ls := range rows {
 		if !known[key] {
 			for _, l := range ls {
-				fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | (no goal) | |\n",
-					l.What, l.ProductMedian, l.ProductMin, l.FloorMedian, l.FloorMin, l.RatioMin, l.RatioMedian)
+				fmt.Fprintf(w, "| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %s | (no goal) | |\n",
+					l.What, l.ProductMedian, l.ProductMin, l.FloorMedian, l.FloorMin, l.RatioMin, l.RatioMedian, mib(l.RSSMiB))
 			}
 		}
 	}
@@ -109,4 +109,14 @@ func write(w io.Writer, rows map[string][]benchmcp.Line) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// mib is a row's memory: what its benchmark measured (the agent, with its
+// warehouse child where it has one, as the row's note says), blank when
+// none was.
+func mib(v float64) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f MiB", v)
 }

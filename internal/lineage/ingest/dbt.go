@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/lineage"
@@ -26,7 +27,8 @@ const (
 	maxManifestVersion = 12
 )
 
-var manifestVersionRE = regexp.MustCompile(`/manifest/v(\d+)\.json$`)
+// Compiled on first use, not at every agent's start (see warehouse.identRE).
+var manifestVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/manifest/v(\d+)\.json$`) })
 
 // DBTOptions adjusts a manifest import.
 type DBTOptions struct {
@@ -386,12 +388,12 @@ func errNoSection(section string, version int) error {
 // newManifest checks the metadata: a supported schema version and an
 // adapter.
 func newManifest(meta manifestMeta) (*manifest, error) {
-	mv := manifestVersionRE.FindStringSubmatch(meta.SchemaVersion)
+	mv := manifestVersionRE().FindStringSubmatch(meta.SchemaVersion)
 	if mv == nil {
 		// Only a dbt schema URL is shown (it tells a run_results.json or
 		// catalog.json from a manifest); any other text stays unquoted.
 		found := describeString(meta.SchemaVersion)
-		if dbtSchemaURLRE.MatchString(meta.SchemaVersion) {
+		if dbtSchemaURLRE().MatchString(meta.SchemaVersion) {
 			found = strconv.Quote(meta.SchemaVersion)
 		}
 		return nil, fmt.Errorf("dbt manifest metadata.dbt_schema_version: expected a manifest schema URL like https://schemas.getdbt.com/dbt/manifest/v12.json, found %s (supported: %s)", found, supportedVersions())
@@ -755,8 +757,10 @@ func (m *manifest) assetInput(n *dbtNode, opts DBTOptions) (*lineage.AssetInput,
 // and identifier-like. Go type names never appear.
 
 var (
-	safeNameRE     = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/@$#+-]*`)
-	dbtSchemaURLRE = regexp.MustCompile(`^https://schemas\.getdbt\.com/dbt/[a-z_-]+/v[0-9]+\.json$`)
+	safeNameRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:/@$#+-]*`) })
+	dbtSchemaURLRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^https://schemas\.getdbt\.com/dbt/[a-z_-]+/v[0-9]+\.json$`)
+	})
 )
 
 // safeNameMax bounds the part of a name an error shows.
@@ -769,7 +773,7 @@ func safeName(s string) string {
 	if n == 0 {
 		return "(empty)"
 	}
-	prefix := safeNameRE.FindString(s)
+	prefix := safeNameRE().FindString(s)
 	if prefix == s && len(s) <= safeNameMax {
 		return strconv.Quote(s)
 	}

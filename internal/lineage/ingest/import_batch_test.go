@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -19,7 +20,7 @@ func TestImportEdgesBatched(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g := lineage.New(db, nil)
-		data, edges := importManifest(900) // more pairs than one statement carries
+		data, edges := lineagetest.DBTManifest(900) // more pairs than one statement carries
 		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +40,7 @@ func TestImportEdgesBatched(t *testing.T) {
 		if !again.Unchanged || again.EdgesCreated != 0 || again.GraphVersion != v1 {
 			t.Fatalf("re-import: %+v (version before %d)", again.ImportStats, v1)
 		}
-		grown, grownEdges := importManifest(950)
+		grown, grownEdges := lineagetest.DBTManifest(950)
 		more, err := DBTManifest(ctx, g, bytes.NewReader(grown), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)

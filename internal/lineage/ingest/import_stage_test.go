@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/lineage"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -135,7 +136,7 @@ func TestStagedImportSwapsWhole(t *testing.T) {
 		dropped := seedOldGraph(t, db, g)
 		before := readState(t, db)
 		idxBefore := indexNames(t, db)
-		data, edges := importManifest(stagedModels)
+		data, edges := lineagetest.DBTManifest(stagedModels)
 		res, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +181,7 @@ func TestStagedImportSwapsWhole(t *testing.T) {
 		if got := readState(t, db); got != after {
 			t.Fatalf("re-import changed the graph: %+v, was %+v", got, after)
 		}
-		grown, grownEdges := importManifest(stagedModels + 100)
+		grown, grownEdges := lineagetest.DBTManifest(stagedModels + 100)
 		more, err := DBTManifest(ctx, g, bytes.NewReader(grown), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +206,7 @@ func TestStagedImportCancelledKeepsGraph(t *testing.T) {
 		g := lineage.New(db, nil)
 		seedOldGraph(t, db, g)
 		before := readState(t, db)
-		data, edges := importManifest(stagedModels)
+		data, edges := lineagetest.DBTManifest(stagedModels)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -250,7 +251,7 @@ func TestStagedImportKilledKeepsGraph(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, _ := importManifest(4 * stagedModels)
+		data, _ := lineagetest.DBTManifest(4 * stagedModels)
 		_, err = DBTManifest(context.Background(), lineage.New(db, nil), bytes.NewReader(data), DBTOptions{})
 		t.Fatalf("the import finished (%v) before the parent killed it", err)
 	}
@@ -299,7 +300,7 @@ func TestStagedImportKilledKeepsGraph(t *testing.T) {
 	if _, err := g.GetLineage(context.Background(), lineage.LineageParams{Asset: "duckdb://old.orders"}); err != nil {
 		t.Fatalf("the old graph is not readable: %v", err)
 	}
-	data, edges := importManifest(stagedModels)
+	data, edges := lineagetest.DBTManifest(stagedModels)
 	res, err := DBTManifest(context.Background(), g, bytes.NewReader(data), DBTOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -434,7 +434,7 @@ func jobAsset(ev *olEvent) *lineage.AssetInput {
 	case integration == "flink":
 		in.Kind = lineage.KindStreamJob
 		in.ID = "flink://" + name
-	case integration != "" && lineage.PlatformToken.MatchString(integration):
+	case integration != "" && lineage.PlatformToken().MatchString(integration):
 		in.ID = integration + "://" + name
 	default:
 		in.ID = alias
