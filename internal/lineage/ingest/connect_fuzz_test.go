@@ -50,7 +50,7 @@ func FuzzConnectors(f *testing.F) {
 			// A long value never appears whole; one that is not
 			// identifier-like is never quoted whole.
 			for _, v := range []string{name, class, direction, cluster, topic, table, platform} {
-				if len(v) > safeNameMax && strings.Contains(msg, v) || safeNameRE.FindString(v) != v && strings.Contains(msg, strconv.Quote(v)) {
+				if len(v) > safeNameMax && strings.Contains(msg, v) || safeNameRE().FindString(v) != v && strings.Contains(msg, strconv.Quote(v)) {
 					t.Fatalf("error shows the value %q: %s", v, msg)
 				}
 			}
