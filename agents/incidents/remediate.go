@@ -84,7 +84,7 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 func (h *handlers) remediateEnv(e *env) *remediate.Env {
 	return &remediate.Env{DB: e.db, Config: h.d.Config, Clock: h.d.Clock, Incidents: e.svc, Approvals: e.apv,
 		Warehouse: h.d.Warehouse, Agent: Name, Tool: remediateTool.Name, DecideHow: h.decideHow,
-		Owners:  func(inc *incidents.Incident) []string { return h.involvedOwners(inc, nil) },
+		Owners:  func(ctx context.Context, inc *incidents.Incident) []string { return h.involvedOwners(ctx, e, inc, nil) },
 		Runners: func() (orchestrate.Runners, error) { return clients.Runners(h.d) }}
 }
 
