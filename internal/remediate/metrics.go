@@ -113,6 +113,7 @@ func (m *metricRun) verdict() (bool, string, string) {
 // judges the values of a pushed metric recorded since then.
 func (v *verifier) rerunMetric(ctx context.Context, def *incidents.MetricDefinition, since time.Time) (*metricRun, error) {
 	v.rerun[def.Name] = true
+	v.involve(def)
 	run := &metricRun{def: def}
 	start, end, err := v.metricWindow(def, since)
 	if err != nil {
@@ -212,8 +213,12 @@ func (v *verifier) freshen(ctx context.Context, asserts []incidents.Assertion) e
 	slices.Sort(names)
 	for _, n := range names {
 		def := byName[n]
-		if def == nil || def.Source != incidents.SourceSQL {
-			continue // pushed values are already stored; unknown names fail where they are judged
+		if def == nil {
+			continue // unknown names fail where they are judged
+		}
+		v.involve(def) // judged with, as a partner, even where not re-run itself
+		if def.Source != incidents.SourceSQL {
+			continue // pushed values are already stored
 		}
 		if r, _ := v.replacementFor(ctx, def.Asset, v.oneTable); r != nil {
 			continue // judged on the replacement, never stored as the replaced table's values

@@ -95,8 +95,12 @@ type Result struct {
 	Proposals    []*approvals.Proposal
 	EscalatedTo  []string
 	Replacements []Replacement
-	FixedAt      time.Time
-	Receipt      approvals.Entry
+	// Metrics are the metric definitions computed or judged with;
+	// Caveats the verdict states (a metric redefined after the onset).
+	Metrics []MetricUsed
+	Caveats []string
+	FixedAt time.Time
+	Receipt approvals.Entry
 }
 
 // ErrTooEarly aborts a verification that has nothing to judge yet; the
@@ -134,7 +138,8 @@ func Verify(ctx context.Context, env *Env, p Params) (*Result, error) {
 		return nil, err
 	}
 	note := strings.TrimSpace(p.Note)
-	res := &Result{Assertions: v.asserts, Checks: v.scope, Notes: v.notes, Proposals: props, Replacements: repl, FixedAt: fixedAt}
+	res := &Result{Assertions: v.asserts, Checks: v.scope, Notes: v.notes, Proposals: props, Replacements: repl, FixedAt: fixedAt,
+		Metrics: v.metricsUsed(), Caveats: v.caveats()}
 	if res.Checks == nil {
 		res.Checks = []incidents.CheckResult{}
 	}
@@ -152,7 +157,7 @@ func Verify(ctx context.Context, env *Env, p Params) (*Result, error) {
 		fixingNote = "the owners report the approved steps carried out; re-running the checks"
 	}
 	res.Incident, res.Verification, err = env.Incidents.RecordFix(ctx, incidents.FixParams{
-		IncidentID: inc.ID, Results: v.results, Actor: env.Agent,
+		IncidentID: inc.ID, Results: v.results, Actor: env.Agent, Caveats: res.Caveats,
 		ApprovedNote: approvalNote(approved, props), FixingNote: fixingNote,
 		Record: func(tx *store.Tx, after *incidents.Incident, ver *incidents.Verification) error {
 			if ver.Outcome == incidents.OutcomeEscalated {
@@ -315,6 +320,12 @@ func (v *verifier) receiptFacts(ver *incidents.Verification, res *Result, note s
 	}
 	if note != "" {
 		facts["note"] = note
+	}
+	if len(res.Metrics) > 0 {
+		facts["metric_definitions"] = res.Metrics
+	}
+	if len(res.Caveats) > 0 {
+		facts["caveats"] = res.Caveats
 	}
 	if repl := v.replacementFacts(); len(repl) > 0 {
 		facts["replacements"] = repl

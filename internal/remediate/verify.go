@@ -46,6 +46,7 @@ type verifier struct {
 	readOn     map[string][]string // replacement proposal -> metrics re-run on its table
 	*namer                         // asset ids compared and placed by the identity rule
 	oneTable   bool                // the incident's symptoms are on one asset
+	used       []MetricUsed        // the metric definitions computed or judged with
 }
 
 // tableJob is one table scanned once for every assertion on it.
