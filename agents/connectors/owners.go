@@ -210,7 +210,8 @@ func (f *ownerFinder) ownerOf(ctx context.Context, hit lineage.SearchHit, via st
 		o.Owner, o.OwnerFrom = hit.Owner, "context graph"
 		return o
 	}
-	if d, ok := approvals.DomainForAsset(f.h.d.Config, hit.ID); ok && len(d.Owners) > 0 {
+	ids := lineage.Identities{Graph: f.graph, Names: lineage.NamesFromConfig(f.h.d.Config)}
+	if d, ok, err := approvals.DomainOf(ctx, f.h.d.Config, ids, hit.ID); err == nil && ok && len(d.Owners) > 0 {
 		o.Owner, o.OwnerFrom = d.Owners[0], "domain "+d.Name+" in dw.yaml"
 		return o
 	}

@@ -36,6 +36,7 @@ func (h *handlers) defineMetric(ctx context.Context, in incidents.DefineMetricPa
 	if err != nil {
 		return nil, "", err
 	}
+	in.By = h.caller()
 	def, err := e.svc.DefineMetric(ctx, in)
 	if err != nil {
 		return nil, "", err

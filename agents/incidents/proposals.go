@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"time"
@@ -210,6 +211,10 @@ func (h *handlers) proposed(p *approvals.Proposal, share int) Proposed {
 
 // involvedOwners are who the incident's requests copy, by approvals' rule:
 // the first owners of the domains of its assets, its cited cause and extra.
-func (h *handlers) involvedOwners(inc *incidents.Incident, extra []string) []string {
-	return approvals.InvolvedOwners(h.d.Config, append(inc.InvolvedAssets(), extra...))
+func (h *handlers) involvedOwners(ctx context.Context, e *env, inc *incidents.Incident, extra []string) []string {
+	owners, err := e.apv.InvolvedOwners(ctx, append(inc.InvolvedAssets(), extra...))
+	if err != nil {
+		slog.Warn("the owners of an incident's domains could not be read", "incident", inc.ID, "err", err)
+	}
+	return owners
 }

@@ -35,11 +35,14 @@ type RemediateOut struct {
 	Unjudged    []string                `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
 	Verified    bool                    `json:"verified" jsonschema:"true only when every assertion that fired and every check in scope passed"`
 	Reason      string                  `json:"reason" jsonschema:"the outcome in words"`
+	Caveats     []string                `json:"caveats,omitempty" jsonschema:"what the outcome rests on that a person should weigh, e.g. a metric redefined after the onset (when and by whom); also in the reason and the receipt"`
 	Assertions  []AssertionResult       `json:"assertions" jsonschema:"every assertion that fired, re-run"`
 	Checks      []incidents.CheckResult `json:"checks" jsonschema:"every check in scope that could be judged, re-run"`
 	Notes       []string                `json:"notes" jsonschema:"what was not judged and why, history scans, anomalies from before the onset"`
 	Proposals   []ProposalState         `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
 	EscalatedTo []string                `json:"escalated_to,omitempty" jsonschema:"people the failed verification goes to: the approvers of the fix"`
+	// Metrics are the metric definitions computed or judged with.
+	Metrics []remediate.MetricUsed `json:"metrics,omitempty" jsonschema:"every metric definition the verification computed or judged with: its SQL's SHA-256, when and by whom it was defined, whether it changed after the onset (also in the receipt)"`
 	// Replacements say which table was read instead of which.
 	Replacements []remediate.Replacement `json:"replacements,omitempty" jsonschema:"approved replacements read instead of the tables they replace (also in the receipt)"`
 	ReceiptID    string                  `json:"receipt_id" jsonschema:"receipt holding the verification (get_receipt, dw receipt verify)"`
@@ -72,7 +75,7 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 	}
 	ver := res.Verification
 	out := &RemediateOut{Incident: res.Incident.ID, Status: string(res.Incident.Status), Verified: ver.Verified, Outcome: ver.Outcome,
-		Unjudged: ver.Unjudged, Reason: ver.Reason, Assertions: res.Assertions, Checks: res.Checks, Notes: res.Notes,
+		Unjudged: ver.Unjudged, Reason: ver.Reason, Caveats: ver.Caveats, Metrics: res.Metrics, Assertions: res.Assertions, Checks: res.Checks, Notes: res.Notes,
 		Proposals: []ProposalState{}, EscalatedTo: res.EscalatedTo, Replacements: res.Replacements, ReceiptID: res.Incident.ID, ReceiptSeq: res.Receipt.Seq}
 	for _, p := range res.Proposals {
 		out.Proposals = append(out.Proposals, proposalState(p))
@@ -84,7 +87,7 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 func (h *handlers) remediateEnv(e *env) *remediate.Env {
 	return &remediate.Env{DB: e.db, Config: h.d.Config, Clock: h.d.Clock, Incidents: e.svc, Approvals: e.apv,
 		Warehouse: h.d.Warehouse, Agent: Name, Tool: remediateTool.Name, DecideHow: h.decideHow,
-		Owners:  func(inc *incidents.Incident) []string { return h.involvedOwners(inc, nil) },
+		Owners:  func(ctx context.Context, inc *incidents.Incident) []string { return h.involvedOwners(ctx, e, inc, nil) },
 		Runners: func() (orchestrate.Runners, error) { return clients.Runners(h.d) }}
 }
 
@@ -101,6 +104,9 @@ func remediateSummary(h *handlers, out *RemediateOut) string {
 			who = append(who, h.personLabel(p))
 		}
 		fmt.Fprintf(&b, "%s is NOT verified and is escalated to %s.", out.Incident, strings.Join(who, ", "))
+	}
+	for _, c := range out.Caveats {
+		fmt.Fprintf(&b, "\nNote: %s.", c)
 	}
 	for _, r := range out.Replacements {
 		fmt.Fprintf(&b, "\nRead %s instead of %s (approved in %s by %s).", r.With, orDefault(r.Replaces, "the symptomatic table"), r.Proposal, r.ApprovedBy)

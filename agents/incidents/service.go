@@ -7,6 +7,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/changelog"
+	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
@@ -55,6 +56,21 @@ func ownerLookup(g *lineage.Graph) approvals.OwnerLookup {
 		}
 		return res.Assets[0].Owner, true
 	}
+}
+
+// caller names who is behind this agent's client, as the OS login running
+// the process (the evidence the terminal and elicitation channels use):
+// "Sam Okafor (sam), OS user sam", or "OS user x" for a login mapped to no
+// person, "" when the uid has no login.
+func (h *handlers) caller() string {
+	login := config.CurrentOSUser()
+	if login == "" {
+		return ""
+	}
+	if p, ok := h.d.Config.PersonForOSUser(login); ok {
+		return h.personLabel(p.ID) + ", OS user " + login
+	}
+	return "OS user " + login
 }
 
 // personLabel is "Sam Okafor (sam)" for a configured person, else the id.

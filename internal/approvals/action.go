@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,9 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/dataworkers/dw/internal/config"
-	"github.com/dataworkers/dw/internal/lineage"
 )
 
 // The systems an approved action runs on. Each is carried out by one tool:
@@ -258,7 +256,7 @@ func (a *ActionSpec) kindFits(kind string) bool {
 }
 
 // bindAction validates a proposal's action and sets its domain.
-func bindAction(cfg *config.Config, spec *ActionSpec, kind, domain string, targets []string) (*ActionSpec, error) {
+func (s *Service) bindAction(ctx context.Context, spec *ActionSpec, kind, domain string, targets []string) (*ActionSpec, error) {
 	if spec == nil {
 		if kind == KindLineageEvent {
 			return nil, invalid("a %s proposal must bind its action (system, target, location and params) so the approver sees exactly what runs", kind)
@@ -278,16 +276,24 @@ func bindAction(cfg *config.Config, spec *ActionSpec, kind, domain string, targe
 	if !a.kindFits(kind) {
 		return nil, invalid("a %s proposal cannot run on %s; %s", kind, a.System, kindSystems(kind))
 	}
-	// The asset is compared, and bound, as its one id, like the targets.
-	asset, err := canonicalAsset(lineage.NamesFromConfig(cfg), a.Asset)
+	// The asset is bound by its canonical id (boundID), and must be one of
+	// the targets by identity.
+	asset, err := s.boundID(a.Asset)
 	if err != nil {
 		return nil, invalid("the action's asset %q is not an asset id: %v (see docs/ASSET_IDS.md)", a.Asset, err)
 	}
 	a.Asset = asset
-	if !slices.Contains(targets, a.Asset) {
+	among, err := s.sameAsset(ctx, targets, a.Asset)
+	if err != nil {
+		return nil, err
+	}
+	if !among {
 		return nil, invalid("the action's asset %s is not among the proposal's targets (%s); the approver must see what it acts on", a.Asset, strings.Join(targets, ", "))
 	}
-	d, ok := DomainForAsset(cfg, a.Asset)
+	d, ok, err := s.DomainOf(ctx, a.Asset)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, invalid("the action's %s %s (%s) is in no configured domain; add it to a domain's assets in dw.yaml", a.noun(), a.Target, a.Asset)
 	}
@@ -312,18 +318,25 @@ func kindSystems(kind string) string {
 
 // requested is a requested action with its domain resolved from the
 // config: the domain is never the caller's to say.
-func (s *Service) requested(a *ActionSpec) ActionSpec {
+func (s *Service) requested(ctx context.Context, a *ActionSpec) (ActionSpec, error) {
 	r := *a
 	r.Domain = ""
-	// Compared as its one id, as the approved asset was bound; a spelling
-	// that is no id stays as given and so differs.
-	if id, err := canonicalAsset(lineage.NamesFromConfig(s.cfg), r.Asset); err == nil {
-		r.Asset = id
+	// Compared by its bound id, as the approved asset was bound; a
+	// spelling that is no id stays as given and so differs (the refusal
+	// names it).
+	id, err := s.boundID(r.Asset)
+	if err != nil {
+		return r, nil
 	}
-	if d, ok := DomainForAsset(s.cfg, r.Asset); ok {
+	r.Asset = id
+	d, ok, err := s.DomainOf(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if ok {
 		r.Domain = d.Name
 	}
-	return r
+	return r, nil
 }
 
 // compareActions names every field in which the requested action differs

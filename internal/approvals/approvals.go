@@ -33,6 +33,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -172,6 +173,9 @@ type Service struct {
 	cfg    *config.Config
 	clk    clock.Clock
 	owners OwnerLookup
+	// ids names assets as incidents and verification do: targets are
+	// stored, and domains matched, by the one identity of each asset.
+	ids lineage.Identities
 	// replay is set once the store is known to be made for replay (now).
 	replay atomic.Bool
 }
@@ -185,7 +189,7 @@ func New(db *store.DB, cfg *config.Config, clk clock.Clock, owners OwnerLookup) 
 	if cfg != nil {
 		registerHome(db, cfg.Home)
 	}
-	return &Service{db: db, cfg: cfg, clk: clk, owners: owners}
+	return &Service{db: db, cfg: cfg, clk: clk, owners: owners, ids: lineage.StoreIdentities(db, cfg)}
 }
 
 // keys are the store's MAC keys, kept outside the store (see keys.go).

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -75,4 +76,31 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed())/float64(base), "x_plain_read")
+}
+
+// BenchmarkDomainOf measures routing an asset by every name the graph
+// knows it by (a dbt-built table: its aliases are read from the store)
+// against matching the spelling as written, without the graph.
+func BenchmarkDomainOf(b *testing.B) {
+	ctx := context.Background()
+	db := storetest.SQLite(b)
+	s, _ := fixture(b, db)
+	g := lineage.New(db, nil)
+	if _, err := g.RecordLineage(ctx, lineage.Note{Assets: []lineage.NoteAsset{{ID: "dbt://model.shop.orders", Aliases: []string{"snowflake://analytics.usage.orders"}}},
+		Path: []string{"dbt://model.shop.orders", "sigma://workbook/rev"}}); err != nil {
+		b.Fatal(err)
+	}
+	plain := lineage.StoreIdentities(nil, s.cfg)
+	base := baseline(b, func() {
+		if _, ok, err := DomainOf(ctx, s.cfg, plain, "snowflake://usage.orders"); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d, ok, err := s.DomainOf(ctx, "dbt://model.shop.orders"); err != nil || !ok || d.Name != "billing" {
+			b.Fatal(d, ok, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(base), "x_without_graph")
 }

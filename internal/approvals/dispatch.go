@@ -91,7 +91,10 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 	}
 	domain := a.Domain
 	if domain == "" && a.Asset != "" {
-		d, ok := DomainForAsset(s.cfg, a.Asset)
+		d, ok, err := s.DomainOf(ctx, a.Asset)
+		if err != nil {
+			return Permit{}, err
+		}
 		if !ok {
 			return Permit{}, refuse("asset %s is in no configured domain, so no rules allow acting on it; add it to a domain's assets in the config", a.Asset)
 		}
@@ -122,7 +125,7 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 		return Permit{}, refuse("domain %s is at %s: agents only read there; a person carries out approved changes", d.Name, lvl)
 	}
 	if p != nil {
-		return s.permitByProposal(a, p, d.Name, li)
+		return s.permitByProposal(ctx, a, p, d.Name, li)
 	}
 	opened := slices.Contains(d.OpenClasses, a.Kind)
 	switch li.Level {
@@ -150,7 +153,7 @@ func (s *Service) MayDispatch(ctx context.Context, a Action) (Permit, error) {
 
 // sameAction refuses a requested action that is not exactly the approved
 // one, naming every field that differs. Free-form details play no part.
-func (s *Service) sameAction(p *Proposal, req *ActionSpec) error {
+func (s *Service) sameAction(ctx context.Context, p *Proposal, req *ActionSpec) error {
 	if p.actionErr != nil {
 		return refuse("%v", p.actionErr)
 	}
@@ -163,14 +166,17 @@ func (s *Service) sameAction(p *Proposal, req *ActionSpec) error {
 	case req == nil:
 		return refuse("proposal %s allows only %s, and the tool named no action to compare it with", p.ID, p.Action.String())
 	}
-	r := s.requested(req)
+	r, err := s.requested(ctx, req)
+	if err != nil {
+		return err
+	}
 	if diffs := compareActions(p.Action, &r); len(diffs) > 0 {
 		return refuse("proposal %s approved a different action: %s; nothing was dispatched (a different action needs its own approval)", p.ID, strings.Join(diffs, "; "))
 	}
 	return nil
 }
 
-func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li LevelInfo) (Permit, error) {
+func (s *Service) permitByProposal(ctx context.Context, a Action, p *Proposal, domain string, li LevelInfo) (Permit, error) {
 	switch p.State {
 	case StateApproved:
 	case StatePending, StateEscalated:
@@ -186,10 +192,14 @@ func (s *Service) permitByProposal(a Action, p *Proposal, domain string, li Leve
 	if p.Kind != a.Kind {
 		return Permit{}, refuse("proposal %s approved a %s, not a %s", p.ID, p.Kind, a.Kind)
 	}
-	if a.Asset != "" && !slices.Contains(p.Targets, s.assetID(a.Asset)) {
+	among, err := s.sameAsset(ctx, p.Targets, a.Asset)
+	if err != nil {
+		return Permit{}, err
+	}
+	if a.Asset != "" && !among {
 		return Permit{}, refuse("proposal %s approved changes to %s, not to %s", p.ID, strings.Join(p.Targets, ", "), a.Asset)
 	}
-	if err := s.sameAction(p, a.Spec); err != nil {
+	if err := s.sameAction(ctx, p, a.Spec); err != nil {
 		return Permit{}, err
 	}
 	basis := fmt.Sprintf("proposal %s approved", p.ID)

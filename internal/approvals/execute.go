@@ -69,7 +69,10 @@ func (s *Service) BeginExecution(ctx context.Context, a Action, actor string, le
 		return nil, invalid("an execution names an approved proposal and the action it carries out")
 	}
 	a.ProposalID = normID(a.ProposalID)
-	req := s.requested(a.Spec)
+	req, err := s.requested(ctx, a.Spec)
+	if err != nil {
+		return nil, err
+	}
 	hash := req.Hash()
 	row, err := loadExecution(ctx, s.db, a.ProposalID)
 	if err != nil {

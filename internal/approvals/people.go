@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -82,23 +84,60 @@ func evidenceOf(by Decider) map[string]string {
 	return ev
 }
 
-// DomainForAsset returns the first domain with an asset glob matching the
-// asset id. Table globs and ids are compared part by part on their full
-// names (lineage.Names.MatchGlob), so duckdb://sales.*, sales.* and
-// duckdb://warehouse.sales.* all match every spelling of
-// duckdb://warehouse.sales.orders; other globs follow path.Match, where *
-// stops at a slash and "**" (as in "sigma://**") matches any run of
-// characters, because asset ids carry paths of any depth.
-func DomainForAsset(cfg *config.Config, assetID string) (*config.Domain, bool) {
-	names := lineage.NamesFromConfig(cfg)
-	for i := range cfg.Domains {
-		for _, pat := range cfg.Domains[i].Assets {
-			if names.MatchGlob(pat, assetID) {
-				return &cfg.Domains[i], true
+// DomainOf returns the domain that owns an asset, matching domains' asset
+// globs against every name the asset is known by (lineage.Identities): its
+// id, its full and short table names and its aliases in the context
+// graph, such as the dbt id of the model that builds a table. So
+// duckdb://sales.*, sales.*, duckdb://warehouse.sales.* and dbt://*.shop.*
+// all own the table dbt://model.shop.orders builds as
+// duckdb://warehouse.sales.orders, however it is spelled. The asset's own
+// names (those on its id's platform) are matched first, in dw.yaml's order
+// of domains, and its ids in other tools only when no domain owns those:
+// a Hightouch sync that a dbt exposure also declares belongs to the domain
+// of hightouch://sync/*, not to the one of dbt://*.loyalty.*. Table globs
+// and names are compared part by part on full names
+// (lineage.Names.MatchGlob); other globs follow path.Match, where * stops
+// at a slash and "**" (as in "sigma://**") matches any run of characters,
+// because asset ids carry paths of any depth. A spelling the graph cannot
+// place (unknown, or fitting several assets) is matched as it is; one that
+// is no asset id is an error.
+func DomainOf(ctx context.Context, cfg *config.Config, ids lineage.Identities, asset string) (*config.Domain, bool, error) {
+	own, other := []string{asset}, []string(nil)
+	it, err := ids.Of(ctx, asset)
+	var amb *lineage.AmbiguousError
+	switch {
+	case err == nil:
+		own = nil
+		platform, _, _ := lineage.SplitID(it.ID)
+		for _, n := range it.Names {
+			if p, _, _ := lineage.SplitID(n); p == platform {
+				own = append(own, n)
+			} else {
+				other = append(other, n)
+			}
+		}
+	case errors.As(err, &amb) || errors.Is(err, lineage.ErrUnknownAsset):
+	default:
+		return nil, false, err
+	}
+	for _, names := range [][]string{own, other} {
+		for i := range cfg.Domains {
+			for _, pat := range cfg.Domains[i].Assets {
+				for _, n := range names {
+					if ids.Names.MatchGlob(pat, n) {
+						return &cfg.Domains[i], true, nil
+					}
+				}
 			}
 		}
 	}
-	return nil, false
+	return nil, false, nil
+}
+
+// DomainOf is the package's DomainOf over this service's store and
+// configuration.
+func (s *Service) DomainOf(ctx context.Context, asset string) (*config.Domain, bool, error) {
+	return DomainOf(ctx, s.cfg, s.ids, asset)
 }
 
 // globMatch is MatchGlob knowing no warehouse.
@@ -123,14 +162,19 @@ func Domain(cfg *config.Config, name string) (*config.Domain, error) {
 // resolveDomain names the domain of a set of targets: the explicit one,
 // else the one their ids match. Targets in different domains are refused,
 // because each domain has its own approvers and autonomy.
-func resolveDomain(cfg *config.Config, explicit string, targets []string) (*config.Domain, error) {
+func (s *Service) resolveDomain(ctx context.Context, explicit string, targets []string) (*config.Domain, error) {
+	cfg := s.cfg
 	if explicit != "" {
 		d, err := Domain(cfg, explicit)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range targets {
-			if other, ok := DomainForAsset(cfg, t); ok && other.Name != d.Name {
+			other, ok, err := s.DomainOf(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			if ok && other.Name != d.Name {
 				return nil, invalid("target %s belongs to domain %s, not %s; propose one change per domain", t, other.Name, d.Name)
 			}
 		}
@@ -138,7 +182,10 @@ func resolveDomain(cfg *config.Config, explicit string, targets []string) (*conf
 	}
 	var found *config.Domain
 	for _, t := range targets {
-		d, ok := DomainForAsset(cfg, t)
+		d, ok, err := s.DomainOf(ctx, t)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, invalid("asset %s is in no domain: none of the domains' asset globs matches it (tried %s); add a glob that does to a domain's assets (domains[].assets) in %s",
 				t, triedGlobs(cfg), configName(cfg))

@@ -142,14 +142,14 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	if err := checkText("incident_id", strings.TrimSpace(np.IncidentID), false); err != nil {
 		return nil, err
 	}
-	targets, err := canonicalTargets(s.cfg, np.Targets)
+	targets, err := s.canonicalTargets(ctx, np.Targets)
 	if err != nil {
 		return nil, err
 	}
 	if len(targets) == 0 {
 		return nil, invalid("targets is empty: name at least one asset id the change acts on")
 	}
-	d, err := resolveDomain(s.cfg, strings.TrimSpace(np.Domain), targets)
+	d, err := s.resolveDomain(ctx, strings.TrimSpace(np.Domain), targets)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (s *Service) prepare(ctx context.Context, np NewProposal) (*Proposal, error
 	if liveKinds[np.Kind] {
 		class = ClassLive
 	}
-	action, err := bindAction(s.cfg, np.Action, np.Kind, d.Name, targets)
+	action, err := s.bindAction(ctx, np.Action, np.Kind, d.Name, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -260,21 +260,22 @@ func (s *Service) personIDs() []string {
 }
 
 // canonicalTargets turns each target into its one asset id
-// (docs/ASSET_IDS.md), resolving table names against the configured
-// warehouses, so a target spelled two ways (AIRFLOW://dag/x and
-// airflow://dag/x; duckdb://sales.orders and duckdb://warehouse.sales.orders)
-// is one target and binds one approval. A target that names no asset
-// Data Workers can tell is refused rather than stored as given: dispatch
-// compares ids, and an id nobody canonicalizes would never match.
-func canonicalTargets(cfg *config.Config, in []string) ([]string, error) {
-	names := lineage.NamesFromConfig(cfg)
+// (docs/ASSET_IDS.md), the id the incident records for it: resolved
+// through the context graph and the configured warehouses, so a target
+// spelled two ways (AIRFLOW://dag/x and airflow://dag/x;
+// duckdb://sales.orders, duckdb://warehouse.sales.orders and the dbt model
+// that builds it) is one target and binds one approval. A target that
+// names no asset Data Workers can tell is refused rather than stored as
+// given: dispatch compares ids, and an id nobody canonicalizes would never
+// match.
+func (s *Service) canonicalTargets(ctx context.Context, in []string) ([]string, error) {
 	var out []string
 	for i, t := range in {
 		t = strings.TrimSpace(t)
 		if t == "" {
 			continue
 		}
-		id, err := canonicalAsset(names, t)
+		id, err := s.canonicalAsset(ctx, t)
 		if err != nil {
 			return nil, invalid("targets[%d] %q is not an asset id: %v (see docs/ASSET_IDS.md)", i, t, err)
 		}
@@ -288,20 +289,59 @@ func canonicalTargets(cfg *config.Config, in []string) ([]string, error) {
 // canonicalAsset is the one id of an asset reference. Control characters
 // are refused outright: an id is shown to the approver, and a newline
 // would let one target pose as two lines of the request.
-func canonicalAsset(names *lineage.Names, ref string) (string, error) {
+func (s *Service) canonicalAsset(ctx context.Context, ref string) (string, error) {
 	if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
 		return "", errors.New("it contains a control character")
 	}
-	return names.Canonical(ref)
+	it, err := s.ids.Of(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return it.ID, nil
 }
 
-// assetID is ref's one id, or ref as given when it is none (it then
-// matches no canonical target, so nothing is allowed by a spelling).
-func (s *Service) assetID(ref string) string {
-	if id, err := canonicalAsset(lineage.NamesFromConfig(s.cfg), strings.TrimSpace(ref)); err == nil {
-		return id
+// boundID is the id an action's asset is bound and compared by: its
+// canonical spelling from the configured warehouses alone, never the
+// context graph, so an approval allows tomorrow exactly the asset it
+// allowed when it was given, whatever names the graph learns meanwhile (an
+// OpenLineage job id that a forwarded event makes an alias of the Flink
+// job). It is compared with the targets by identity (sameAsset).
+func (s *Service) boundID(ref string) (string, error) {
+	if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
+		return "", errors.New("it contains a control character")
 	}
-	return ref
+	return s.ids.Names.Canonical(strings.TrimSpace(ref))
+}
+
+// sameAsset reports whether an asset is one of the targets: by the one
+// identity each has now (the dbt model's id names the table a target
+// names). A spelling that is no asset id is none of them.
+func (s *Service) sameAsset(ctx context.Context, targets []string, asset string) (bool, error) {
+	a, err := s.ids.Of(ctx, asset)
+	var amb *lineage.AmbiguousError
+	switch {
+	case errors.As(err, &amb) || errors.Is(err, lineage.ErrUnknownAsset):
+		id, err := s.boundID(asset)
+		return err == nil && slices.Contains(targets, id), nil
+	case err != nil:
+		if _, cerr := s.boundID(asset); cerr != nil {
+			return false, nil // no asset id: it allows nothing
+		}
+		return false, err
+	}
+	for _, t := range targets {
+		if t == a.ID {
+			return true, nil
+		}
+		it, err := s.ids.Of(ctx, t)
+		if err == nil && it.Same(a) {
+			return true, nil
+		}
+		if err != nil && !errors.As(err, &amb) && !errors.Is(err, lineage.ErrUnknownAsset) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func cleanList(in []string) []string {

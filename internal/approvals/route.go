@@ -5,8 +5,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/dataworkers/dw/internal/config"
-
 	"github.com/dataworkers/dw/internal/store"
 )
 
@@ -52,20 +50,20 @@ func (s *Service) ProposeTx(ctx context.Context, tx *store.Tx, checked []*Checke
 // the given assets belong to, each once, in order: who is copied on every
 // request of one remediation, so the data owner hears of the platform
 // owner's decision and the reverse (Propose leaves out the approver).
-func (s *Service) InvolvedOwners(assets []string) []string { return InvolvedOwners(s.cfg, assets) }
-
-// InvolvedOwners is Service.InvolvedOwners for a caller holding only the
-// configuration.
-func InvolvedOwners(cfg *config.Config, assets []string) []string {
+// Domains are matched on every name of each asset (DomainOf).
+func (s *Service) InvolvedOwners(ctx context.Context, assets []string) ([]string, error) {
 	var out []string
 	for _, a := range assets {
-		d, ok := DomainForAsset(cfg, a)
+		d, ok, err := s.DomainOf(ctx, a)
+		if err != nil {
+			return nil, err
+		}
 		if !ok || len(d.Owners) == 0 {
 			continue
 		}
-		if _, isPerson := cfg.Person(d.Owners[0]); isPerson && !slices.Contains(out, d.Owners[0]) {
+		if _, isPerson := s.cfg.Person(d.Owners[0]); isPerson && !slices.Contains(out, d.Owners[0]) {
 			out = append(out, d.Owners[0])
 		}
 	}
-	return out
+	return out, nil
 }

@@ -10,15 +10,15 @@ import (
 )
 
 // AssetNamer knows every spelling of an asset: a check names a table
-// duckdb://sales.orders, the catalog duckdb://warehouse.sales.orders, a
-// person sales.orders. A Graph that implements it (LineageGraph given the
-// configured warehouses) makes incidents store one id per asset and find
-// them under any spelling.
+// duckdb://sales.orders, the catalog duckdb://warehouse.sales.orders, dbt
+// dbt://model.shop.orders, a person sales.orders. A Graph that implements it
+// (LineageGraph given the configured warehouses) makes incidents store one
+// id per asset, the one proposals, domains and receipts use (lineage's
+// Identities), and find them under any spelling.
 type AssetNamer interface {
-	// Spellings returns the one id of what ref names and every name it is
-	// known by; a spelling that fits several assets is a
-	// *lineage.AmbiguousError.
-	Spellings(ctx context.Context, ref string) (id string, all []string, err error)
+	// Identify returns the identity of what ref names; a spelling that
+	// fits several assets is a *lineage.AmbiguousError.
+	Identify(ctx context.Context, ref string) (lineage.Identity, error)
 }
 
 // assetID is the id an incident records for a reported asset: its one id
@@ -30,11 +30,11 @@ func (s *Service) assetID(ctx context.Context, field, a string) (string, error) 
 		return "", err
 	}
 	if n, ok := s.Graph.(AssetNamer); ok {
-		id, _, err := n.Spellings(ctx, a)
+		it, err := n.Identify(ctx, a)
 		var amb *lineage.AmbiguousError
 		switch {
 		case err == nil:
-			return id, nil
+			return it.ID, nil
 		case errors.As(err, &amb) || errors.Is(err, lineage.ErrUnknownAsset):
 		default:
 			return "", err
@@ -58,11 +58,11 @@ func (s *Service) assetSpellings(ctx context.Context, field, a string) ([]string
 	}
 	out := []string{}
 	if n, ok := s.Graph.(AssetNamer); ok {
-		_, all, err := n.Spellings(ctx, a)
+		it, err := n.Identify(ctx, a)
 		var amb *lineage.AmbiguousError
 		switch {
 		case err == nil:
-			out = append(out, all...)
+			out = append(out, it.Names...)
 		case errors.As(err, &amb):
 			return nil, invalid("%s: %v", field, err)
 		case !errors.Is(err, lineage.ErrUnknownAsset):

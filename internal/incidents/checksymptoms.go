@@ -46,7 +46,10 @@ func checkSymptomKind(r checks.MetricResult) SymptomKind {
 	case checks.ProblemUniqueness:
 		return SymptomUniqueness
 	case checks.ProblemFreshness:
-		if r.Metric == checks.MetricLagAvg {
+		// Both of a load lag check's metrics (average and p95) are load
+		// lag: verification re-runs the lag check for them, not the
+		// table's staleness.
+		if r.Metric == checks.MetricLagAvg || r.Metric == checks.MetricLagP95 {
 			return SymptomLoadLag
 		}
 		return SymptomFreshness

@@ -30,8 +30,8 @@ type namedLineageGraph struct {
 	names *lineage.Names
 }
 
-func (l namedLineageGraph) Spellings(ctx context.Context, ref string) (string, []string, error) {
-	return l.g.Spellings(ctx, l.names, ref)
+func (l namedLineageGraph) Identify(ctx context.Context, ref string) (lineage.Identity, error) {
+	return lineage.Identities{Graph: l.g, Names: l.names}.Of(ctx, ref)
 }
 
 func (l lineageGraph) Upstream(ctx context.Context, start []string, maxDepth int) (map[string]Hop, error) {

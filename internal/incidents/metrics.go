@@ -56,7 +56,10 @@ type MetricDefinition struct {
 	// name, in case of a typo).
 	Notes     []string  `json:"notes,omitempty" jsonschema:"what the definition left waiting, e.g. a moves_with partner not defined yet"`
 	CreatedAt time.Time `json:"created_at" jsonschema:"when first defined"`
-	UpdatedAt time.Time `json:"updated_at" jsonschema:"when last defined"`
+	UpdatedAt time.Time `json:"updated_at" jsonschema:"when its definition last changed (defining it again unchanged keeps this)"`
+	// DefinedBy is who made the latest definition, when known: a
+	// verification after a redefinition says who changed what it judges.
+	DefinedBy string `json:"defined_by,omitempty" jsonschema:"who made the latest definition (person and OS login of the client's process), when known"`
 }
 
 func (d MetricDefinition) series() baseline.Series {
@@ -65,6 +68,9 @@ func (d MetricDefinition) series() baseline.Series {
 
 // DefineMetricParams is the input for defining (or redefining) a metric.
 type DefineMetricParams struct {
+	// By is who defines it, set by the caller from the identity it
+	// vouches for (the agent: the OS login running it); never tool input.
+	By          string   `json:"-"`
 	Name        string   `json:"name" jsonschema:"metric name: lower-case letters, digits, _ . -, e.g. avg_active_member_balance"`
 	Description string   `json:"description" jsonschema:"what the number means, for the person reading an alert"`
 	Asset       string   `json:"asset" jsonschema:"asset id the metric describes, e.g. bigquery://loyalty.member_balances"`
@@ -183,15 +189,17 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 	// judgement is the same either way. The answer names what waits.
 	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO incident_metrics (name, description, asset, unit, source, warehouse, sql_text,
-			value_column, time_column, grain, direction, symptom_kind, column_name, moves_with, created_ms, updated_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			value_column, time_column, grain, direction, symptom_kind, column_name, moves_with, created_ms, updated_ms, defined_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, asset = excluded.asset, unit = excluded.unit,
 			source = excluded.source, warehouse = excluded.warehouse, sql_text = excluded.sql_text,
 			value_column = excluded.value_column, time_column = excluded.time_column, grain = excluded.grain,
 			direction = excluded.direction, symptom_kind = excluded.symptom_kind, column_name = excluded.column_name,
-			moves_with = excluded.moves_with, updated_ms = excluded.updated_ms`,
+			moves_with = excluded.moves_with,
+			updated_ms = CASE WHEN `+sameDefinition+` THEN incident_metrics.updated_ms ELSE excluded.updated_ms END,
+			defined_by = CASE WHEN `+sameDefinition+` THEN incident_metrics.defined_by ELSE excluded.defined_by END`,
 			d.Name, d.Description, d.Asset, d.Unit, d.Source, d.Warehouse, d.SQL, d.ValueColumn, d.TimeColumn, d.Grain,
-			d.Direction, string(d.SymptomKind), d.Column, mustJSON(d.MovesWith), store.Millis(now), store.Millis(now))
+			d.Direction, string(d.SymptomKind), d.Column, mustJSON(d.MovesWith), store.Millis(now), store.Millis(now), strings.TrimSpace(p.By))
 		if err != nil {
 			return fmt.Errorf("define metric %s: %w", d.Name, err)
 		}
@@ -225,6 +233,18 @@ func (s *Service) DefineMetric(ctx context.Context, p DefineMetricParams) (*Metr
 	return def, nil
 }
 
+// sameDefinition holds when a redefinition leaves everything that decides
+// a metric's values and their judgement as it was: updated_at (and
+// defined_by) then stay those of the definition in force, so a
+// verification can tell a metric redefined after an incident's onset from
+// one defined again unchanged.
+const sameDefinition = `(incident_metrics.asset = excluded.asset AND incident_metrics.source = excluded.source
+	AND incident_metrics.warehouse = excluded.warehouse AND incident_metrics.sql_text = excluded.sql_text
+	AND incident_metrics.value_column = excluded.value_column AND incident_metrics.time_column = excluded.time_column
+	AND incident_metrics.grain = excluded.grain AND incident_metrics.direction = excluded.direction
+	AND incident_metrics.symptom_kind = excluded.symptom_kind AND incident_metrics.column_name = excluded.column_name
+	AND incident_metrics.moves_with = excluded.moves_with)`
+
 // metricNames lists every defined metric's name.
 func (s *Service) metricNames(ctx context.Context) ([]string, error) {
 	rows, err := s.DB.QueryContext(ctx, "SELECT name FROM incident_metrics ORDER BY name")
@@ -249,7 +269,7 @@ func (s *Service) GetMetric(ctx context.Context, name string) (*MetricDefinition
 }
 
 const metricSelect = `SELECT name, description, asset, unit, source, warehouse, sql_text, value_column, time_column,
-	grain, direction, symptom_kind, column_name, moves_with, created_ms, updated_ms FROM incident_metrics`
+	grain, direction, symptom_kind, column_name, moves_with, created_ms, updated_ms, defined_by FROM incident_metrics`
 
 func loadMetric(ctx context.Context, q store.Querier, name string) (*MetricDefinition, error) {
 	defs, err := scanMetrics(q.QueryContext(ctx, metricSelect+" WHERE name = ?", strings.TrimSpace(name)))
@@ -376,7 +396,7 @@ func scanMetrics(rows *sql.Rows, err error) ([]MetricDefinition, error) {
 		var kind, moves string
 		var created, updated int64
 		if err := rows.Scan(&d.Name, &d.Description, &d.Asset, &d.Unit, &d.Source, &d.Warehouse, &d.SQL, &d.ValueColumn,
-			&d.TimeColumn, &d.Grain, &d.Direction, &kind, &d.Column, &moves, &created, &updated); err != nil {
+			&d.TimeColumn, &d.Grain, &d.Direction, &kind, &d.Column, &moves, &created, &updated, &d.DefinedBy); err != nil {
 			return nil, err
 		}
 		d.SymptomKind, d.CreatedAt, d.UpdatedAt = SymptomKind(kind), store.FromMillis(created), store.FromMillis(updated)

@@ -92,7 +92,10 @@ func (s *Service) ProposeRemediations(ctx context.Context, apv *approvals.Servic
 	for _, d := range drafts {
 		assets = append(append(assets, d.Targets...), d.Scope...)
 	}
-	copies := apv.InvolvedOwners(assets)
+	copies, err := apv.InvolvedOwners(ctx, assets)
+	if err != nil {
+		return nil, err
+	}
 	checked := make([]*approvals.Checked, len(drafts))
 	for i, d := range drafts {
 		// The draft's why is composed from stored text (the cited change's

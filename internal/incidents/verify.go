@@ -84,6 +84,9 @@ type Verification struct {
 	Missing  []string      `json:"missing" jsonschema:"assertions that fired but were not re-run"`
 	Unjudged []string      `json:"unjudged,omitempty" jsonschema:"assertions re-run but not judged, and symptomatic assets with no judged passing check: what is missing"`
 	Reason   string        `json:"reason" jsonschema:"the outcome in words"`
+	// Caveats are facts about what was judged that a reader must weigh
+	// with the outcome, such as a metric redefined after the onset.
+	Caveats []string `json:"caveats,omitempty" jsonschema:"what the outcome rests on that a person should weigh, e.g. a metric redefined after the incident's onset (when and by whom)"`
 }
 
 // VerifyParams is the input of verification.
@@ -116,7 +119,7 @@ func (s *Service) Verify(ctx context.Context, p VerifyParams) (*Verification, er
 		if inc.Status != StatusFixing {
 			return invalid("incident %s is %s; verification applies to a fix in progress (status fixing): move it to fixing once the approved steps run", inc.ID, inc.Status)
 		}
-		out, err = verifyTx(ctx, tx, inc, p.Results, orText(p.Actor, "dw-incidents"), now)
+		out, err = verifyTx(ctx, tx, inc, p.Results, nil, orText(p.Actor, "dw-incidents"), now)
 		return err
 	})
 	if err != nil {
@@ -148,8 +151,12 @@ func cleanResults(results []CheckResult) error {
 
 // verifyTx judges the results and saves the outcome of an incident that
 // is fixing.
-func verifyTx(ctx context.Context, tx *store.Tx, inc *Incident, results []CheckResult, actor string, now time.Time) (*Verification, error) {
+func verifyTx(ctx context.Context, tx *store.Tx, inc *Incident, results []CheckResult, caveats []string, actor string, now time.Time) (*Verification, error) {
 	v := judge(assertionsOf(inc), inc.Assets, results, now)
+	if len(caveats) > 0 {
+		v.Caveats = slices.Clone(caveats)
+		v.Reason += "; note: " + strings.Join(caveats, "; ")
+	}
 	from := inc.Status
 	inc.Verification = v
 	switch v.Outcome {
@@ -170,6 +177,9 @@ type FixParams struct {
 	// approved (who approved what); FixingNote when it moves to fixing.
 	ApprovedNote string
 	FixingNote   string
+	// Caveats are stated with the verdict (Verification.Caveats and its
+	// reason): what it rests on that a person should weigh.
+	Caveats []string
 	// Record runs in the same transaction after the incident is saved,
 	// so whatever it writes (the receipt entry of the verification) is
 	// stored with the incident's new status or not at all.
@@ -211,7 +221,7 @@ func (s *Service) RecordFix(ctx context.Context, p FixParams) (*Incident, *Verif
 				return err
 			}
 		}
-		if out, err = verifyTx(ctx, tx, inc, p.Results, actor, now); err != nil {
+		if out, err = verifyTx(ctx, tx, inc, p.Results, p.Caveats, actor, now); err != nil {
 			return err
 		}
 		if p.Record != nil {

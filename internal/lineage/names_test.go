@@ -142,50 +142,104 @@ func TestDomainGlobsMatchEverySpelling(t *testing.T) {
 	}
 }
 
-// With the graph, a spelling answers with the asset the graph knows; two
-// known tables a spelling fits are an error naming both.
-func TestCanonicalAssetUsesTheGraph(t *testing.T) {
+// With the graph, every spelling of a dbt-built table is one identity: the
+// record id is the warehouse table (the model is an alias of it), its names
+// include the dbt id, and two known tables a spelling fits are an error
+// naming both.
+func TestIdentityUsesTheGraph(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		names := namesOf(duckWH, duckDev)
+		ids := Identities{Graph: g, Names: namesOf(duckWH, duckDev)}
 		if err := ImportDBTForTest(ctx, g, strings.NewReader(exposureManifest(t))); err != nil {
 			t.Fatal(err)
 		}
-		// The model's table, under every spelling, is the model.
-		for _, ref := range []string{"duckdb://warehouse.sales.orders", "duckdb://sales.orders", "sales.orders", `"Sales"."Orders"`, "dbt://model.shop.orders", "model.shop.orders"} {
-			id, all, err := g.Spellings(ctx, names, ref)
-			if err != nil || id != "dbt://model.shop.orders" || !slices.Contains(all, "duckdb://warehouse.sales.orders") {
-				t.Errorf("Spellings(%q) = %q %v %v", ref, id, all, err)
+		for _, ref := range []string{"duckdb://warehouse.sales.orders", "duckdb://sales.orders", "sales.orders", `"Sales"."Orders"`,
+			`DUCKDB://"Warehouse".Sales.ORDERS`, "warehouse.sales.orders", "dbt://model.shop.orders", "model.shop.orders", "DBT://model.shop.orders"} {
+			it, err := ids.Of(ctx, ref)
+			if err != nil || it.ID != "duckdb://warehouse.sales.orders" || it.Node != "dbt://model.shop.orders" || it.Table != "duckdb://warehouse.sales.orders" ||
+				!slices.Contains(it.Names, "dbt://model.shop.orders") || !slices.Contains(it.Names, "duckdb://sales.orders") {
+				t.Errorf("Of(%q) = %+v %v", ref, it, err)
 			}
 		}
 		// Unknown tables get their full id.
-		if id, err := g.CanonicalAsset(ctx, names, "crm.accounts"); err == nil {
-			t.Errorf("bare unknown name in two warehouses: %q", id)
+		if it, err := ids.Of(ctx, "crm.accounts"); err == nil {
+			t.Errorf("bare unknown name in two warehouses: %+v", it)
 		}
-		if id, err := g.CanonicalAsset(ctx, names, "duckdb://crm.accounts"); err != nil || id != "duckdb://warehouse.crm.accounts" {
-			t.Errorf("unknown table: %q %v", id, err)
+		if it, err := ids.Of(ctx, "duckdb://crm.accounts"); err != nil || it.ID != "duckdb://warehouse.crm.accounts" || it.Node != "" {
+			t.Errorf("unknown table: %+v %v", it, err)
 		}
 		// The dev copy of the table: now sales.orders fits two.
 		if _, err := g.RecordLineage(ctx, Note{Path: []string{"duckdb://dev.sales.orders", "dagster://shop/dev_job"}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, ref := range []string{"sales.orders", "duckdb://sales.orders"} {
-			_, err := g.CanonicalAsset(ctx, names, ref)
+			_, err := ids.Of(ctx, ref)
 			var amb *AmbiguousError
 			if !errors.As(err, &amb) || !slices.Equal(amb.Candidates, []string{"dbt://model.shop.orders", "duckdb://dev.sales.orders"}) {
-				t.Errorf("CanonicalAsset(%q): %v", ref, err)
+				t.Errorf("Of(%q): %v", ref, err)
 			}
 		}
-		if id, err := g.CanonicalAsset(ctx, names, "DUCKDB://Dev.Sales.Orders"); err != nil || id != "duckdb://dev.sales.orders" {
-			t.Errorf("dev table: %q %v", id, err)
+		dev, err := ids.Of(ctx, "DUCKDB://Dev.Sales.Orders")
+		if err != nil || dev.ID != "duckdb://dev.sales.orders" {
+			t.Errorf("dev table: %+v %v", dev, err)
 		}
-		// A bare asset name still finds its asset.
-		if id, err := g.CanonicalAsset(ctx, names, "dev_job"); err != nil || id != "dagster://shop/dev_job" {
-			t.Errorf("bare job name: %q %v", id, err)
+		prod, _ := ids.Of(ctx, "dbt://model.shop.orders")
+		if dev.Same(prod) || slices.Contains(dev.Names, "duckdb://warehouse.sales.orders") {
+			t.Errorf("dev %+v and prod %+v are one table", dev, prod)
 		}
-		if _, err := g.CanonicalAsset(ctx, names, "no_such_thing_anywhere"); err == nil {
+		// A bare asset name still finds its asset; a job keeps its id.
+		if it, err := ids.Of(ctx, "dev_job"); err != nil || it.ID != "dagster://shop/dev_job" || it.Table != "" {
+			t.Errorf("bare job name: %+v %v", it, err)
+		}
+		if _, err := ids.Of(ctx, "no_such_thing_anywhere"); err == nil {
 			t.Error("unknown bare name accepted")
+		}
+		// A dashboard known by its tool's id and a dbt exposure alias is
+		// no table: its id stays the tool's.
+		if _, err := g.RecordLineage(ctx, Note{Assets: []NoteAsset{{ID: "looker://dashboards/42", Aliases: []string{"dbt://exposure.shop.revenue"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if it, err := ids.Of(ctx, "dbt://exposure.shop.revenue"); err != nil || it.ID != "looker://dashboards/42" || it.Table != "" {
+			t.Errorf("exposure: %+v %v", it, err)
+		}
+	})
+}
+
+// The database is part of a table's identity, also where the graph noted
+// the table without one: a full name placing it in another database than
+// the configured warehouse's is another table; without a configured
+// warehouse of its platform the database cannot be told and the note's
+// table is meant.
+func TestIdentityRespectsTheDatabase(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, _ := newGraph(t, db)
+		if _, err := g.RecordLineage(ctx, Note{Path: []string{"duckdb://crm.accounts", "hightouch://sync/accounts"}}); err != nil {
+			t.Fatal(err)
+		}
+		ids := Identities{Graph: g, Names: namesOf(duckWH)}
+		home, err := ids.Of(ctx, "duckdb://warehouse.crm.accounts")
+		if err != nil || home.ID != "duckdb://crm.accounts" || home.Table != "duckdb://warehouse.crm.accounts" {
+			t.Fatalf("home database: %+v %v", home, err)
+		}
+		for _, ref := range []string{"crm.accounts", "duckdb://crm.accounts", `"CRM"."Accounts"`} {
+			if it, err := ids.Of(ctx, ref); err != nil || !it.Same(home) || it.ID != home.ID {
+				t.Errorf("Of(%q) = %+v %v, want %s", ref, it, err, home.ID)
+			}
+		}
+		dev, err := ids.Of(ctx, "duckdb://dev.crm.accounts")
+		if err != nil || dev.ID != "duckdb://dev.crm.accounts" || dev.Node != "" || dev.Same(home) {
+			t.Errorf("another database: %+v %v", dev, err)
+		}
+		noHome := Identities{Graph: g}
+		if it, err := noHome.Of(ctx, "duckdb://dev.crm.accounts"); err != nil || it.ID != "duckdb://crm.accounts" {
+			t.Errorf("no configured warehouse: %+v %v", it, err)
+		}
+		a, _ := ids.Of(ctx, "duckdb://prod.s.t")
+		b, _ := ids.Of(ctx, "duckdb://dev.s.t")
+		if a.Same(b) {
+			t.Errorf("%s and %s are one table", a.ID, b.ID)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package packload
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/demo"
+	"github.com/dataworkers/dw/internal/lineage"
 )
 
 // TestEmbeddedDefaultHasThePacksPeople: the embedded default's people and
@@ -47,12 +49,12 @@ func TestEmbeddedDefaultHasThePacksPeople(t *testing.T) {
 		}
 		packCfg := &config.Config{People: p.People, Domains: p.Domains}
 		for _, a := range p.Notes.Assets {
-			want, ok := approvals.DomainForAsset(packCfg, a.ID)
-			if !ok {
+			want, ok, err := approvals.DomainOf(context.Background(), packCfg, lineage.StoreIdentities(nil, packCfg), a.ID)
+			if err != nil || !ok {
 				continue
 			}
-			got, ok := approvals.DomainForAsset(cfg, a.ID)
-			if !ok || got.Name != want.Name || !slices.Equal(got.Owners, want.Owners) || got.Autonomy != want.Autonomy || got.ApprovalExpiry != want.ApprovalExpiry {
+			got, ok, err := approvals.DomainOf(context.Background(), cfg, lineage.StoreIdentities(nil, cfg), a.ID)
+			if err != nil || !ok || got.Name != want.Name || !slices.Equal(got.Owners, want.Owners) || got.Autonomy != want.Autonomy || got.ApprovalExpiry != want.ApprovalExpiry {
 				t.Errorf("%s: asset %s is in %+v on the embedded default, in %+v in its pack", name, a.ID, got, want)
 			}
 		}

@@ -113,6 +113,7 @@ func (m *metricRun) verdict() (bool, string, string) {
 // judges the values of a pushed metric recorded since then.
 func (v *verifier) rerunMetric(ctx context.Context, def *incidents.MetricDefinition, since time.Time) (*metricRun, error) {
 	v.rerun[def.Name] = true
+	v.involve(def)
 	run := &metricRun{def: def}
 	start, end, err := v.metricWindow(def, since)
 	if err != nil {
@@ -121,7 +122,7 @@ func (v *verifier) rerunMetric(ctx context.Context, def *incidents.MetricDefinit
 	if def.Source != incidents.SourceSQL {
 		return v.judgeStored(ctx, def, start)
 	}
-	if r, err := v.replacementFor(def.Asset, v.singleAsset()); err != nil {
+	if r, err := v.replacementFor(ctx, def.Asset, v.oneTable); err != nil {
 		return nil, err
 	} else if r != nil {
 		return v.rerunOnReplacement(ctx, def, r, start, end)
@@ -184,7 +185,12 @@ func (v *verifier) freshen(ctx context.Context, asserts []incidents.Assertion) e
 	}
 	for _, a := range asserts {
 		def := byName[a.Metric]
-		if def == nil || !sameAsset(def.Asset, a.Asset) {
+		if def == nil {
+			continue
+		}
+		if same, err := v.same(ctx, def.Asset, a.Asset); err != nil {
+			return err
+		} else if !same {
 			continue
 		}
 		add(def.Name, a.Since)
@@ -207,10 +213,14 @@ func (v *verifier) freshen(ctx context.Context, asserts []incidents.Assertion) e
 	slices.Sort(names)
 	for _, n := range names {
 		def := byName[n]
-		if def == nil || def.Source != incidents.SourceSQL {
-			continue // pushed values are already stored; unknown names fail where they are judged
+		if def == nil {
+			continue // unknown names fail where they are judged
 		}
-		if r, _ := v.replacementFor(def.Asset, v.singleAsset()); r != nil {
+		v.involve(def) // judged with, as a partner, even where not re-run itself
+		if def.Source != incidents.SourceSQL {
+			continue // pushed values are already stored
+		}
+		if r, _ := v.replacementFor(ctx, def.Asset, v.oneTable); r != nil {
 			continue // judged on the replacement, never stored as the replaced table's values
 		}
 		start, end, err := v.metricWindow(def, since[n])
@@ -285,7 +295,9 @@ func (v *verifier) scopeMetrics(ctx context.Context) error {
 	}
 	for i := range defs {
 		def := &defs[i]
-		if !inScope(names, def.Asset) {
+		if in, err := v.inScope(ctx, names, def.Asset); err != nil {
+			return err
+		} else if !in {
 			continue
 		}
 		if v.rerun[def.Name] {
@@ -320,7 +332,11 @@ func (v *verifier) scopeMetrics(ctx context.Context) error {
 	// The table an asserted metric describes is checked whole, as a
 	// quality check of its current state. It is context for the metric,
 	// so a table that cannot be read is noted rather than fatal.
-	for _, job := range v.metricTables() {
+	jobs, err := v.metricTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, job := range jobs {
 		if err := v.checkTable(ctx, job); err != nil {
 			v.notes = append(v.notes, fmt.Sprintf("%s not checked as a whole table: %v", job.asset, err))
 		}
@@ -330,15 +346,20 @@ func (v *verifier) scopeMetrics(ctx context.Context) error {
 
 // metricTables are the warehouse tables the asserted metrics describe,
 // checked whole (a metric's table holds the current state, not a series).
-func (v *verifier) metricTables() []*tableJob {
+// A metric defined on a model's dbt id describes the table it builds.
+func (v *verifier) metricTables(ctx context.Context) ([]*tableJob, error) {
 	var out []*tableJob
 	seen := map[string]bool{}
 	for _, def := range v.metricDefs {
-		platform, path, ok := lineage.SplitID(def.Asset)
-		if !ok || !lineage.IsWarehouse(platform) || seen[tableKey(def.Asset)] {
+		platform, path, ok, err := v.table(ctx, def.Asset)
+		if err != nil {
+			return nil, err
+		}
+		key := platform + "://" + path
+		if !ok || seen[key] {
 			continue
 		}
-		seen[tableKey(def.Asset)] = true
+		seen[key] = true
 		wh := def.Warehouse
 		if wc, err := v.env.Config.Warehouse(wh); err != nil || lineage.NormalizePlatform(wc.Kind) != platform {
 			if wh, err = v.warehouseFor(platform, path); err != nil {
@@ -346,10 +367,10 @@ func (v *verifier) metricTables() []*tableJob {
 				continue
 			}
 		}
-		out = append(out, &tableJob{warehouse: wh, table: path, asset: def.Asset, whole: true})
+		out = append(out, &tableJob{warehouse: wh, table: path, key: key, asset: def.Asset, whole: true})
 	}
 	slices.SortFunc(out, func(a, b *tableJob) int { return strings.Compare(a.asset, b.asset) })
-	return out
+	return out, nil
 }
 
 func anyAnomalous(ps []incidents.Judged) bool {

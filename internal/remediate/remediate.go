@@ -42,7 +42,7 @@ type Env struct {
 	DecideHow func(p *approvals.Proposal) string
 	// Owners are the people a failed verification goes to when no
 	// approver is recorded: the first owners of the incident's domains.
-	Owners func(inc *incidents.Incident) []string
+	Owners func(ctx context.Context, inc *incidents.Incident) []string
 	// Runners are the configured orchestrators' runners the process holds
 	// (deps' clients.Runners fits), so a proposal binding a run does not
 	// build them again; nil builds them from Config per call.
@@ -95,8 +95,12 @@ type Result struct {
 	Proposals    []*approvals.Proposal
 	EscalatedTo  []string
 	Replacements []Replacement
-	FixedAt      time.Time
-	Receipt      approvals.Entry
+	// Metrics are the metric definitions computed or judged with;
+	// Caveats the verdict states (a metric redefined after the onset).
+	Metrics []MetricUsed
+	Caveats []string
+	FixedAt time.Time
+	Receipt approvals.Entry
 }
 
 // ErrTooEarly aborts a verification that has nothing to judge yet; the
@@ -124,16 +128,18 @@ func Verify(ctx context.Context, env *Env, p Params) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	repl, err := approvedReplacements(ctx, env, inc, approved)
+	n := newNamer(env)
+	repl, err := approvedReplacements(ctx, env, n, approved)
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{env: env, inc: inc, approved: approved, repl: repl, now: now, fixedAt: fixedAt}
+	v := &verifier{env: env, inc: inc, approved: approved, repl: repl, now: now, fixedAt: fixedAt, namer: n}
 	if err := v.run(ctx); err != nil {
 		return nil, err
 	}
 	note := strings.TrimSpace(p.Note)
-	res := &Result{Assertions: v.asserts, Checks: v.scope, Notes: v.notes, Proposals: props, Replacements: repl, FixedAt: fixedAt}
+	res := &Result{Assertions: v.asserts, Checks: v.scope, Notes: v.notes, Proposals: props, Replacements: repl, FixedAt: fixedAt,
+		Metrics: v.metricsUsed(), Caveats: v.caveats()}
 	if res.Checks == nil {
 		res.Checks = []incidents.CheckResult{}
 	}
@@ -151,11 +157,11 @@ func Verify(ctx context.Context, env *Env, p Params) (*Result, error) {
 		fixingNote = "the owners report the approved steps carried out; re-running the checks"
 	}
 	res.Incident, res.Verification, err = env.Incidents.RecordFix(ctx, incidents.FixParams{
-		IncidentID: inc.ID, Results: v.results, Actor: env.Agent,
+		IncidentID: inc.ID, Results: v.results, Actor: env.Agent, Caveats: res.Caveats,
 		ApprovedNote: approvalNote(approved, props), FixingNote: fixingNote,
 		Record: func(tx *store.Tx, after *incidents.Incident, ver *incidents.Verification) error {
 			if ver.Outcome == incidents.OutcomeEscalated {
-				res.EscalatedTo = accountable(env, after, approved)
+				res.EscalatedTo = accountable(ctx, env, after, approved)
 			}
 			entry, err := env.Approvals.AppendReceiptTx(ctx, tx, at, after.ID, EntryVerification, env.Agent,
 				v.receiptFacts(ver, res, note, props))
@@ -256,7 +262,7 @@ func approvedBy(p *approvals.Proposal) string {
 
 // accountable are the people a failed verification goes to: whoever
 // approved the fix, else the owners of the incident's domains.
-func accountable(env *Env, inc *incidents.Incident, approved []*approvals.Proposal) []string {
+func accountable(ctx context.Context, env *Env, inc *incidents.Incident, approved []*approvals.Proposal) []string {
 	var out []string
 	for _, p := range approved {
 		who := p.Approver
@@ -266,7 +272,7 @@ func accountable(env *Env, inc *incidents.Incident, approved []*approvals.Propos
 		out = appendNew(out, who)
 	}
 	if len(out) == 0 && env.Owners != nil {
-		out = env.Owners(inc)
+		out = env.Owners(ctx, inc)
 	}
 	return out
 }
@@ -314,6 +320,12 @@ func (v *verifier) receiptFacts(ver *incidents.Verification, res *Result, note s
 	}
 	if note != "" {
 		facts["note"] = note
+	}
+	if len(res.Metrics) > 0 {
+		facts["metric_definitions"] = res.Metrics
+	}
+	if len(res.Caveats) > 0 {
+		facts["caveats"] = res.Caveats
 	}
 	if repl := v.replacementFacts(); len(repl) > 0 {
 		facts["replacements"] = repl

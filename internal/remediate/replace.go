@@ -63,20 +63,27 @@ func CheckReplacement(ctx context.Context, env *Env, inc *incidents.Incident, r 
 	if err != nil {
 		return r, fmt.Errorf("replaces.with: %w", err)
 	}
+	n := newNamer(env)
 	pa, _, _ := lineage.SplitID(a)
 	pb, pathB, _ := lineage.SplitID(b)
+	same, err := n.same(ctx, a, b)
+	if err != nil {
+		return r, err
+	}
 	switch {
 	case !lineage.IsWarehouse(pa) || !lineage.IsWarehouse(pb):
 		return r, fmt.Errorf("replaces: %s and %s must both be warehouse tables (verification re-runs quality checks and metric SQL on the replacement)", a, b)
 	case pa != pb:
 		return r, fmt.Errorf("replaces: %s is on %s but %s is on %s: a replacement is read by the same metric SQL, so it must be on the same platform", a, pa, b, pb)
-	case a == b || tableKey(a) == tableKey(b):
+	case same:
 		return r, fmt.Errorf("replaces: %s and %s name the same table; with must name the table that replaces it", a, b)
 	}
 	symptomatic := false
 	for _, s := range inc.Assets {
-		if c, err := lineage.CanonicalID(s); err == nil && (c == a || tableKey(c) == tableKey(a)) {
-			symptomatic, a = true, c
+		if same, err := n.same(ctx, s, a); err != nil {
+			return r, err
+		} else if same {
+			symptomatic, a = true, s
 		}
 	}
 	if !symptomatic {
@@ -110,7 +117,7 @@ func CheckReplacement(ctx context.Context, env *Env, inc *incidents.Incident, r 
 // Each must come from a proposal whose approval can be proven (its seal
 // and a sealed decision hold): what verification reads is decided by
 // people, not by a row anyone can edit.
-func approvedReplacements(ctx context.Context, env *Env, inc *incidents.Incident, approved []*approvals.Proposal) ([]Replacement, error) {
+func approvedReplacements(ctx context.Context, env *Env, n *namer, approved []*approvals.Proposal) ([]Replacement, error) {
 	var out []Replacement
 	for _, p := range approved {
 		r, ok, err := replacementOf(p)
@@ -124,7 +131,18 @@ func approvedReplacements(ctx context.Context, env *Env, inc *incidents.Incident
 			return nil, fmt.Errorf("the replacement %s named by %s is not read: %w; nothing was changed", r.With, p.ID, err)
 		}
 		for _, o := range out {
-			if o.Replaces != "" && tableKey(o.Replaces) == tableKey(r.Replaces) && tableKey(o.With) != tableKey(r.With) {
+			if o.Replaces == "" {
+				continue
+			}
+			sameA, err := n.same(ctx, o.Replaces, r.Replaces)
+			if err != nil {
+				return nil, err
+			}
+			sameB, err := n.same(ctx, o.With, r.With)
+			if err != nil {
+				return nil, err
+			}
+			if sameA && !sameB {
 				return nil, fmt.Errorf("proposals %s and %s name different replacement tables for %s (%s, %s): one approved fix must name the table to verify",
 					o.Proposal, p.ID, r.Replaces, o.With, r.With)
 			}
@@ -167,7 +185,7 @@ func replacementOf(p *approvals.Proposal) (Replacement, bool, error) {
 // replacementFor is the approved replacement of a symptomatic asset, nil
 // when there is none. A replacement that names no asset stands for the
 // incident's one table; with several it is ambiguous.
-func (v *verifier) replacementFor(asset string, single bool) (*Replacement, error) {
+func (v *verifier) replacementFor(ctx context.Context, asset string, single bool) (*Replacement, error) {
 	for i := range v.repl {
 		r := &v.repl[i]
 		if r.Replaces == "" {
@@ -177,8 +195,8 @@ func (v *verifier) replacementFor(asset string, single bool) (*Replacement, erro
 			}
 			return r, nil
 		}
-		if tableKey(r.Replaces) == tableKey(asset) {
-			return r, nil
+		if same, err := v.same(ctx, r.Replaces, asset); err != nil || same {
+			return r, err
 		}
 	}
 	return nil, nil
@@ -204,15 +222,6 @@ func (v *verifier) replacementFacts() []map[string]any {
 	return out
 }
 
-// singleAsset reports whether the incident's symptoms are on one table.
-func (v *verifier) singleAsset() bool {
-	seen := map[string]bool{}
-	for _, a := range v.inc.Assets {
-		seen[tableKey(a)] = true
-	}
-	return len(seen) == 1
-}
-
 // notVerifiable marks a re-run that cannot be done yet for a reason a
 // person can remove (define the metric on the replacement): neither a pass
 // nor a failure, so the incident is not verifiable yet.
@@ -234,12 +243,20 @@ func (v *verifier) rerunOnReplacement(ctx context.Context, def *incidents.Metric
 	if err != nil {
 		return nil, fmt.Errorf("re-run metric %s: %w; nothing was changed", def.Name, err)
 	}
-	platform, path, _ := lineage.SplitID(def.Asset)
 	if r.platform != "" && r.platform != lineage.NormalizePlatform(wh.Dialect().Name()) {
 		return nil, cannot(fmt.Sprintf("it runs on %s warehouse %s, where %s is not", wh.Dialect().Name(), def.Warehouse, r.With))
 	}
+	// The metric's table as its SQL names it: the id it was defined on,
+	// else the table that id builds (a dbt model's relation).
+	platform, path, ok := lineage.SplitID(def.Asset)
+	if !ok || !lineage.IsWarehouse(platform) {
+		var err error
+		if _, path, _, err = v.table(ctx, def.Asset); err != nil {
+			return nil, err
+		}
+	}
 	from, err := warehouse.ParseTableName(path)
-	if err != nil || !lineage.IsWarehouse(platform) {
+	if err != nil || path == "" {
 		return nil, cannot(fmt.Sprintf("%s is not a table name the SQL can be matched against", def.Asset))
 	}
 	table, err := resolveTable(ctx, wh, r.table)

@@ -353,6 +353,13 @@ func (v *verifier) assertionSpec(a incidents.Assertion, t *warehouse.Table, d wa
 		}
 		return nil, notRerun("no key is known for %s: declare it with set_quality_expectations (dw-quality) so uniqueness can be re-checked", t.Ref)
 	case incidents.SymptomFreshness:
+		if a.Metric == checks.MetricLagAvg || a.Metric == checks.MetricLagP95 {
+			// Recorded as freshness before load lag p95 had its own
+			// kind: it is the lag check's, not the staleness'.
+			if s := byKind(checks.KindLoadLag); s != nil {
+				return s, nil
+			}
+		}
 		if a.Column != "" {
 			col, err := column()
 			if err != nil {

@@ -44,12 +44,16 @@ type verifier struct {
 	metricDefs []*incidents.MetricDefinition // the asserted metrics
 	tableJobs  []*tableJob
 	readOn     map[string][]string // replacement proposal -> metrics re-run on its table
+	*namer                         // asset ids compared and placed by the identity rule
+	oneTable   bool                // the incident's symptoms are on one asset
+	used       []MetricUsed        // the metric definitions computed or judged with
 }
 
 // tableJob is one table scanned once for every assertion on it.
 type tableJob struct {
 	warehouse   string
 	table       string // as given to warehouse.Resolve
+	key         string // the table's identity, for one job per table
 	asset       string // the symptomatic asset
 	replacement string // proposal naming the table as replacement, "" for the symptomatic table itself
 	asserts     []incidents.Assertion
@@ -66,6 +70,11 @@ func notRerun(format string, args ...any) error { return &cannotRerun{fmt.Sprint
 
 func (v *verifier) run(ctx context.Context) error {
 	v.names, v.rerun = map[string]bool{}, map[string]bool{}
+	n, err := v.distinct(ctx, v.inc.Assets)
+	if err != nil {
+		return err
+	}
+	v.oneTable = n == 1
 	asserts, err := v.env.Incidents.Assertions(ctx, v.inc.ID)
 	if err != nil {
 		return err
@@ -76,7 +85,11 @@ func (v *verifier) run(ctx context.Context) error {
 	var tableAsserts []incidents.Assertion
 	for _, a := range asserts {
 		v.before = append(v.before, approvals.Check{Name: a.Name, Passed: false, Detail: a.Fired})
-		if def := v.metricOf(ctx, a); def != nil {
+		def, err := v.metricOf(ctx, a)
+		if err != nil {
+			return err
+		}
+		if def != nil {
 			if err := v.metricAssertion(ctx, a, def); err != nil {
 				return err
 			}
@@ -84,9 +97,17 @@ func (v *verifier) run(ctx context.Context) error {
 		}
 		tableAsserts = append(tableAsserts, a)
 	}
-	single := distinctTables(tableAsserts) == 1
+	var tableAssets []string
 	for _, a := range tableAsserts {
-		job, err := v.jobFor(a, single)
+		tableAssets = append(tableAssets, a.Asset)
+	}
+	n, err = v.distinct(ctx, tableAssets)
+	if err != nil {
+		return err
+	}
+	single := n == 1
+	for _, a := range tableAsserts {
+		job, err := v.jobFor(ctx, a, single)
 		var cr *cannotRerun
 		if errors.As(err, &cr) {
 			v.fail(a, "not re-run", cr.msg)
@@ -131,72 +152,48 @@ func (v *verifier) scopeResult(c incidents.CheckResult) {
 }
 
 // metricOf is the team metric an assertion is about, if it is one.
-func (v *verifier) metricOf(ctx context.Context, a incidents.Assertion) *incidents.MetricDefinition {
+func (v *verifier) metricOf(ctx context.Context, a incidents.Assertion) (*incidents.MetricDefinition, error) {
 	if a.Metric == "" {
-		return nil
+		return nil, nil
 	}
 	def, err := v.env.Incidents.GetMetric(ctx, a.Metric)
-	if err != nil || !sameAsset(def.Asset, a.Asset) {
-		return nil
+	if err != nil {
+		return nil, nil
 	}
-	return def
-}
-
-// tableKey is a table's schema.table in lower case, which every name of
-// it (with or without the database) ends with.
-func tableKey(ref string) string {
-	if _, path, ok := lineage.SplitID(ref); ok {
-		ref = path
+	if same, err := v.same(ctx, def.Asset, a.Asset); err != nil || !same {
+		return nil, err
 	}
-	parts := strings.Split(strings.ToLower(strings.TrimSpace(ref)), ".")
-	if len(parts) > 2 {
-		parts = parts[len(parts)-2:]
-	}
-	return strings.Join(parts, ".")
-}
-
-// sameAsset reports whether two asset ids name one asset: equal, or the
-// same warehouse table spelled with and without its database (a metric
-// defined on duckdb://loyalty.trips describes duckdb://demo.loyalty.trips).
-func sameAsset(a, b string) bool {
-	if a == b {
-		return true
-	}
-	pa, _, okA := lineage.SplitID(a)
-	pb, _, okB := lineage.SplitID(b)
-	return okA && okB && lineage.IsWarehouse(pa) && lineage.NormalizePlatform(pa) == lineage.NormalizePlatform(pb) && tableKey(a) == tableKey(b)
+	return def, nil
 }
 
 // inScope reports whether an asset is among the names in scope.
-func inScope[V any](names map[string]V, asset string) bool {
+func (v *verifier) inScope(ctx context.Context, names map[string]incidents.Hop, asset string) (bool, error) {
 	if _, ok := names[asset]; ok {
-		return true
+		return true, nil
 	}
 	for n := range names {
-		if sameAsset(n, asset) {
-			return true
+		if same, err := v.same(ctx, n, asset); err != nil || same {
+			return same, err
 		}
 	}
-	return false
-}
-
-func distinctTables(as []incidents.Assertion) int {
-	seen := map[string]bool{}
-	for _, a := range as {
-		seen[tableKey(a.Asset)] = true
-	}
-	return len(seen)
+	return false, nil
 }
 
 // jobFor finds the table to re-check for an assertion: the replacement an
 // approved proposal names, else the symptomatic table itself.
-func (v *verifier) jobFor(a incidents.Assertion, single bool) (*tableJob, error) {
-	platform, path, ok := lineage.SplitID(a.Asset)
-	if !ok || !lineage.IsWarehouse(platform) {
-		return nil, notRerun("%s is not a warehouse table, so no quality check can be re-run on it; define a team metric on it (define_metric) to verify it", a.Asset)
+// An asset recorded under a model or source that builds a table (an
+// incident opened before the table was its id, a metric's dbt id) is
+// re-checked on that table, as the context graph names it.
+func (v *verifier) jobFor(ctx context.Context, a incidents.Assertion, single bool) (*tableJob, error) {
+	platform, path, ok, err := v.table(ctx, a.Asset)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notRerun("%s is not a warehouse table and the context graph knows no single table it builds, so no quality check can be re-run on it; record its table as an alias (record_lineage) or define a team metric on it (define_metric) to verify it", a.Asset)
 	}
 	table, whName, by := path, "", ""
-	r, err := v.replacementFor(a.Asset, single)
+	r, err := v.replacementFor(ctx, a.Asset, single)
 	if err != nil {
 		return nil, err
 	}
@@ -213,12 +210,16 @@ func (v *verifier) jobFor(a incidents.Assertion, single bool) (*tableJob, error)
 	} else if _, err := v.env.Config.Warehouse(whName); err != nil {
 		return nil, fmt.Errorf("proposal %s details.%s: %w", by, DetailVerifyWarehouse, err)
 	}
+	key, err := v.key(ctx, platform+"://"+table)
+	if err != nil {
+		return nil, err
+	}
 	for _, j := range v.tableJobs {
-		if !j.whole && j.warehouse == whName && tableKey(j.table) == tableKey(table) {
+		if !j.whole && j.warehouse == whName && j.key == key {
 			return j, nil
 		}
 	}
-	j := &tableJob{warehouse: whName, table: table, asset: a.Asset, replacement: by}
+	j := &tableJob{warehouse: whName, table: table, key: key, asset: a.Asset, replacement: by}
 	v.tableJobs = append(v.tableJobs, j)
 	return j, nil
 }

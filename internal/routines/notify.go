@@ -71,7 +71,8 @@ func (r *Runner) ownerOf(ctx context.Context, asset string) (owner, bool) {
 			upstream = owner{a.UpstreamOwner, "owner of " + a.UpstreamOwnerAsset + ", upstream of " + asset}
 		}
 	}
-	if d, ok := approvals.DomainForAsset(r.o.Config, asset); ok && len(d.Owners) > 0 {
+	ids := lineage.Identities{Graph: r.graph, Names: lineage.NamesFromConfig(r.o.Config)}
+	if d, ok, err := approvals.DomainOf(ctx, r.o.Config, ids, asset); err == nil && ok && len(d.Owners) > 0 {
 		return owner{d.Owners[0], "owner of domain " + d.Name}, true
 	}
 	return upstream, upstream.person != ""

@@ -77,7 +77,11 @@ func (r *Runner) proposeHolds(ctx context.Context, apv *approvals.Service, svc *
 	var out []Proposal
 	var allowed []lineage.ImpactedAsset
 	for _, t := range targets {
-		d, ok := approvals.DomainForAsset(r.o.Config, t.ID)
+		d, ok, err := apv.DomainOf(ctx, t.ID)
+		if err != nil {
+			out = append(out, Proposal{Target: t.ID, Note: "not drafted: " + err.Error()})
+			continue
+		}
 		if !ok {
 			out = append(out, Proposal{Target: t.ID, Note: "not drafted: " + t.ID + " is in no domain of dw.yaml, so no autonomy level allows a proposal"})
 			continue

@@ -10,6 +10,7 @@ package lineagetest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -88,4 +89,62 @@ func BulkLoad(tb testing.TB, db *store.DB, n int, edges [][2]int32) {
 	if err := (&Graph{N: n, Edges: edges}).Load(context.Background(), db); err != nil {
 		tb.Fatalf("bulk load %d assets: %v", n, err)
 	}
+}
+
+// DuckDBSpellings are n ways a person or a tool may name the DuckDB table
+// database.schema.table that dbt builds as model, drawn from seed: with or
+// without the platform, the database and the schema's home, each part in
+// any case, quoted or not, padded with spaces, and the dbt model's id with
+// and without its platform. DuckDB ignores case even inside quotes, so
+// every one names the same table. The first ones are the plain spellings
+// each tool prints.
+func DuckDBSpellings(seed uint64, n int, database, schema, table, model string) []string {
+	out := []string{
+		"duckdb://" + database + "." + schema + "." + table, // the catalog
+		"duckdb://" + schema + "." + table,                  // a check
+		schema + "." + table,                                // a person
+		`"` + schema + `"."` + table + `"`,                  // a SQL editor
+		"dbt://" + model,                                    // dbt
+		model,                                               // dbt, bare
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x1d5))
+	cased := func(s string) string {
+		b := []byte(s)
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = byte(strings.ToUpper(string(b[i]))[0])
+			}
+		}
+		return string(b)
+	}
+	part := func(s string) string {
+		s = cased(s)
+		if rng.IntN(2) == 0 {
+			return `"` + s + `"`
+		}
+		return s
+	}
+	for len(out) < n {
+		var s string
+		switch rng.IntN(6) {
+		case 0:
+			s = cased("dbt") + "://" + model
+		default:
+			parts := []string{part(schema), part(table)}
+			if rng.IntN(2) == 0 {
+				parts = append([]string{part(database)}, parts...)
+			}
+			s = strings.Join(parts, ".")
+			if rng.IntN(3) > 0 {
+				s = cased("duckdb") + "://" + s
+			}
+		}
+		if rng.IntN(4) == 0 {
+			s = " " + s + " "
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
