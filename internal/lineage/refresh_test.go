@@ -296,6 +296,11 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 				if d := diffViews(viewOf(t, ix), want); d != "" {
 					t.Fatalf("step %d (op %d): the held index differs from a fresh load:\n%s", step, op, d)
 				}
+				// What Apply lays out once its overlay is large, on every
+				// step's overlay here.
+				if d := diffViews(viewOf(t, ix.Compact()), want); d != "" {
+					t.Fatalf("step %d (op %d): the held index compacted differs from a fresh load:\n%s", step, op, d)
+				}
 				after := h.IndexStats()
 				if before.Loads > 0 && h != lagging && after.Loads != before.Loads && !whole {
 					t.Fatalf("step %d (op %d): the held index was loaded again (%+v -> %+v); only a whole-graph write may do that", step, op, before, after)

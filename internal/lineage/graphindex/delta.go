@@ -1,8 +1,6 @@
 package graphindex
 
 import (
-	"cmp"
-	"maps"
 	"slices"
 	"sort"
 )
@@ -43,29 +41,29 @@ type Change struct {
 }
 
 // overlay is what changed in an index since its arrays were laid out. An
-// index never changes once published: Apply copies the overlay (its size
-// is bounded by compaction) and replaces rows, it never writes into a row
-// or array another index can see.
+// index never changes once published: Apply shares the overlay's maps
+// copy-on-write (cowMap), copies its bitsets, and replaces rows; it never
+// writes into a row, map or array another index can see.
 type overlay struct {
-	base  int32           // nodes in the arrays
-	seqs  []int64         // seqs of the nodes added after them: base, base+1, ...
-	added map[int64]int32 // their seq -> node
-	gone  map[int32]bool  // removed nodes
+	base  int32                // nodes in the arrays
+	seqs  []int64              // seqs of the nodes added after them: base, base+1, ...
+	added cowMap[int64, int32] // their seq -> node
+	gone  cowMap[int32, bool]  // removed nodes
 
 	// meta holds the kinds, flags, owners and domains that replace the
 	// arrays', and those of added nodes; metaBits marks its nodes so a
 	// walk pays one bit test for a node that is not in it.
 	metaBits []uint64
-	meta     map[int32]NodeMeta
+	meta     cowMap[int32, NodeMeta]
 
 	// out and in hold replaced rows (every added node has both), marked
 	// in outBits and inBits.
 	outBits, inBits []uint64
-	out, in         map[int32]adjRow
+	out, in         cowMap[int32, adjRow]
 
 	// cols replaces the arrays' column lineage by edge key; a nil value
 	// means none.
-	cols map[uint64][]colMap
+	cols cowMap[uint64, []colMap]
 
 	edges  int
 	strIdx map[string]int32
@@ -91,17 +89,18 @@ func setBit(bits []uint64, n int32) []uint64 {
 }
 
 // overlayRows is how many replaced rows and patched nodes an overlay may
-// hold before Apply lays the index out afresh (Compact): every Apply
-// copies the overlay, and walks look a replaced row up in a map, so a
-// large overlay costs every call a little.
-func overlayRows(nodes int) int { return max(4096, nodes/64) }
+// hold before Apply lays the index out afresh (Compact): walks look a
+// replaced row up in a map, so a large overlay costs every walk a little,
+// and compacting costs a few passes over the edges once per that many
+// changes.
+func overlayRows(nodes int) int { return max(4096, nodes/128) }
 
 // Pending is the overlay's size in rows (replaced rows and patched nodes).
 func (ix *Index) Pending() int {
 	if ix.d == nil {
 		return 0
 	}
-	return len(ix.d.out) + len(ix.d.in) + len(ix.d.meta)
+	return ix.d.out.len() + ix.d.in.len() + ix.d.meta.len()
 }
 
 // Apply returns the index brought up to graph version version and
@@ -116,6 +115,9 @@ func (ix *Index) Apply(version, topology int64, changes []Change, codes Codes) *
 		a.apply(&changes[i])
 	}
 	if nx.Pending() > overlayRows(nx.Len()) {
+		// Past the bound a walk pays for many replaced rows; one pass
+		// over the edges lays them out again (a few tens of
+		// milliseconds at a million assets, against seconds to load).
 		return nx.Compact()
 	}
 	return nx
@@ -138,15 +140,15 @@ func (ix *Index) derive(version, topology int64) *Index {
 	// reads.
 	nx.Strs = slices.Clip(ix.Strs)
 	if ix.d == nil {
-		nx.d = &overlay{base: int32(len(ix.seqs)), added: map[int64]int32{}, gone: map[int32]bool{},
-			meta: map[int32]NodeMeta{}, out: map[int32]adjRow{}, in: map[int32]adjRow{}, cols: map[uint64][]colMap{},
-			edges: len(ix.outDst)}
+		words := (len(ix.seqs) + 63) / 64
+		nx.d = &overlay{base: int32(len(ix.seqs)), edges: len(ix.outDst),
+			metaBits: make([]uint64, words), outBits: make([]uint64, words), inBits: make([]uint64, words)}
 		return &nx
 	}
 	d := *ix.d
 	d.seqs = slices.Clip(d.seqs)
-	d.added, d.gone, d.meta = maps.Clone(d.added), maps.Clone(d.gone), maps.Clone(d.meta)
-	d.out, d.in, d.cols = maps.Clone(d.out), maps.Clone(d.in), maps.Clone(d.cols)
+	d.added, d.gone, d.meta = d.added.derive(), d.gone.derive(), d.meta.derive()
+	d.out, d.in, d.cols = d.out.derive(), d.in.derive(), d.cols.derive()
 	d.metaBits, d.outBits, d.inBits = slices.Clone(d.metaBits), slices.Clone(d.outBits), slices.Clone(d.inBits)
 	d.strIdx = nil // rebuilt from Strs when a new name needs one
 	nx.d = &d
@@ -170,7 +172,7 @@ func (a *applier) apply(c *Change) {
 		if !ok {
 			n = a.addNode(c.From)
 		}
-		d.meta[n] = NodeMeta{Owner: a.intern(c.Owner), Domain: a.intern(c.Domain), Kind: a.codes.kindCode(c.Kind), Flags: c.Flags}
+		d.meta.set(n, NodeMeta{Owner: a.intern(c.Owner), Domain: a.intern(c.Domain), Kind: a.codes.kindCode(c.Kind), Flags: c.Flags})
 		d.metaBits = setBit(d.metaBits, n)
 	case NodeDel:
 		n, ok := ix.Node(c.From)
@@ -191,7 +193,7 @@ func (a *applier) apply(c *Change) {
 		}
 		a.setRow(false, n, adjRow{})
 		a.setRow(true, n, adjRow{})
-		d.gone[n] = true
+		d.gone.set(n, true)
 	case EdgeSet:
 		u, ok1 := ix.Node(c.From)
 		v, ok2 := ix.Node(c.To)
@@ -224,7 +226,7 @@ func (a *applier) apply(c *Change) {
 			ms = addColMap(ms, p[0], p[1])
 		}
 		sortColMaps(ms)
-		d.cols[edgeKey(u, v)] = ms
+		d.cols.set(edgeKey(u, v), ms)
 	}
 }
 
@@ -233,7 +235,7 @@ func (a *applier) addNode(seq int64) int32 {
 	d := a.ix.d
 	n := int32(a.ix.Len())
 	d.seqs = append(d.seqs, seq)
-	d.added[seq] = n
+	d.added.set(seq, n)
 	a.setRow(false, n, adjRow{})
 	a.setRow(true, n, adjRow{})
 	return n
@@ -285,12 +287,12 @@ func (a *applier) own(up bool, u int32) adjRow {
 func (a *applier) setRow(up bool, u int32, r adjRow) {
 	d := a.ix.d
 	if up {
-		d.in[u] = r
+		d.in.set(u, r)
 		d.inBits = setBit(d.inBits, u)
 		a.ownIn[u] = true
 		return
 	}
-	d.out[u] = r
+	d.out.set(u, r)
 	d.outBits = setBit(d.outBits, u)
 	a.ownOut[u] = true
 }
@@ -333,81 +335,59 @@ func (a *applier) del(up bool, u, v int32) bool {
 	return true
 }
 
-// Compact lays out what ix holds afresh, with no overlay: the assets it
-// holds numbered in the order of their seqs, as Load numbers them, so the
-// result is the index a load of the same graph gives. It costs a few
-// passes over the edges in memory, far less than reading them again.
+// Compact lays out what ix holds afresh in arrays, with no overlay,
+// keeping every node's number: rows are copied in order (they are kept
+// sorted), so it costs one sequential pass over the edges, and the result
+// walks and answers exactly as ix does. A removed asset keeps its number
+// as a hole with no edges until the index is loaded again.
 func (ix *Index) Compact() *Index {
-	type node struct {
-		seq int64
-		n   int32
+	d := ix.d
+	if d == nil {
+		return ix
 	}
-	live := make([]node, 0, ix.Assets())
-	for n := int32(0); int(n) < ix.Len(); n++ {
-		if ix.d != nil && ix.d.gone[n] {
-			continue
-		}
-		live = append(live, node{ix.Seq(n), n})
-	}
-	slices.SortFunc(live, func(a, b node) int { return cmp.Compare(a.seq, b.seq) })
-	nx := &Index{Version: ix.Version, Topology: ix.Topology, pools: ix.pools}
-	nx.seqs = make([]int64, len(live))
-	nx.meta = make([]NodeMeta, len(live))
-	newOf := make([]int32, ix.Len())
-	in := interner{strs: &nx.Strs, idx: map[string]int32{}}
-	name := func(i int32) int32 {
-		if i < 0 {
-			return -1
-		}
-		return in.id([]byte(ix.Strs[i]))
-	}
-	for i, l := range live {
-		newOf[l.n] = int32(i)
-		nx.seqs[i] = l.seq
-		m := ix.MetaOf(l.n)
-		m.Owner, m.Domain = name(m.Owner), name(m.Domain)
-		nx.meta[i] = m
-	}
-	nx.indexSeqs()
-	src := make([]int32, 0, ix.EdgeCount())
-	dst := make([]int32, 0, ix.EdgeCount())
-	kinds := make([]uint8, 0, ix.EdgeCount())
-	nx.cols = map[uint64][]colMap{}
-	for _, l := range live {
-		outs, ks := ix.Out(l.n)
-		for i, v := range outs {
-			src = append(src, newOf[l.n])
-			dst = append(dst, newOf[v])
-			kinds = append(kinds, ks[i])
-		}
-	}
-	nx.layOut(src, dst, kinds)
-	isLive := func(n int32) bool { return ix.d == nil || !ix.d.gone[n] }
+	n := ix.Len()
+	nx := &Index{Version: ix.Version, Topology: ix.Topology, pools: ix.pools, numbering: ix.numbering,
+		Strs: slices.Clip(ix.Strs), holes: ix.holes + d.gone.len()}
+	nx.seqs = append(append(make([]int64, 0, n), ix.seqs...), d.seqs...)
+	nx.meta = make([]NodeMeta, n)
+	copy(nx.meta, ix.meta)
+	d.meta.all(func(u int32, m NodeMeta) { nx.meta[u] = m })
+	gone := func(u int32) bool { return d.gone.has(u) || int(u) < len(ix.seqs) && !ix.hasNode(u) }
+	nx.indexSeqs(gone)
+	nx.outOff, nx.outDst, nx.outKind = relay(n, d.edges, ix.Out)
+	nx.inOff, nx.inSrc, nx.inKind = relay(n, d.edges, ix.In)
+	nx.cols = make(map[uint64][]colMap, len(ix.cols))
+	live := func(k uint64) bool { return !gone(int32(k>>32)) && !gone(int32(uint32(k))) }
 	for k, ms := range ix.cols {
-		u, v := int32(k>>32), int32(uint32(k))
-		if ix.d != nil {
-			if _, replaced := ix.d.cols[k]; replaced {
-				continue
-			}
-		}
-		if isLive(u) && isLive(v) {
-			nx.cols[edgeKey(newOf[u], newOf[v])] = ms
+		if !d.cols.has(k) && live(k) {
+			nx.cols[k] = ms
 		}
 	}
-	if ix.d != nil {
-		for k, ms := range ix.d.cols {
-			u, v := int32(k>>32), int32(uint32(k))
-			if ms != nil && isLive(u) && isLive(v) {
-				nx.cols[edgeKey(newOf[u], newOf[v])] = ms
-			}
+	d.cols.all(func(k uint64, ms []colMap) {
+		if ms != nil && live(k) {
+			nx.cols[k] = ms
 		}
-	}
+	})
 	return nx
 }
 
-// SameNodes reports whether node numbers name the same assets in ix and
-// o, as between an index and one Apply derived from it without compacting
-// (an added asset takes a number neither had).
+// relay copies n rows, edges entries in all, into compressed sparse rows.
+func relay(n, edges int, row func(int32) ([]int32, []uint8)) (off, nodes []int32, kinds []uint8) {
+	off = make([]int32, n+1)
+	nodes = make([]int32, 0, edges)
+	kinds = make([]uint8, 0, edges)
+	for u := int32(0); int(u) < n; u++ {
+		ns, ks := row(u)
+		nodes = append(nodes, ns...)
+		kinds = append(kinds, ks...)
+		off[u+1] = int32(len(nodes))
+	}
+	return off, nodes, kinds
+}
+
+// SameNodes reports whether every node number of o names the same asset
+// in ix, as between an index and any Apply (or Compact) derived from it:
+// an added asset takes a number neither had, a removed one leaves a hole.
 func (ix *Index) SameNodes(o *Index) bool {
-	return len(ix.seqs) == len(o.seqs) && (len(ix.seqs) == 0 || &ix.seqs[0] == &o.seqs[0])
+	return ix.numbering != nil && ix.numbering == o.numbering && ix.Len() >= o.Len()
 }

@@ -76,9 +76,17 @@ type Index struct {
 	// d is what changed since the arrays were laid out; nil for an index
 	// loaded or compacted whole.
 	d *overlay
+	// holes counts removed assets whose numbers the arrays keep (after
+	// Compact), with no edges and no seq lookup.
+	holes int
+	// numbering is shared by every index derived from one load: node
+	// numbers mean the same assets in all of them.
+	numbering *numbering
 
 	pools *pools
 }
+
+type numbering struct{ _ byte }
 
 // pools are the buffers walks reuse. An index brought up to date shares
 // its predecessor's, so the first walk after a change does not grow its
@@ -104,9 +112,9 @@ func (ix *Index) Len() int {
 // Assets is the number of assets the index holds.
 func (ix *Index) Assets() int {
 	if ix.d != nil {
-		return ix.Len() - len(ix.d.gone)
+		return ix.Len() - ix.holes - ix.d.gone.len()
 	}
-	return len(ix.seqs)
+	return len(ix.seqs) - ix.holes
 }
 
 // EdgeCount is the number of edges.
@@ -124,10 +132,16 @@ func (ix *Index) Node(seq int64) (int32, bool) {
 		return n, ok
 	}
 	if ok {
-		return n, !ix.d.gone[n]
+		return n, !ix.d.gone.has(n)
 	}
-	n, ok = ix.d.added[seq]
-	return n, ok && !ix.d.gone[n]
+	n, ok = ix.d.added.get(seq)
+	return n, ok && !ix.d.gone.has(n)
+}
+
+// hasNode reports whether array node u is in the seq lookup (not a hole).
+func (ix *Index) hasNode(u int32) bool {
+	m, ok := ix.baseNode(ix.seqs[u])
+	return ok && m == u
 }
 
 func (ix *Index) baseNode(seq int64) (int32, bool) {
@@ -159,7 +173,8 @@ func (ix *Index) MetaOf(n int32) NodeMeta {
 
 func (d *overlay) metaOf(ix *Index, n int32) NodeMeta {
 	if hasBit(d.metaBits, n) {
-		return d.meta[n]
+		m, _ := d.meta.get(n)
+		return m
 	}
 	return ix.meta[n]
 }
@@ -168,7 +183,7 @@ func (d *overlay) metaOf(ix *Index, n int32) NodeMeta {
 // order of their seqs. Callers must not modify the slices.
 func (ix *Index) Out(u int32) ([]int32, []uint8) {
 	if ix.d != nil && hasBit(ix.d.outBits, u) {
-		r := ix.d.out[u]
+		r, _ := ix.d.out.get(u)
 		return r.nodes, r.kinds
 	}
 	return ix.outDst[ix.outOff[u]:ix.outOff[u+1]], ix.outKind[ix.outOff[u]:ix.outOff[u+1]]
@@ -177,7 +192,7 @@ func (ix *Index) Out(u int32) ([]int32, []uint8) {
 // In is node u's predecessors and the kinds of the edges from them.
 func (ix *Index) In(u int32) ([]int32, []uint8) {
 	if ix.d != nil && hasBit(ix.d.inBits, u) {
-		r := ix.d.in[u]
+		r, _ := ix.d.in.get(u)
 		return r.nodes, r.kinds
 	}
 	return ix.inSrc[ix.inOff[u]:ix.inOff[u+1]], ix.inKind[ix.inOff[u]:ix.inOff[u+1]]
@@ -188,7 +203,7 @@ func (ix *Index) In(u int32) ([]int32, []uint8) {
 func (ix *Index) colsOf(u, v int32) ([]colMap, bool) {
 	k := edgeKey(u, v)
 	if ix.d != nil {
-		if ms, ok := ix.d.cols[k]; ok {
+		if ms, ok := ix.d.cols.get(k); ok {
 			return ms, ms != nil
 		}
 	}
@@ -222,14 +237,11 @@ func (ix *Index) Bytes() int64 {
 		}
 	}
 	if d := ix.d; d != nil {
-		b += int64(len(d.metaBits)+len(d.outBits)+len(d.inBits))*8 + int64(len(d.seqs))*8 + int64(len(d.added)+len(d.gone))*24 +
-			int64(len(d.meta))*36 + int64(len(d.cols))*48
-		for _, r := range d.out {
-			b += 48 + int64(len(r.nodes))*5
-		}
-		for _, r := range d.in {
-			b += 48 + int64(len(r.nodes))*5
-		}
+		b += int64(len(d.metaBits)+len(d.outBits)+len(d.inBits))*8 + int64(len(d.seqs))*8 + int64(d.added.len()+d.gone.len())*24 +
+			int64(d.meta.len())*36 + int64(d.cols.len())*48
+		rows := func(_ int32, r adjRow) { b += 48 + int64(len(r.nodes))*5 }
+		d.out.all(rows)
+		d.in.all(rows)
 	}
 	return b
 }
@@ -271,7 +283,7 @@ func (c Codes) edgeKindCode(k []byte) uint8 {
 // the asset read is left out, and the versions read first make the next
 // refresh apply that write (again: applying a change is idempotent).
 func Load(ctx context.Context, db *store.DB, version, topology int64, codes Codes) (*Index, error) {
-	ix := &Index{Version: version, Topology: topology, pools: &pools{}}
+	ix := &Index{Version: version, Topology: topology, pools: &pools{}, numbering: &numbering{}}
 	var edges rawEdges
 	var assetErr, edgeErr error
 	var wg sync.WaitGroup
@@ -323,22 +335,31 @@ func (ix *Index) loadAssets(ctx context.Context, q store.Querier, codes Codes) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	ix.indexSeqs()
+	ix.indexSeqs(nil)
 	return nil
 }
 
-// indexSeqs builds the seq -> node lookup of ix.seqs.
-func (ix *Index) indexSeqs() {
+// indexSeqs builds the seq -> node lookup of ix.seqs, leaving out the
+// nodes hole reports (nil: none).
+func (ix *Index) indexSeqs(hole func(int32) bool) {
 	n := len(ix.seqs)
-	if n > 0 && ix.seqs[n-1] < int64(4*n+1024) {
-		ix.seqIdx = make([]int32, ix.seqs[n-1]+1)
+	top := int64(0)
+	for _, s := range ix.seqs {
+		top = max(top, s)
+	}
+	if n > 0 && top < int64(4*n+1024) {
+		ix.seqIdx = make([]int32, top+1)
 		for i, s := range ix.seqs {
-			ix.seqIdx[s] = int32(i) + 1
+			if hole == nil || !hole(int32(i)) {
+				ix.seqIdx[s] = int32(i) + 1
+			}
 		}
 	} else {
 		ix.seqMap = make(map[int64]int32, n)
 		for i, s := range ix.seqs {
-			ix.seqMap[s] = int32(i)
+			if hole == nil || !hole(int32(i)) {
+				ix.seqMap[s] = int32(i)
+			}
 		}
 	}
 }
@@ -481,12 +502,12 @@ func BuildCSR(n int, a, b []int32, kinds []uint8) (off, targets []int32, tkinds 
 // FromEdges is the index of a graph that is not in a store: n assets with
 // seqs 1..n (node i is seq i+1) and the given edges between node numbers.
 func FromEdges(n int, src, dst []int32, kinds []uint8) *Index {
-	ix := &Index{seqs: make([]int64, n), meta: make([]NodeMeta, n), pools: &pools{}}
+	ix := &Index{seqs: make([]int64, n), meta: make([]NodeMeta, n), pools: &pools{}, numbering: &numbering{}}
 	for i := range ix.seqs {
 		ix.seqs[i] = int64(i) + 1
 		ix.meta[i] = NodeMeta{Owner: -1, Domain: -1}
 	}
-	ix.indexSeqs()
+	ix.indexSeqs(nil)
 	ix.layOut(src, dst, kinds)
 	return ix
 }

@@ -128,7 +128,7 @@ func (ix *Index) Release(w *Walk) {
 
 // adjacency is one direction's arrays, and the overlay's replaced rows
 // in that direction (nil bits when there are none).
-func (ix *Index) adjacency(up bool) (off, adj []int32, bits []uint64, rows map[int32]adjRow) {
+func (ix *Index) adjacency(up bool) (off, adj []int32, bits []uint64, rows *cowMap[int32, adjRow]) {
 	if up {
 		off, adj = ix.inOff, ix.inSrc
 	} else {
@@ -136,9 +136,9 @@ func (ix *Index) adjacency(up bool) (off, adj []int32, bits []uint64, rows map[i
 	}
 	if ix.d != nil {
 		if up {
-			bits, rows = ix.d.inBits, ix.d.in
+			bits, rows = ix.d.inBits, &ix.d.in
 		} else {
-			bits, rows = ix.d.outBits, ix.d.out
+			bits, rows = ix.d.outBits, &ix.d.out
 		}
 	}
 	return off, adj, bits, rows
@@ -180,7 +180,8 @@ func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *
 		// A replaced row costs a map lookup; any other, one bit test (the
 		// bits are a node in eight bytes' worth, so they stay in cache).
 		if bits != nil && int(u>>6) < len(bits) && bits[u>>6]&(1<<(uint(u)&63)) != 0 {
-			next = rows[u].nodes
+			r, _ := rows.get(u)
+			next = r.nodes
 		} else {
 			next = adj[off[u]:off[u+1]]
 		}
