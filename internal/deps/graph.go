@@ -20,12 +20,11 @@ type held struct {
 // Graph returns the context graph, one per agent process for the life of
 // its store. Holding it is what makes a blast radius cost a traversal: its
 // traversal index is loaded on the first call and kept, and every later
-// call only reads the store's graph version (one primary-key SELECT on a
+// call only reads the store's graph versions (one primary-key SELECT on a
 // one-row table, lineage_version) to see whether any process has written
-// the graph since. When the version moved, the index is reloaded once, as
-// a whole: lineage writes merge assets and rewrite edges in place, so
-// there is no append-only log to replay, and a reload after a write costs
-// what one call cost before the graph was held.
+// the graph since. When one did, the index applies the changes that write
+// logged (lineage_index_log) instead of loading again; see
+// internal/lineage/indexlog.go.
 func (d *Deps) Graph(ctx context.Context) (*lineage.Graph, error) {
 	db, err := d.Store(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -190,4 +191,69 @@ func BenchmarkBlastRadius(b *testing.B) {
 	}
 	per := againstFloor(b, adj, func() error { _, err := g.BlastRadius(ctx, p); return err })
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/blast")
+}
+
+// BenchmarkBlastRadiusAfterWrite is BenchmarkBlastRadius with another
+// store handle's write of one edge (through the Writer, as a note writes
+// it) before each call, untimed: the call first brings the held index up
+// to date from the change log. It also reports what the alternatives to
+// the overlay cost on the same index: laying it out afresh in memory
+// (compact-ms, what Apply does once the overlay grows past its bound) and
+// reading it whole from the store (reload-ms, what every call after a
+// write paid before the log).
+func BenchmarkBlastRadiusAfterWrite(b *testing.B) {
+	benchGraph(b)
+	ctx := context.Background()
+	g := New(bench.db, clock.NewFake(lineagetest.StoryTime))
+	if _, err := g.Index(ctx); err != nil {
+		b.Fatal(err)
+	}
+	other, err := store.OpenSQLite(ctx, bench.db.Source())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	writer := New(other, nil)
+	adj := floorAdjacency()
+	comp := max(bench.n*1065/10000, 4)
+	rng := rand.New(rand.NewPCG(9, 9))
+	p := BlastParams{Asset: "bench://a1", MaxDepth: maxMaxDepth, MaxAssets: maxMaxAssets, Timeout: "60s"}
+	var apply time.Duration
+	per := againstFloor(b, adj, func() error {
+		b.StopTimer()
+		from, to := int64(rng.IntN(comp)+1), int64(rng.IntN(comp)+1)
+		if from != to {
+			if _, err := writer.Write(ctx, func(w *Writer) error { return w.Link(from, to, EdgeFeeds, SourceNote, nil, false) }); err != nil {
+				return err
+			}
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := g.Index(ctx); err != nil {
+			return err
+		}
+		apply += time.Since(t0)
+		_, err := g.BlastRadius(ctx, p)
+		return err
+	})
+	b.StopTimer()
+	idx, err := g.Index(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	idx.Compact()
+	compact := time.Since(t0)
+	t0 = time.Now()
+	if _, err := ReadIndex(ctx, bench.db); err != nil {
+		b.Fatal(err)
+	}
+	reload := time.Since(t0)
+	if st := g.IndexStats(); st.Loads != 1 {
+		b.Fatalf("the held index was loaded %d times, want once (%+v)", st.Loads, st)
+	}
+	b.ReportMetric(float64(per.Microseconds())/1000, "ms/blast")
+	b.ReportMetric(float64(apply.Microseconds())/1000/float64(b.N), "apply-ms")
+	b.ReportMetric(float64(compact.Microseconds())/1000, "compact-ms")
+	b.ReportMetric(float64(reload.Microseconds())/1000, "reload-ms")
 }

@@ -237,7 +237,7 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	for p := w.Starts; p < len(w.Order); p++ {
 		n := w.Order[p]
 		res.Total++
-		m := &idx.Meta[n]
+		m := idx.MetaOf(n)
 		kinds[m.Kind]++
 		f := m.Flags
 		if f&flagCritical != 0 {
@@ -286,7 +286,7 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	var need []int32
 	paths := make([][]int32, len(pick))
 	for i, p := range pick {
-		listed[i] = idx.Seqs[w.Order[p]]
+		listed[i] = idx.Seq(w.Order[p])
 		paths[i] = w.Path(p)
 		need = append(need, paths[i]...)
 	}
@@ -306,7 +306,7 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	nextRuns := map[Schedule]time.Time{} // many listed jobs share a few schedules
 	for i, p := range pick {
 		n := w.Order[p]
-		r, ok := rows[idx.Seqs[n]]
+		r, ok := rows[idx.Seq(n)]
 		if !ok {
 			continue // deleted since the index was built
 		}

@@ -2,25 +2,42 @@ package lineage
 
 import (
 	"context"
-	"github.com/dataworkers/dw/internal/lineage/graphindex"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
 )
 
 // Graph is the context graph as one agent process sees it: the shared store
-// plus a traversal index that is reloaded whenever another process (or
-// this one) has changed the graph since it was built. It is safe for
-// concurrent use.
+// plus a traversal index kept current with the store: after a write by
+// any process (this one included) the next call applies the write's logged
+// changes to the index (indexlog.go) or, when that cannot be done, loads
+// it again. It is safe for concurrent use.
 type Graph struct {
 	db    *store.DB
 	clock clock.Clock
 
 	mu  sync.Mutex
 	idx *graphindex.Index
+	// facts is the facts version idx's names were read under.
+	facts int64
+	stats IndexStats
+}
+
+// IndexStats counts how a Graph kept its index current, for tests and
+// the benchmarks' notes.
+type IndexStats struct {
+	// Loads read the whole index from the store.
+	Loads int
+	// Applied brought it up to date from the change log.
+	Applied int
+	// Relabeled kept it as it was after writes of facts it does not hold.
+	Relabeled int
 }
 
 // New returns the graph kept in db. The clock dates ingested facts and
@@ -35,28 +52,50 @@ func New(db *store.DB, c clock.Clock) *Graph {
 // DB is the store the graph lives in.
 func (g *Graph) DB() *store.DB { return g.db }
 
-// Index returns a traversal index no older than the store's graph version,
-// loading a fresh one when the version has moved. Loading reads the version
-// first, so a write racing the load makes the next call reload again rather
-// than leaving a stale index marked current.
+// IndexStats says how the index has been kept current so far.
+func (g *Graph) IndexStats() IndexStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats
+}
+
+// Index returns a traversal index no older than the store's graph version.
+// The versions are read first, so a write racing a refresh makes the next
+// call refresh again rather than leaving a stale index marked current.
 func (g *Graph) Index(ctx context.Context) (*graphindex.Index, error) {
 	idx, _, err := g.index(ctx)
 	return idx, err
 }
 
 // index is Index that also says how long this call spent loading the
-// index: zero when it was held (or another call loaded it while this one
-// waited), so the first answer after a start or a graph change can say
+// index whole: zero when it was held, brought up to date from the change
+// log, or loaded by another call while this one waited, so the first
+// answer after a start (or after a change the log could not carry) can say
 // what the load cost and a warm one says nothing.
 func (g *Graph) index(ctx context.Context) (*graphindex.Index, time.Duration, error) {
-	v, _, err := GraphVersion(ctx, g.db)
+	v, err := readVersions(ctx, g.db)
 	if err != nil {
 		return nil, 0, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.idx != nil && g.idx.Version == v {
+	if g.idx != nil && g.idx.Version == v.version {
 		return g.idx, 0, nil
+	}
+	if g.idx != nil {
+		start := time.Now()
+		next, err := g.refresh(ctx, g.idx, v)
+		switch {
+		case err == nil:
+			slog.Debug("lineage: index brought up to date", "version", next.Version, "topology", next.Topology,
+				"pending", next.Pending(), "took", time.Since(start))
+			g.idx, g.facts = next, v.facts
+			return next, 0, nil
+		case errors.Is(err, errLogGap) || errors.Is(err, errLogLarge) || errors.Is(err, errReload):
+			slog.Debug("lineage: index loaded again", "reason", err)
+		default:
+			return nil, 0, err
+		}
 	}
 	start := time.Now()
 	idx, err := loadIndex(ctx, g.db, v)
@@ -65,8 +104,41 @@ func (g *Graph) index(ctx context.Context) (*graphindex.Index, time.Duration, er
 	}
 	took := time.Since(start)
 	slog.Debug("lineage: index loaded", "version", idx.Version, "assets", idx.Len(), "edges", idx.EdgeCount(), "took", took)
-	g.idx = idx
+	g.idx, g.facts = idx, v.facts
+	g.stats.Loads++
 	return idx, took, nil
+}
+
+// errReload: the held index cannot be brought up to date from the log.
+var errReload = errors.New("the index log does not reach back to the held index")
+
+// refresh brings cur up to the versions v without reading the graph
+// whole: kept as it is when only facts it does not hold moved, else with
+// the logged changes since its topology version applied.
+func (g *Graph) refresh(ctx context.Context, cur *graphindex.Index, v versions) (*graphindex.Index, error) {
+	switch {
+	case cur.Topology == v.topology && v.facts != g.facts:
+		g.stats.Relabeled++
+		return cur.Relabel(v.version), nil
+	case cur.Topology >= v.topology || cur.Topology < v.floor:
+		// Neither version it holds moved (a write that bypassed the
+		// Writer), the store went back (restored), or the log was pruned
+		// or floored past it.
+		return nil, errReload
+	}
+	// Applying a change costs about what loading an asset or edge does:
+	// past an eighth of them a load is as quick and leaves no overlay.
+	changes, err := readChanges(ctx, g.db, cur.Topology, v.topology, max(1024, (cur.Assets()+cur.EdgeCount())/8))
+	if err != nil {
+		return nil, err
+	}
+	next := cur.Apply(v.version, v.topology, changes, indexCodes)
+	if v.facts == g.facts && next.SameNodes(cur) {
+		// Only edges moved: the names and rows read for answers still hold.
+		shareTable(cur, next)
+	}
+	g.stats.Applied++
+	return next, nil
 }
 
 // indexCodes are the kind codes the index keeps: positions in Kinds and
@@ -86,14 +158,15 @@ var indexCodes = func() graphindex.Codes {
 	return c
 }()
 
-// loadIndex builds the traversal index of graph version v.
-func loadIndex(ctx context.Context, db *store.DB, v int64) (*graphindex.Index, error) {
-	return graphindex.Load(ctx, db, v, indexCodes)
+// loadIndex builds the traversal index of versions v.
+func loadIndex(ctx context.Context, db *store.DB, v versions) (*graphindex.Index, error) {
+	return graphindex.Load(ctx, db, v.version, v.topology, indexCodes)
 }
 
-// ReadIndex reads the store's graph version and builds its traversal index.
+// ReadIndex reads the store's graph versions and builds the traversal
+// index whole.
 func ReadIndex(ctx context.Context, db *store.DB) (*graphindex.Index, error) {
-	v, _, err := GraphVersion(ctx, db)
+	v, err := readVersions(ctx, db)
 	if err != nil {
 		return nil, err
 	}

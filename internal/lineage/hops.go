@@ -188,7 +188,8 @@ func findAsset(ctx context.Context, q store.Querier, ref string) (resolved, bool
 // assets walks reached: ids and aliases by node, list rows by seq and
 // resolved references (the index itself keeps only numbers). All of it is
 // fixed for one graph version, since every lineage write moves the version
-// and a new version is a new index with a new table, so a warm call reads
+// and a new version is a new index with a new table (one that changed
+// only edges keeps its predecessor's, shareTable), so a warm call reads
 // none of it again. It is loaded for the nodes an answer needs, so the cost
 // follows what a walk reaches rather than the size of the graph, and it is
 // emptied when it grows past maxCached entries.
@@ -229,6 +230,16 @@ func tableOf(ix *graphindex.Index) *nameTable {
 	return v.(*nameTable)
 }
 
+// shareTable lets to use from's table: to was derived from from by
+// changes to edges only, under the same node numbers, so every id, name,
+// row and reference the table holds is still what the store says.
+func shareTable(from, to *graphindex.Index) {
+	key := weak.Make(to)
+	if _, loaded := nameTables.LoadOrStore(key, tableOf(from)); !loaded {
+		runtime.AddCleanup(to, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
+	}
+}
+
 // indexNames returns every name (id first, then aliases) of the given nodes,
 // loading into the index's table those it does not hold yet. The answer is
 // a copy: the table keeps growing under its lock while callers read.
@@ -243,9 +254,9 @@ func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, node
 	bySeq := map[int64]int32{}
 	for _, n := range nodes {
 		if !t.aliased[n] {
-			if _, dup := bySeq[ix.Seqs[n]]; !dup {
-				bySeq[ix.Seqs[n]] = n
-				missing = append(missing, ix.Seqs[n])
+			if _, dup := bySeq[ix.Seq(n)]; !dup {
+				bySeq[ix.Seq(n)] = n
+				missing = append(missing, ix.Seq(n))
 			}
 		}
 	}
@@ -294,9 +305,9 @@ func indexIDs(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes 
 	bySeq := map[int64]int32{}
 	for _, n := range nodes {
 		if _, ok := t.ids[n]; !ok {
-			if _, dup := bySeq[ix.Seqs[n]]; !dup {
-				bySeq[ix.Seqs[n]] = n
-				missing = append(missing, ix.Seqs[n])
+			if _, dup := bySeq[ix.Seq(n)]; !dup {
+				bySeq[ix.Seq(n)] = n
+				missing = append(missing, ix.Seq(n))
 			}
 		}
 	}
@@ -477,14 +488,14 @@ func (g *Graph) describeReads(ctx context.Context, idx *graphindex.Index, reads 
 	}
 	var seqs []int64
 	for _, rd := range reads {
-		seqs = append(seqs, idx.Seqs[rd.Reader], idx.Seqs[rd.From])
+		seqs = append(seqs, idx.Seq(rd.Reader), idx.Seq(rd.From))
 	}
 	rows, err := loadRows(ctx, g.db, seqs)
 	if err != nil {
 		return nil, err
 	}
 	for _, rd := range reads {
-		reader, from := rows[idx.Seqs[rd.Reader]], rows[idx.Seqs[rd.From]]
+		reader, from := rows[idx.Seq(rd.Reader)], rows[idx.Seq(rd.From)]
 		if reader == nil || from == nil {
 			continue // removed since the index was built
 		}

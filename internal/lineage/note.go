@@ -418,6 +418,7 @@ func (w *Writer) recordReads(job int64, jobID string, reads []string, sqlText st
 			}
 			if n, _ := del.RowsAffected(); n > 0 {
 				w.changed = true
+				w.touchCols(in, job)
 			}
 			continue
 		}

@@ -555,9 +555,9 @@ func (g *Graph) Owners(ctx context.Context, p OwnersParams) (*OwnersResult, erro
 			if n, ok := idx.Node(s); ok {
 				w := idx.BFS(ctx, []int32{n}, true, graphindex.Limits{MaxDepth: 10, MaxNodes: 10000, Deadline: time.Now().Add(time.Second)})
 				for p := w.Starts; p < len(w.Order); p++ {
-					if o := idx.Meta[w.Order[p]].Owner; o >= 0 {
+					if o := idx.MetaOf(w.Order[p]).Owner; o >= 0 {
 						ao.UpstreamOwner = idx.Strs[o]
-						if up, err := loadRows(ctx, g.db, []int64{idx.Seqs[w.Order[p]]}); err == nil {
+						if up, err := loadRows(ctx, g.db, []int64{idx.Seq(w.Order[p])}); err == nil {
 							for _, u := range up {
 								ao.UpstreamOwnerAsset = u.ID
 							}

@@ -125,6 +125,8 @@ func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error, inSwa
 		return ImportStats{}, err
 	}
 	w := &Writer{ctx: ctx, now: store.Millis(g.clock.Now()), stage: &stager{db: g.db}}
+	// The swap replaces the graph whole: every holder loads it again.
+	w.touchAll()
 	if w.tx, err = g.db.Begin(ctx); err != nil {
 		return ImportStats{}, err
 	}
@@ -369,8 +371,8 @@ func copyStage(ctx context.Context, db *store.DB, t stagedTable) error {
 }
 
 // publishStage swaps the staging tables in, if the graph is still the one
-// the copy started from, and bumps the graph version when the import
-// changed anything.
+// the copy started from, and moves the graph's versions (and the index
+// log's floor) when the import changed anything.
 func publishStage(ctx context.Context, tx *store.Tx, base int64, w *Writer) error {
 	pg := tx.Dialect() == store.Postgres
 	var liveIdx map[string]map[string]string // table -> definition -> index name
@@ -443,15 +445,7 @@ func publishStage(ctx context.Context, tx *store.Tx, base int64, w *Writer) erro
 			}
 		}
 	}
-	if w.changed {
-		if _, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1, updated_ms = ? WHERE id = 1", w.now); err != nil {
-			return fmt.Errorf("bump graph version: %w", err)
-		}
-	}
-	if err := tx.QueryRowContext(ctx, "SELECT version FROM lineage_version WHERE id = 1").Scan(&w.stats.GraphVersion); err != nil {
-		return fmt.Errorf("read graph version: %w", err)
-	}
-	return nil
+	return w.publish(ctx, tx)
 }
 
 // pgIndexes maps a table's index definitions, names and table left out,

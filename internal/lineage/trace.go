@@ -147,27 +147,27 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	}
 	seqs := make([]int64, len(order))
 	for i, n := range order {
-		seqs[i] = idx.Seqs[n]
+		seqs[i] = idx.Seq(n)
 	}
 	rows, err := loadListRows(ctx, g.db, seqs)
 	if err != nil {
 		return nil, err
 	}
 	idOf := func(n int32) string {
-		if r, ok := rows[idx.Seqs[n]]; ok {
+		if r, ok := rows[idx.Seq(n)]; ok {
 			return r.ID
 		}
-		return fmt.Sprintf("#%d", idx.Seqs[n])
+		return fmt.Sprintf("#%d", idx.Seq(n))
 	}
 	platformOf := func(n int32) string {
-		if r, ok := rows[idx.Seqs[n]]; ok {
+		if r, ok := rows[idx.Seq(n)]; ok {
 			return r.Platform
 		}
 		return ""
 	}
 	platforms := map[string]bool{}
 	for _, n := range order {
-		r, ok := rows[idx.Seqs[n]]
+		r, ok := rows[idx.Seq(n)]
 		if !ok {
 			continue
 		}
@@ -203,14 +203,14 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 		onPage[n.ID] = true
 	}
 	for _, u := range order {
-		for e := idx.OutOff[u]; e < idx.OutOff[u+1]; e++ {
-			v := idx.OutDst[e]
+		outs, kinds := idx.Out(u)
+		for e, v := range outs {
 			if _, ok := dist[v]; !ok {
 				continue
 			}
 			res.EdgesTotal++
 			if from, to := idOf(u), idOf(v); onPage[from] && onPage[to] && len(res.Edges) < 2*pg.Limit {
-				res.Edges = append(res.Edges, TraceEdge{From: from, To: to, Kind: EdgeKinds[idx.OutKind[e]]})
+				res.Edges = append(res.Edges, TraceEdge{From: from, To: to, Kind: EdgeKinds[kinds[e]]})
 			}
 		}
 	}

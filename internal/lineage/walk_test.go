@@ -241,10 +241,7 @@ func TestWalkDistancesMatchReference(t *testing.T) {
 			adj[i] = append(adj[i], j)
 		}
 	}
-	ix := &graphindex.Index{Seqs: make([]int64, n)}
-	kinds := make([]uint8, len(src))
-	ix.OutOff, ix.OutDst, ix.OutKind = graphindex.BuildCSR(n, src, dst, kinds)
-	ix.InOff, ix.InSrc, ix.InKind = graphindex.BuildCSR(n, dst, src, kinds)
+	ix := graphindex.FromEdges(n, src, dst, make([]uint8, len(src)))
 	ref := make([]int32, n)
 	for i := range ref {
 		ref[i] = -1

@@ -181,6 +181,11 @@ type Writer struct {
 	// stage, when set, is a staged bulk import (WriteBulk): statements
 	// name the staging tables and the work commits every stageBatchRows.
 	stage *stager
+	// touched is what the write changed that the traversal index holds,
+	// logged at commit for every process holding one (indexlog.go); facts
+	// says it changed something else.
+	touched touchSet
+	facts   bool
 }
 
 // edgeRows is pairs per statement in flushEdges: 6 parameters a row, well
@@ -256,6 +261,7 @@ func (w *Writer) flushEdges() error {
 			}
 			ins.WriteString("(?, ?, ?, ?, ?, ?)")
 			args = append(args, e.From, e.To, string(e.Kind), string(e.Source), w.now, w.now)
+			w.touchEdge(e.From, e.To)
 			n++
 		}
 		if n == 0 {
@@ -379,8 +385,9 @@ func (w *Writer) close() {
 	w.stmts = nil
 }
 
-// Write runs fn in a transaction and bumps the graph version when it
-// changed anything, so every agent's index reloads.
+// Write runs fn in a transaction and, when it changed anything, moves the
+// graph's versions and logs what changed in the traversal index, so every
+// agent's index catches up on its next call (indexlog.go).
 func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
 	return g.write(ctx, fn, nil)
 }
@@ -398,13 +405,8 @@ func (g *Graph) write(ctx context.Context, fn func(w *Writer) error, inSwap func
 		if err := w.flushEdges(); err != nil {
 			return err
 		}
-		if w.changed {
-			if _, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1, updated_ms = ? WHERE id = 1", w.now); err != nil {
-				return fmt.Errorf("bump graph version: %w", err)
-			}
-		}
-		if err := tx.QueryRowContext(ctx, "SELECT version FROM lineage_version WHERE id = 1").Scan(&w.stats.GraphVersion); err != nil {
-			return fmt.Errorf("read graph version: %w", err)
+		if err := w.publish(ctx, tx); err != nil {
+			return err
 		}
 		if inSwap != nil {
 			if err := inSwap(tx); err != nil {
@@ -540,7 +542,7 @@ func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
 		seq = orig.Seq
 		applyInput(merged, in)
 		if !merged.same(orig) {
-			if err := w.saveAsset(merged); err != nil {
+			if err := w.saveAsset(merged, orig); err != nil {
 				return 0, err
 			}
 		} else if orig.LastSeen != w.now {
@@ -563,6 +565,8 @@ func (w *Writer) insertAsset(in *AssetInput) (int64, error) {
 		return 0, fmt.Errorf("insert asset %s: %w", in.ID, err)
 	}
 	w.changed = true
+	w.touchNode(seq)
+	w.touchFacts()
 	w.stats.AssetsCreated++
 	w.setKind(seq, r.Kind)
 	return seq, nil
@@ -731,6 +735,7 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			}
 			seqs[i] = seq
 			w.setKind(seq, kinds[j])
+			w.touchNode(seq)
 			for _, n := range ins[i].Names {
 				aliases = append(aliases, n, seq, 0)
 			}
@@ -746,6 +751,7 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			}
 		}
 		w.changed = true
+		w.touchFacts()
 		w.stats.AssetsCreated += len(chunk)
 		if err := w.batched(len(chunk) + len(aliases)/3); err != nil {
 			return nil, err
@@ -867,7 +873,13 @@ func MergeColumns(old, add []Column) []Column {
 	return out
 }
 
-func (w *Writer) saveAsset(r *assetRow) error {
+// indexMeta is what of a row the traversal index holds.
+func (r *assetRow) indexMeta() [4]string {
+	return [4]string{string(r.Kind), fmt.Sprint(r.flags()), r.Owner, r.Domain}
+}
+
+// saveAsset stores r, the new facts of the asset stored as was.
+func (w *Writer) saveAsset(r, was *assetRow) error {
 	_, err := w.exec(`UPDATE lineage_assets SET id = ?, name = ?, name_key = ?, title = ?, kind = ?, platform = ?,
 		owner = ?, owner_email = ?, domain = ?, description = ?, tags = ?, flags = ?, cron = ?, timezone = ?, columns_json = ?,
 		sql_text = ?, url = ?, sources = ?, first_seen_ms = ?, last_seen_ms = ? WHERE seq = ?`,
@@ -879,6 +891,10 @@ func (w *Writer) saveAsset(r *assetRow) error {
 	}
 	w.setKind(r.Seq, r.Kind)
 	w.changed = true
+	w.touchFacts()
+	if r.indexMeta() != was.indexMeta() {
+		w.touchNode(r.Seq)
+	}
 	w.stats.AssetsUpdated++
 	return nil
 }
@@ -895,6 +911,7 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
 		}
 		if n, _ := res.RowsAffected(); n > 0 {
 			w.changed = true
+			w.touchFacts()
 		}
 	}
 	for _, n := range in.Weak {
@@ -906,6 +923,7 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
 		}
 		if n, _ := res.RowsAffected(); n > 0 {
 			w.changed = true
+			w.touchFacts()
 		}
 	}
 	return nil
@@ -964,6 +982,8 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		delete(w.kinds, d.Seq)
 		w.stats.AssetsMerged++
 		w.changed = true
+		w.touchNode(d.Seq)
+		w.touchFacts()
 	}
 	m.ID = keep.ID
 	m.FirstSeen = minFirstSeen(rows)
@@ -1017,7 +1037,11 @@ func (w *Writer) repoint(drop, keep int64) error {
 	}
 	for _, e := range edges {
 		nf, nt := remap(e.from), remap(e.to)
+		w.touchEdge(e.from, e.to)
+		w.touchCols(e.from, e.to)
 		if nf != nt {
+			w.touchEdge(nf, nt)
+			w.touchCols(nf, nt)
 			if _, err := w.exec(`INSERT INTO lineage_edges (from_seq, to_seq, kind, sources, first_seen_ms, last_seen_ms)
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (from_seq, to_seq) DO NOTHING`, nf, nt, e.kind, e.sources, e.first, e.lastSeen); err != nil {
 				return err
@@ -1089,6 +1113,7 @@ func (w *Writer) upsertEdge(e edgeInput) error {
 			return fmt.Errorf("insert edge: %w", err)
 		}
 		w.changed = true
+		w.touchEdge(e.From, e.To)
 		w.stats.EdgesCreated++
 	case err != nil:
 		return fmt.Errorf("read edge: %w", err)
@@ -1104,6 +1129,12 @@ func (w *Writer) upsertEdge(e edgeInput) error {
 				return err
 			}
 			w.changed = true
+			if newKind != kind {
+				w.touchEdge(e.From, e.To)
+			}
+			if newSources != sources {
+				w.touchFacts()
+			}
 			w.stats.EdgesUpdated++
 		} else if _, err := w.exec("UPDATE lineage_edges SET last_seen_ms = ? WHERE from_seq = ? AND to_seq = ? AND last_seen_ms <> ?",
 			w.now, e.From, e.To, w.now); err != nil {
@@ -1145,6 +1176,7 @@ func (w *Writer) replaceEdgeColumns(e edgeInput) error {
 		}
 	}
 	w.changed = true
+	w.touchCols(e.From, e.To)
 	w.stats.EdgesUpdated++
 	return nil
 }
@@ -1210,8 +1242,8 @@ func (w *Writer) Link(from, to int64, kind EdgeKind, src Source, cols []ColumnMa
 }
 
 // GraphVersion reads the store's graph version: it moves on every write
-// that changes the graph, so a process can tell cheaply that its index is
-// stale.
+// that changes the graph (the topology and facts versions under it say
+// what kind of change, indexlog.go).
 func GraphVersion(ctx context.Context, q store.Querier) (int64, time.Time, error) {
 	var v, ms int64
 	if err := q.QueryRowContext(ctx, "SELECT version, updated_ms FROM lineage_version WHERE id = 1").Scan(&v, &ms); err != nil {

@@ -44,12 +44,13 @@ func (ix *Index) FieldReads(start int32, fields map[string]string, maxDepth int,
 		if int(su.dist) >= maxDepth {
 			continue
 		}
-		for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+		outs, _ := ix.Out(u)
+		for _, v := range outs {
 			if within != nil && !within[v] {
 				continue
 			}
 			carried := map[string]string{}
-			maps, hasCols := ix.cols[edgeKey(u, v)]
+			maps, hasCols := ix.colsOf(u, v)
 			if !hasCols {
 				for k, orig := range su.names {
 					carried[k] = orig

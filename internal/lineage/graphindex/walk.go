@@ -89,15 +89,20 @@ type scratch struct {
 }
 
 func (ix *Index) getScratch() *scratch {
-	if s, ok := ix.scratch.Get().(*scratch); ok {
+	if s, ok := ix.pools.scratch.Get().(*scratch); ok {
 		s.epoch++
 		if s.epoch == 0 { // wrapped: old marks could collide, start over
 			clear(s.mark)
 			s.epoch = 1
 		}
+		if n := ix.Len(); len(s.mark) < n {
+			// Assets added since the set was made: a zero mark is never
+			// the current epoch.
+			s.mark = append(s.mark, make([]uint8, n-len(s.mark))...)
+		}
 		return s
 	}
-	return &scratch{mark: make([]uint8, len(ix.Seqs)), epoch: 1}
+	return &scratch{mark: make([]uint8, ix.Len()), epoch: 1}
 }
 
 // walkBufs are the backing arrays of a released walk.
@@ -105,7 +110,7 @@ type walkBufs struct{ order, parent []int32 }
 
 // newWalk starts a walk on released arrays when there are some.
 func (ix *Index) newWalk() *Walk {
-	if b, ok := ix.walks.Get().(*walkBufs); ok {
+	if b, ok := ix.pools.walks.Get().(*walkBufs); ok {
 		return &Walk{Order: b.order[:0], Parent: b.parent[:0], levels: []int32{0}}
 	}
 	return &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
@@ -117,15 +122,26 @@ func (ix *Index) Release(w *Walk) {
 	if w == nil || w.dist != nil || cap(w.Order) == 0 {
 		return
 	}
-	ix.walks.Put(&walkBufs{order: w.Order, parent: w.Parent})
+	ix.pools.walks.Put(&walkBufs{order: w.Order, parent: w.Parent})
 	w.Order, w.Parent = nil, nil
 }
 
-func (ix *Index) adjacency(up bool) (off, adj []int32, kinds []uint8) {
+// adjacency is one direction's arrays, and the overlay's replaced rows
+// in that direction (nil bits when there are none).
+func (ix *Index) adjacency(up bool) (off, adj []int32, bits []uint64, rows *cowMap[int32, adjRow]) {
 	if up {
-		return ix.InOff, ix.InSrc, ix.InKind
+		off, adj = ix.inOff, ix.inSrc
+	} else {
+		off, adj = ix.outOff, ix.outDst
 	}
-	return ix.OutOff, ix.OutDst, ix.OutKind
+	if ix.d != nil {
+		if up {
+			bits, rows = ix.d.inBits, &ix.d.in
+		} else {
+			bits, rows = ix.d.outBits, &ix.d.out
+		}
+	}
+	return off, adj, bits, rows
 }
 
 // BFS walks from the starts along edges (upstream when up) within the
@@ -134,9 +150,9 @@ func (ix *Index) adjacency(up bool) (off, adj []int32, kinds []uint8) {
 // limit it merely touched.
 func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *Walk {
 	sc := ix.getScratch()
-	defer ix.scratch.Put(sc)
+	defer ix.pools.scratch.Put(sc)
 	mark, epoch := sc.mark, sc.epoch
-	off, adj, _ := ix.adjacency(up)
+	off, adj, bits, rows := ix.adjacency(up)
 	w := ix.newWalk()
 	for _, s := range starts {
 		if mark[s] != epoch {
@@ -160,7 +176,15 @@ func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *
 			return w.closeLevels(levelEnd)
 		}
 		u := w.Order[head]
-		next := adj[off[u]:off[u+1]]
+		var next []int32
+		// A replaced row costs a map lookup; any other, one bit test (the
+		// bits are a node in eight bytes' worth, so they stay in cache).
+		if bits != nil && int(u>>6) < len(bits) && bits[u>>6]&(1<<(uint(u)&63)) != 0 {
+			r, _ := rows.get(u)
+			next = r.nodes
+		} else {
+			next = adj[off[u]:off[u+1]]
+		}
 		if d >= maxDepth {
 			for _, v := range next {
 				if mark[v] != epoch {
@@ -286,10 +310,11 @@ func (ix *Index) ColumnWalk(ctx context.Context, start int32, cols []string, lim
 			break
 		}
 		u, d, su := w.Order[p], w.dist[p], states[p]
+		outs, _ := ix.Out(u)
 		if d >= int32(lim.MaxDepth) {
-			for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+			for _, v := range outs {
 				if _, seen := pos[v]; !seen {
-					if maps, ok := ix.cols[edgeKey(u, v)]; !ok || transfer(su, maps) != nil {
+					if maps, ok := ix.colsOf(u, v); !ok || transfer(su, maps) != nil {
 						w.Budget = BudgetDepth
 						break
 					}
@@ -297,9 +322,9 @@ func (ix *Index) ColumnWalk(ctx context.Context, start int32, cols []string, lim
 			}
 			continue
 		}
-		for _, v := range ix.OutDst[ix.OutOff[u]:ix.OutOff[u+1]] {
+		for _, v := range outs {
 			var sv *ColSet
-			if maps, ok := ix.cols[edgeKey(u, v)]; ok {
+			if maps, ok := ix.colsOf(u, v); ok {
 				sv = transfer(su, maps)
 			} else {
 				if !su.all {

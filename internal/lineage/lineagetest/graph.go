@@ -73,7 +73,7 @@ func FloorBFS(adj [][]int32, start int32) int {
 // transaction with prepared multi-row inserts (ingesting 1M assets through
 // notes would take minutes): the one writer of these tables besides
 // internal/lineage, in a package only tests import. It moves the graph
-// version, as every lineage write does. Assets are found by their id, so
+// versions, as every lineage write does, and floors the index log. Assets are found by their id, so
 // no aliases are written. Every 50th asset is tagged money and every
 // 100th scheduled (kinds cycling through BulkKinds), so ranking has work
 // to do.
@@ -174,7 +174,14 @@ func (g *Graph) Load(ctx context.Context, db *store.DB) error {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1 WHERE id = 1"); err != nil {
+	// Written around the lineage Writer, so with nothing in the index log:
+	// every version moves and the log's floor with them, and any index
+	// held over this store loads again.
+	if _, err := tx.ExecContext(ctx, "DELETE FROM lineage_index_log"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE lineage_version SET version = version + 1, topology = topology + 1,
+		facts = facts + 1, log_floor = topology + 1, log_rows = 0 WHERE id = 1`); err != nil {
 		return err
 	}
 	return tx.Commit()

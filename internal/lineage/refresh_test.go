@@ -1,0 +1,430 @@
+package lineage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dataworkers/dw/internal/lineage/graphindex"
+	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/store/storetest"
+)
+
+// indexView is what an index holds, by asset seq, so two indexes that
+// number their nodes differently compare: each asset's kind, flags, owner
+// and domain, its rows both ways in order with edge kinds and column
+// lineage, and every walk from it both ways (order, distances, parents).
+type indexView struct {
+	Assets, Edges int
+	Nodes         map[int64]string
+	Out, In       map[int64][]string
+	Down, Up      map[int64][]string
+}
+
+func viewOf(t *testing.T, ix *graphindex.Index) indexView {
+	t.Helper()
+	ctx := context.Background()
+	v := indexView{Assets: ix.Assets(), Edges: ix.EdgeCount(), Nodes: map[int64]string{},
+		Out: map[int64][]string{}, In: map[int64][]string{}, Down: map[int64][]string{}, Up: map[int64][]string{}}
+	str := func(i int32) string {
+		if i < 0 {
+			return ""
+		}
+		return ix.Strs[i]
+	}
+	live := 0
+	for n := int32(0); int(n) < ix.Len(); n++ {
+		seq := ix.Seq(n)
+		if m, ok := ix.Node(seq); !ok || m != n {
+			continue // removed, keeping its number until compacted
+		}
+		live++
+		m := ix.MetaOf(n)
+		v.Nodes[seq] = fmt.Sprintf("%s %d %s %s", Kinds[m.Kind], m.Flags, str(m.Owner), str(m.Domain))
+		outs, ok := ix.Out(n)
+		for i, w := range outs {
+			v.Out[seq] = append(v.Out[seq], fmt.Sprintf("%d %s %v", ix.Seq(w), EdgeKinds[ok[i]], ix.EdgeColumns(n, w)))
+		}
+		ins, ik := ix.In(n)
+		for i, w := range ins {
+			v.In[seq] = append(v.In[seq], fmt.Sprintf("%d %s", ix.Seq(w), EdgeKinds[ik[i]]))
+		}
+		if len(outs) == 0 && len(ins) == 0 {
+			continue // walks nowhere either way; its rows say so
+		}
+		for _, up := range []bool{false, true} {
+			w := ix.BFS(ctx, []int32{n}, up, graphindex.Limits{MaxDepth: 100, MaxNodes: ix.Len()})
+			var walk []string
+			for p := range w.Order {
+				parent := int64(-1)
+				if w.Parent[p] >= 0 {
+					parent = ix.Seq(w.Order[w.Parent[p]])
+				}
+				walk = append(walk, fmt.Sprintf("%d@%d<%d", ix.Seq(w.Order[p]), w.Distance(int32(p)), parent))
+			}
+			if up {
+				v.Up[seq] = walk
+			} else {
+				v.Down[seq] = walk
+			}
+			ix.Release(w)
+		}
+	}
+	if live != v.Assets {
+		t.Fatalf("index counts %d assets but holds %d", v.Assets, live)
+	}
+	return v
+}
+
+func diffViews(got, want indexView) string {
+	if reflect.DeepEqual(got, want) {
+		return ""
+	}
+	var b strings.Builder
+	if got.Assets != want.Assets || got.Edges != want.Edges {
+		fmt.Fprintf(&b, "assets %d edges %d; a fresh load has %d and %d\n", got.Assets, got.Edges, want.Assets, want.Edges)
+	}
+	for _, part := range []struct {
+		name      string
+		got, want any
+	}{{"assets", got.Nodes, want.Nodes}, {"out rows", got.Out, want.Out}, {"in rows", got.In, want.In},
+		{"walks down", got.Down, want.Down}, {"walks up", got.Up, want.Up}} {
+		if !reflect.DeepEqual(part.got, part.want) {
+			fmt.Fprintf(&b, "%s differ:\n held %.600v\nfresh %.600v\n", part.name, part.got, part.want)
+		}
+	}
+	return b.String()
+}
+
+// refreshOp is one kind of random write the refresh test makes.
+type refreshOp int
+
+const (
+	opEdge      refreshOp = iota // a path between two assets, either possibly new
+	opFacts                      // a title or description: nothing the index holds
+	opMeta                       // owner, domain, a money tag, a schedule
+	opEdgeKind                   // a note overriding an edge's kind
+	opColumns                    // column lineage on an edge
+	opSQLReads                   // a job's SQL narrowing (or dropping) what it reads
+	opMerge                      // two assets found to be one
+	opSwap                       // a staged import: the graph swapped whole
+	opUnchanged                  // a note the graph already holds
+	opCount
+)
+
+// TestHeldIndexRefreshedMatchesFreshLoad applies a random sequence of
+// writes from two store handles (two processes) and, after each, checks
+// that the indexes each process holds, brought up to date from the change
+// log, hold and walk exactly what a fresh load of the store does, and that
+// blast radius answers on them equal those of a graph loaded afresh. A
+// third holder catches up only every few writes, applying several
+// versions at once. Only writes that replace the graph whole (a staged
+// import's swap, one write too large to log) may reload a held index; a
+// write of facts the index does not hold must leave it as it is.
+func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
+		ctx := context.Background()
+		gA, _ := newGraph(t, dbA)
+		gB, _ := newGraph(t, dbB)
+		lagging, _ := newGraph(t, dbB)
+		rng := rand.New(rand.NewPCG(17, 18))
+		// The id pool mixes platforms so assets differ in kind (and merges
+		// pick survivors by kind); about half the pool exists at any time.
+		pool := func() string {
+			i := rng.IntN(14)
+			switch rng.IntN(4) {
+			case 0:
+				return fmt.Sprintf("kafka://prod/t%d", i)
+			case 1:
+				return fmt.Sprintf("flink://job%d", i)
+			case 2:
+				return fmt.Sprintf("dbt://model.p.m%d", i)
+			}
+			return fmt.Sprintf("snowflake://db.s.t%d", i)
+		}
+		note := func(g *Graph, n Note) {
+			t.Helper()
+			if _, err := g.RecordLineage(ctx, n); err != nil {
+				t.Fatalf("%+v: %v", n, err)
+			}
+		}
+		note(gA, Note{Path: []string{pool(), pool()}})
+		liveIDs := func() []string {
+			var ids []string
+			// The assets of the one large write stay out of the picks.
+			rows, err := dbA.QueryContext(ctx, "SELECT id FROM lineage_assets WHERE id NOT LIKE '%.bulk.%' ORDER BY seq")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			return ids
+		}
+		anEdge := func() (string, string, bool) {
+			var from, to string
+			err := dbA.QueryRowContext(ctx, `SELECT a.id, b.id FROM lineage_edges e JOIN lineage_assets a ON a.seq = e.from_seq
+				JOIN lineage_assets b ON b.seq = e.to_seq ORDER BY e.from_seq, e.to_seq LIMIT 1 OFFSET ?`,
+				rng.IntN(max(1, lineageCount(t, dbA, "lineage_edges")))).Scan(&from, &to)
+			return from, to, err == nil
+		}
+		bigDone, seq := false, 0
+		counts := map[refreshOp]int{}
+		const steps = 70
+		for step := 0; step < steps; step++ {
+			g := gA
+			if rng.IntN(2) == 1 {
+				g = gB
+			}
+			op := refreshOp(rng.IntN(int(opCount)))
+			if step == steps-10 && !bigDone {
+				op = -1 // one write too large to log
+			}
+			ids := liveIDs()
+			pick := func() string { return ids[rng.IntN(len(ids))] }
+			whole := false
+			switch op {
+			case -1:
+				bigDone, whole = true, true
+				var ins []*AssetInput
+				for i := 0; i <= maxLoggedChanges; i++ {
+					ins = append(ins, &AssetInput{ID: fmt.Sprintf("snowflake://db.bulk.t%d_%d", step, i), Source: SourceNote})
+				}
+				if _, err := g.Write(ctx, func(w *Writer) error { _, err := w.UpsertAssets(ins); return err }); err != nil {
+					t.Fatal(err)
+				}
+			case opEdge:
+				a, b := pool(), pool()
+				if rng.IntN(2) == 0 {
+					a = pick()
+				}
+				if a != b {
+					note(g, Note{Path: []string{a, b}})
+				}
+			case opFacts:
+				note(g, Note{Assets: []NoteAsset{{ID: pick(), Title: fmt.Sprintf("title %d", step), Description: fmt.Sprintf("step %d", step)}}})
+			case opMeta:
+				a := NoteAsset{ID: pick(), Owner: fmt.Sprintf("team-%d", rng.IntN(3)), Domain: fmt.Sprintf("d%d", rng.IntN(2))}
+				switch rng.IntN(3) {
+				case 0:
+					a.Tags = []string{"money"}
+				case 1:
+					a.RemoveTags = []string{"money"}
+				default:
+					a.Schedule = &Schedule{Cron: "0 * * * *"}
+				}
+				note(g, Note{Assets: []NoteAsset{a}})
+			case opEdgeKind:
+				if from, to, ok := anEdge(); ok {
+					note(g, Note{Edges: []NoteEdge{{From: from, To: to, Kind: string(EdgeKinds[rng.IntN(len(EdgeKinds))])}}})
+				}
+			case opColumns:
+				if from, to, ok := anEdge(); ok {
+					cols := []ColumnMapping{{From: "a", To: "b"}}
+					if rng.IntN(2) == 0 {
+						cols = append(cols, ColumnMapping{From: "b", To: "*"})
+					}
+					note(g, Note{Assets: []NoteAsset{{ID: from, Columns: []Column{{Name: "a"}, {Name: "b"}}}},
+						Edges: []NoteEdge{{From: from, To: to, Columns: cols}}})
+				}
+			case opSQLReads:
+				// The job reads a, or (SQL naming neither column) nothing of
+				// its input: the note's earlier column lineage is dropped.
+				if from, to, ok := anEdge(); ok {
+					sql := "select a from x"
+					if rng.IntN(2) == 0 {
+						sql = "select 1"
+					}
+					note(g, Note{Assets: []NoteAsset{{ID: from, Columns: []Column{{Name: "a"}, {Name: "b"}}}, {ID: to, SQL: sql}}})
+				}
+			case opMerge:
+				if x, y := pick(), pick(); x != y {
+					note(g, Note{Assets: []NoteAsset{{ID: x, Aliases: []string{y}}}})
+				}
+			case opSwap:
+				seq++
+				id := fmt.Sprintf("kafka://prod/swapped%d", seq)
+				stats, err := g.WriteBulk(ctx, stageMinRows, func(w *Writer) error {
+					s, err := w.UpsertAsset(&AssetInput{ID: id, Source: SourceNote})
+					if err != nil {
+						return err
+					}
+					o, err := w.UpsertAsset(&AssetInput{ID: pick(), Source: SourceNote})
+					if err != nil {
+						return err
+					}
+					return w.LinkLater(s, o, SourceNote)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				whole = !stats.Unchanged
+			case opUnchanged:
+				if from, to, ok := anEdge(); ok {
+					note(g, Note{Path: []string{from, to}})
+				}
+			}
+			counts[op]++
+
+			fresh, err := ReadIndex(ctx, dbA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := viewOf(t, fresh)
+			holders := []*Graph{gA, gB}
+			if step%4 == 3 || step == steps-1 {
+				holders = append(holders, lagging)
+			}
+			for _, h := range holders {
+				before := h.IndexStats()
+				ix, err := h.Index(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ix.Version != fresh.Version || ix.Topology != fresh.Topology {
+					t.Fatalf("step %d (op %d): held index at version %d/%d, the store at %d/%d", step, op, ix.Version, ix.Topology, fresh.Version, fresh.Topology)
+				}
+				if d := diffViews(viewOf(t, ix), want); d != "" {
+					t.Fatalf("step %d (op %d): the held index differs from a fresh load:\n%s", step, op, d)
+				}
+				// What Apply lays out once its overlay is large, on every
+				// step's overlay here.
+				if d := diffViews(viewOf(t, ix.Compact()), want); d != "" {
+					t.Fatalf("step %d (op %d): the held index compacted differs from a fresh load:\n%s", step, op, d)
+				}
+				after := h.IndexStats()
+				if before.Loads > 0 && h != lagging && after.Loads != before.Loads && !whole {
+					t.Fatalf("step %d (op %d): the held index was loaded again (%+v -> %+v); only a whole-graph write may do that", step, op, before, after)
+				}
+				if op == opFacts && h != lagging && before.Loads > 0 && (after.Relabeled != before.Relabeled+1 || after.Applied != before.Applied) {
+					t.Fatalf("step %d: a write of facts the index does not hold changed it (%+v -> %+v)", step, before, after)
+				}
+			}
+			compareBlast(t, gA, New(dbA, gA.clock), liveIDs())
+			compareBlast(t, gB, New(dbA, gB.clock), liveIDs())
+		}
+		for _, h := range []*Graph{gA, gB} {
+			st := h.IndexStats()
+			if st.Applied < steps/3 || st.Relabeled == 0 {
+				t.Errorf("held index kept current %+v over %d writes %v: expected most by the log", st, steps, counts)
+			}
+		}
+		t.Logf("ops %v; holders %+v %+v %+v", counts, gA.IndexStats(), gB.IndexStats(), lagging.IndexStats())
+	})
+}
+
+// compareBlast checks that blast radius answers on the held graph equal
+// those of a graph loaded afresh, names and paths included (a held graph
+// reuses the names it read while only edges change).
+func compareBlast(t *testing.T, held, fresh *Graph, ids []string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, id := range ids {
+		if i%max(1, len(ids)/8) != 0 {
+			continue
+		}
+		for _, cols := range [][]string{nil, {"a"}} {
+			p := BlastParams{Asset: id, Columns: cols}
+			a, errA := held.BlastRadius(ctx, p)
+			b, errB := fresh.BlastRadius(ctx, p)
+			if (errA == nil) != (errB == nil) {
+				t.Fatalf("blast radius of %s %v: held %v, fresh %v", id, cols, errA, errB)
+			}
+			if errA != nil {
+				continue
+			}
+			a.IndexLoadMS, b.IndexLoadMS, a.Summary, b.Summary = 0, 0, "", ""
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if string(ja) != string(jb) {
+				t.Fatalf("blast radius of %s %v differs:\n held %s\nfresh %s", id, cols, ja, jb)
+			}
+		}
+	}
+}
+
+func lineageCount(t *testing.T, db *store.DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestIndexLogBounded: the log keeps at most logMaxRows rows, pruned
+// whole versions at a time from its oldest end with the floor moved past
+// them; a holder older than the floor loads the index again, one newer
+// applies what is left.
+func TestIndexLogBounded(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
+		ctx := context.Background()
+		writer, _ := newGraph(t, dbA)
+		behind, _ := newGraph(t, dbB)
+		recent, _ := newGraph(t, dbB)
+		if _, err := behind.Index(ctx); err != nil {
+			t.Fatal(err)
+		}
+		batch := func(b int) {
+			t.Helper()
+			var ins []*AssetInput
+			for i := 0; i < maxLoggedChanges; i++ {
+				ins = append(ins, &AssetInput{ID: fmt.Sprintf("kafka://prod/b%d_%d", b, i)})
+			}
+			if _, err := writer.Write(ctx, func(w *Writer) error { _, err := w.UpsertAssets(ins); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch(0)
+		batch(1)
+		if _, err := recent.Index(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Past logMaxRows: the oldest versions go, and the floor moves to
+		// the newest removed, the batch the recent holder has seen.
+		if _, err := writer.RecordLineage(ctx, Note{Path: []string{"kafka://prod/new", "flink://new"}}); err != nil {
+			t.Fatal(err)
+		}
+		var floor, logged, stored int64
+		if err := dbA.QueryRowContext(ctx, "SELECT log_floor, log_rows FROM lineage_version WHERE id = 1").Scan(&floor, &logged); err != nil {
+			t.Fatal(err)
+		}
+		stored = int64(lineageCount(t, dbA, "lineage_index_log"))
+		if stored > logMaxRows || logged != stored || floor == 0 {
+			t.Fatalf("log holds %d rows (counted %d) with floor %d; want at most %d, counted right, the floor moved", stored, logged, floor, logMaxRows)
+		}
+		var oldest int64
+		if err := dbA.QueryRowContext(ctx, "SELECT MIN(version) FROM lineage_index_log").Scan(&oldest); err != nil {
+			t.Fatal(err)
+		}
+		if oldest <= floor {
+			t.Fatalf("log holds version %d at or below its floor %d", oldest, floor)
+		}
+		for _, h := range []*Graph{behind, recent} {
+			before := h.IndexStats()
+			ix, err := h.Index(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ix.Assets() != 2*maxLoggedChanges+2 || ix.EdgeCount() != 1 {
+				t.Fatalf("held index has %d assets and %d edges, want %d and 1", ix.Assets(), ix.EdgeCount(), 2*maxLoggedChanges+2)
+			}
+			after := h.IndexStats()
+			if h == behind && after.Loads != before.Loads+1 {
+				t.Errorf("a holder behind the floor: %+v -> %+v, want one load", before, after)
+			}
+			if h == recent && (after.Loads != before.Loads || after.Applied != before.Applied+1) {
+				t.Errorf("a holder after the floor: %+v -> %+v, want the log applied", before, after)
+			}
+		}
+	})
+}
