@@ -263,7 +263,7 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 						return err
 					}
 					return w.LinkLater(s, o, SourceNote)
-				})
+				}, BulkOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
