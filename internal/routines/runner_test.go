@@ -25,6 +25,7 @@ import (
 	"github.com/dataworkers/dw/internal/connect/connecttest"
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/store"
@@ -151,11 +152,16 @@ func (f *fakeSlack) all() []slackPost {
 }
 
 // testSources reaches the systems cfg names with plain clients, where dw
-// watch gives its deps' (no test here reads a Kafka broker).
+// watch gives its deps'.
 func testSources(cfg *config.Config) Sources {
 	s := Sources{Cluster: "default"}
 	if k := cfg.Kafka; k != nil && k.Name != "" {
 		s.Cluster = k.Name
+	}
+	if k := cfg.Kafka; k != nil {
+		s.Kafka = func(ctx context.Context) (*kafka.Client, error) {
+			return kafka.NewClient(ctx, kafka.Config{Brokers: k.Brokers, DialTimeout: k.Timeout})
+		}
 	}
 	if c := cfg.KafkaConnect; c != nil {
 		s.Connect = func() (*connect.Client, error) { return connect.NewClient(c.URL, c.Timeout) }

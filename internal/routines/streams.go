@@ -12,6 +12,7 @@ import (
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/flink"
+	"github.com/dataworkers/dw/internal/groupowner"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/registry"
@@ -39,14 +40,18 @@ func (s Sources) topicAsset(topic string) string { return "kafka://" + s.Cluster
 func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc config.Routine, o *observation) {
 	src := r.o.Sources
 	now := r.o.Clock.Now()
-	report := func(kind, target string, syms []incidents.Symptom) {
+	// also are lines for the owner's message beyond the symptoms.
+	report := func(kind, target string, syms []incidents.Symptom, also ...string) {
 		res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: syms, Actor: "dw watch (" + rc.Name + ")"})
 		if err != nil {
 			o.fail(kind, target, fmt.Errorf("reporting the findings failed: %w", err))
 			return
 		}
-		o.reported(res.Incidents, syms[0].Asset, symptomLines(syms))
+		o.reported(res.Incidents, syms[0].Asset, append(symptomLines(syms), also...))
 	}
+	// owners names the job behind a lagging group and its owner, built
+	// on the first lagging group (it reads the graph's jobs once).
+	var owners *groupowner.Finder
 	if len(rc.ConsumerLag) > 0 || len(rc.Topics) > 0 {
 		var client *kafka.Client
 		var err error
@@ -81,6 +86,11 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 					continue
 				}
 				fd.Status = "problem"
+				if owners == nil {
+					owners = groupowner.New(ctx, r.graph, nil, r.o.Config)
+				}
+				consumer := owners.Find(ctx, g)
+				fd.Detail += "; " + consumer.Line()
 				var syms []incidents.Symptom
 				for _, p := range g.Partitions {
 					if p.Status == kafka.StatusOK || p.Status == kafka.StatusUnknown {
@@ -96,7 +106,7 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 				}
 				o.findings = append(o.findings, fd)
 				if len(syms) > 0 {
-					report("consumer_lag", g.Group, syms)
+					report("consumer_lag", g.Group, syms, "consumer group "+g.Group+": "+consumer.Line())
 				}
 			}
 		}
@@ -143,7 +153,7 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 
 // observeConnectors reads connector status: a failed or degraded sink
 // starves the tables it fills (or, unnamed, the topic it reads).
-func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, report func(kind, target string, syms []incidents.Symptom), o *observation) {
+func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, report func(kind, target string, syms []incidents.Symptom, also ...string), o *observation) {
 	src, now := r.o.Sources, r.o.Clock.Now()
 	if len(rc.Connectors) > 0 {
 		var client *connect.Client
