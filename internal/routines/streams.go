@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -211,8 +210,6 @@ func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, repor
 	}
 }
 
-var flinkJobID = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
 // observeChanges writes what changed upstream to the change log: new
 // versions of schema subjects and Flink restores. They are not symptoms;
 // a later diagnosis ranks them as causes.
@@ -261,24 +258,19 @@ func (r *Runner) observeChanges(ctx context.Context, rc config.Routine, o *obser
 				o.fail("flink", job, err)
 				continue
 			}
-			p := flink.RestoreParams{JobName: job}
-			if flinkJobID.MatchString(job) {
-				p = flink.RestoreParams{JobID: job}
-			}
-			rep, ferr := client.ReadRestores(ctx, p)
+			rep, ferr := client.ReadRestores(ctx, flink.JobParams(job))
 			if ferr != nil {
 				o.fail("flink", job, ferr)
 				continue
 			}
 			f := Finding{Kind: "flink", Target: job, Asset: flink.Asset(job), Status: "ok", Detail: rep.Summary()}
 			var recorded []string
-			for _, rs := range rep.Restores {
-				res, rerr := (&changelog.Log{DB: svc.DB, Clock: svc.Clock}).RecordChange(ctx, flink.RestoreChange(rs, client.URL(), "dw watch ("+rc.Name+")"))
-				if rerr != nil {
-					o.fail("flink", job, rerr)
+			for _, rs := range rep.Record(ctx, &changelog.Log{DB: svc.DB, Clock: svc.Clock}, client.URL(), "dw watch ("+rc.Name+")") {
+				if rs.RecordError != "" {
+					o.fail("flink", job, errors.New(rs.RecordError))
 					continue
 				}
-				if res.Created {
+				if rs.Created {
 					recorded = append(recorded, fmt.Sprintf("restore from %d at %s", rs.CheckpointID, rs.At.UTC().Format("2006-01-02 15:04Z")))
 				}
 			}
