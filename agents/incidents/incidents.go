@@ -16,8 +16,6 @@ import (
 	"github.com/dataworkers/dw/internal/page"
 )
 
-var statusNames = []string{"open", "diagnosed", "proposed", "approved", "fixing", "verified", "escalated", "closed"}
-
 // ListIncidentsOut lists incidents.
 type ListIncidentsOut struct {
 	Incidents []incidents.IncidentSummary `json:"incidents" jsonschema:"this page of incidents, newest first"`
@@ -33,7 +31,7 @@ var listIncidentsTool = mcpserver.Tool{
 	Idempotent:  true,
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[incidents.IncidentFilter](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "status", statusNames...)
+		mcpserver.Enum(s, "status", incidents.Statuses...)
 	}),
 }
 

@@ -24,7 +24,7 @@ var defineMetricTool = mcpserver.Tool{
 	InputSchema: mcpserver.InputSchema[incidents.DefineMetricParams](func(s *jsonschema.Schema) {
 		mcpserver.Enum(s, "grain", "hour", "day", "snapshot")
 		mcpserver.Enum(s, "direction", "both", "up", "down")
-		mcpserver.Enum(s, "symptom_kind", "value", "volume", "nulls", "uniqueness", "freshness", "load_lag")
+		mcpserver.Enum(s, "symptom_kind", incidents.MetricSymptomKinds...)
 	}),
 }
 

@@ -97,6 +97,11 @@ const (
 var SymptomKinds = []SymptomKind{SymptomNulls, SymptomVolume, SymptomUniqueness, SymptomFreshness,
 	SymptomLoadLag, SymptomValue, SymptomDivergence}
 
+// MetricSymptomKinds are the kinds a metric's anomalies may be reported
+// as (DefineMetricParams.SymptomKind), the default first: every kind but
+// divergence, which only a pair of metrics reports.
+var MetricSymptomKinds = []SymptomKind{SymptomValue, SymptomVolume, SymptomNulls, SymptomUniqueness, SymptomFreshness, SymptomLoadLag}
+
 func parseSymptomKind(s string) (SymptomKind, error) {
 	k := SymptomKind(strings.ToLower(strings.TrimSpace(s)))
 	if slices.Contains(SymptomKinds, k) {
