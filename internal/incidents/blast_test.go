@@ -18,7 +18,7 @@ func TestDiagnoseWithBlastRadius(t *testing.T) {
 	clk := clock.NewFake(tue(15, 5))
 	g := lineage.New(db, clk)
 	if _, err := g.RecordLineage(ctx, lineage.Note{
-		Path: []string{"kafka://prod/api-usage", "snowflake://usage.usage_hourly", "airflow://dag/sync_metered_usage_to_stripe"},
+		Path:   []string{"kafka://prod/api-usage", "snowflake://usage.usage_hourly", "airflow://dag/sync_metered_usage_to_stripe"},
 		Assets: []lineage.NoteAsset{{ID: "airflow://dag/sync_metered_usage_to_stripe", Owner: "bob", Tags: []string{"outbound", "money"}}},
 	}); err != nil {
 		t.Fatal(err)
