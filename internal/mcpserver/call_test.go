@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -130,4 +131,19 @@ func callJSON(cs *mcp.ClientSession, args any) (answer, errText string) {
 		return "", err.Error()
 	}
 	return string(raw), ""
+}
+
+// Arguments are held to the SDK's nesting bound, the same one the
+// transport holds each message to; brackets inside strings do not count.
+func TestSDKUnmarshalNesting(t *testing.T) {
+	deep := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + `"[[[{{{"` + strings.Repeat("]", n))
+	}
+	var v any
+	if err := sdkUnmarshal(deep(maxNesting), &v); err != nil {
+		t.Fatalf("%d levels: %v", maxNesting, err)
+	}
+	if err := sdkUnmarshal(deep(maxNesting+1), &v); !errors.Is(err, errMaxDepthExceeded) {
+		t.Fatalf("%d levels: %v, want %v", maxNesting+1, err, errMaxDepthExceeded)
+	}
 }
