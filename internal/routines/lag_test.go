@@ -3,8 +3,6 @@ package routines
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dataworkers/dw/internal/clock"
-	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -108,19 +105,4 @@ routines:
 	if !slices.Contains(lines, "• consumer group usage-hourly-rollup: "+consumer) {
 		t.Errorf("the message does not name the consumer and its owner:\n%s", posts[0].Text)
 	}
-}
-
-// writeConfig parses yaml as a dw.yaml file with a fresh DW_HOME.
-func writeConfig(t *testing.T, yaml string) *config.Config {
-	t.Helper()
-	t.Setenv("DW_HOME", t.TempDir())
-	path := filepath.Join(t.TempDir(), "dw.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(path, []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }

@@ -98,19 +98,24 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func parseConfig(t *testing.T, yaml string, f *fakeConnect) *config.Config {
+// writeConfig parses yaml as a dw.yaml file with a fresh DW_HOME.
+func writeConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
 	t.Setenv("DW_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), "dw.yaml")
-	data := []byte(strings.ReplaceAll(yaml, "CONNECT_URL", f.url))
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(path, data)
+	cfg, err := config.Parse(path, []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+func parseConfig(t *testing.T, yaml string, f *fakeConnect) *config.Config {
+	t.Helper()
+	return writeConfig(t, strings.ReplaceAll(yaml, "CONNECT_URL", f.url))
 }
 
 // slackPost is one chat.postMessage the fake Slack received.
