@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/mcpserver"
@@ -17,20 +15,11 @@ type FlinkRestoresIn struct {
 	Job string `json:"job" jsonschema:"Flink job name (every job id under that name is read, so redeploys from savepoints are included) or a 32-hex-character job id"`
 }
 
-// RecordedRestore is one restore and its change-log entry.
-type RecordedRestore struct {
-	flink.Restore
-	ChangeID    int64  `json:"change_id,omitempty" jsonschema:"id of the restore change in the change log"`
-	ChangeKey   string `json:"change_key" jsonschema:"external key the restore is recorded under"`
-	Created     bool   `json:"created" jsonschema:"true when this call recorded the restore for the first time"`
-	RecordError string `json:"record_error,omitempty" jsonschema:"why the restore was not recorded"`
-}
-
 // FlinkRestoresOut is a job's restore history.
 type FlinkRestoresOut struct {
-	JobManager string            `json:"job_manager" jsonschema:"the JobManager that answered"`
-	Restores   []RecordedRestore `json:"restores" jsonschema:"restores from a checkpoint or savepoint, oldest first, each recorded as a restore change"`
-	Note       string            `json:"note" jsonschema:"what the REST API cannot tell about a restore"`
+	JobManager string                  `json:"job_manager" jsonschema:"the JobManager that answered"`
+	Restores   []flink.RecordedRestore `json:"restores" jsonschema:"restores from a checkpoint or savepoint, oldest first, each recorded as a restore change"`
+	Note       string                  `json:"note" jsonschema:"what the REST API cannot tell about a restore"`
 }
 
 var flinkRestoresTool = mcpserver.Tool{
@@ -43,9 +32,6 @@ var flinkRestoresTool = mcpserver.Tool{
 	OpenWorld:  true,
 }
 
-// flinkJobID is a Flink job id; compiled on first use, not at every start.
-var flinkJobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
-
 func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*FlinkRestoresOut, string, error) {
 	job := strings.TrimSpace(in.Job)
 	if job == "" {
@@ -55,11 +41,7 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 	if err != nil {
 		return nil, "", err
 	}
-	p := flink.RestoreParams{JobName: job}
-	if flinkJobID().MatchString(job) {
-		p = flink.RestoreParams{JobID: job}
-	}
-	rep, err := fc.ReadRestores(ctx, p)
+	rep, err := fc.ReadRestores(ctx, flink.JobParams(job))
 	if err != nil {
 		return nil, "", err
 	}
@@ -67,17 +49,7 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 	if err != nil {
 		return nil, "", err
 	}
-	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: []RecordedRestore{}, Note: rep.Note}
-	for _, r := range rep.Restores {
-		rr := RecordedRestore{Restore: r, ChangeKey: flink.ChangeKey(r)}
-		res, err := log.RecordChange(ctx, flink.RestoreChange(r, fc.URL(), Name))
-		if err != nil {
-			rr.RecordError = err.Error()
-		} else {
-			rr.ChangeID, rr.Created = res.Change.ID, res.Created
-		}
-		out.Restores = append(out.Restores, rr)
-	}
+	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: rep.Record(ctx, log, fc.URL(), Name), Note: rep.Note}
 	var b strings.Builder
 	b.WriteString(rep.Summary())
 	for _, r := range out.Restores {

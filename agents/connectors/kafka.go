@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/groupowner"
 	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/page"
@@ -22,8 +23,8 @@ type ConsumerLagIn struct {
 type GroupLag struct {
 	kafka.GroupReport
 	// PartitionsTotal counts them all when only the worst are listed.
-	PartitionsTotal int           `json:"partitions_total" jsonschema:"partitions the group consumes; partitions lists the most lagging 10 (200 when one group is asked for)"`
-	Owner           ConsumerOwner `json:"owner" jsonschema:"the consuming job in the context graph and its owner, or why none is named"`
+	PartitionsTotal int              `json:"partitions_total" jsonschema:"partitions the group consumes; partitions lists the most lagging 10 (200 when one group is asked for)"`
+	Owner           groupowner.Owner `json:"owner" jsonschema:"the consuming job in the context graph and its owner, or why none is named"`
 }
 
 // Bounds on get_consumer_lag's answer. A group on a 1,000-partition topic
@@ -93,14 +94,15 @@ func (h *handlers) consumerLag(ctx context.Context, in ConsumerLagIn) (*Consumer
 		return nil, "", err
 	}
 	rep := lp.Report
-	owners := h.newOwnerFinder(ctx)
+	graph, gerr := h.lineageGraph(ctx)
+	owners := groupowner.New(ctx, graph, gerr, h.d.Config)
 	out := &ConsumerLagOut{Cluster: rep.Cluster, At: rep.At, Window: rep.Window, Errors: rep.Errors, Groups: []GroupLag{}, Note: lagNote,
 		StatusCounts: lp.StatusCounts, Info: lp.Info}
 	owned := make([]string, 0, len(lp.Groups))
 	for _, g := range lp.Groups {
-		gl := GroupLag{GroupReport: g.GroupReport, PartitionsTotal: g.PartitionsTotal, Owner: owners.find(ctx, g.Whole)}
+		gl := GroupLag{GroupReport: g.GroupReport, PartitionsTotal: g.PartitionsTotal, Owner: owners.Find(ctx, g.Whole)}
 		out.Groups = append(out.Groups, gl)
-		owned = append(owned, gl.Owner.line())
+		owned = append(owned, gl.Owner.Line())
 	}
 	return out, lp.Summary(owned, in.Group != ""), nil
 }

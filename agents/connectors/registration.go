@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/schemaregister"
 )
@@ -66,7 +67,7 @@ var registerSchemaTool = mcpserver.Tool{
 	Idempotent:  true,
 	OpenWorld:   true,
 	InputSchema: mcpserver.InputSchema[RegisterSchemaIn](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "schema_type", "AVRO", "JSON", "PROTOBUF")
+		mcpserver.Enum(s, "schema_type", compat.Kinds...)
 	}),
 }
 

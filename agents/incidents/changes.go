@@ -3,15 +3,13 @@ package incidents
 import (
 	"context"
 	"fmt"
-	"github.com/dataworkers/dw/internal/changelog"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
-
-var changeKinds = []string{"deploy", "release", "schema_version", "restore", "config", "connector", "partitioning", "pipeline"}
 
 var recordChangeTool = mcpserver.Tool{
 	Name:  "record_change",
@@ -23,7 +21,7 @@ var recordChangeTool = mcpserver.Tool{
 	Idempotent:  false,
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[changelog.RecordChangeParams](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "kind", changeKinds...)
+		mcpserver.Enum(s, "kind", changelog.ChangeKinds...)
 	}),
 }
 
@@ -58,7 +56,7 @@ var listChangesTool = mcpserver.Tool{
 	Idempotent:  true,
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[changelog.ChangeFilter](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "kind", changeKinds...)
+		mcpserver.Enum(s, "kind", changelog.ChangeKinds...)
 	}),
 }
 

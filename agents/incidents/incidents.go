@@ -16,8 +16,6 @@ import (
 	"github.com/dataworkers/dw/internal/page"
 )
 
-var statusNames = []string{"open", "diagnosed", "proposed", "approved", "fixing", "verified", "escalated", "closed"}
-
 // ListIncidentsOut lists incidents.
 type ListIncidentsOut struct {
 	Incidents []incidents.IncidentSummary `json:"incidents" jsonschema:"this page of incidents, newest first"`
@@ -33,7 +31,7 @@ var listIncidentsTool = mcpserver.Tool{
 	Idempotent:  true,
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[incidents.IncidentFilter](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "status", statusNames...)
+		mcpserver.Enum(s, "status", incidents.Statuses...)
 	}),
 }
 
@@ -167,45 +165,13 @@ func (h *handlers) getIncident(ctx context.Context, in IncidentIn) (*IncidentOut
 }
 
 func (h *handlers) incidentView(ctx context.Context, e *env, id string) (*IncidentOut, error) {
-	inc, err := e.svc.GetIncident(ctx, id)
+	v, err := e.svc.View(ctx, e.apv, id)
 	if err != nil {
 		return nil, err
 	}
-	asserts, err := e.svc.Assertions(ctx, inc.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := &IncidentOut{Incident: *inc, Assertions: asserts, Proposals: []ProposalState{}}
-	var waiting []string
-	for _, pid := range inc.Proposals {
-		p, err := e.apv.Get(ctx, pid)
-		if err != nil {
-			return nil, err
-		}
+	out := &IncidentOut{Incident: *v.Incident, Assertions: v.Assertions, Proposals: make([]ProposalState, 0, len(v.Proposals)), Next: v.Next}
+	for _, p := range v.Proposals {
 		out.Proposals = append(out.Proposals, proposalState(p))
-		if p.State.Open() {
-			waiting = append(waiting, fmt.Sprintf("%s (%s)", p.ID, h.personLabel(p.Approver)))
-		}
-	}
-	switch inc.Status {
-	case incidents.StatusOpen:
-		out.Next = "diagnose_incident ranks the recorded changes before the onset; record_change any change you know of first"
-	case incidents.StatusDiagnosed:
-		out.Next = "propose_remediation for the top cause (hold the critical consumers, the fix, the undo)"
-	case incidents.StatusProposed:
-		if len(waiting) > 0 {
-			out.Next = "waiting for decisions on " + strings.Join(waiting, ", ") + "; people decide with `dw approve <id>` or in Slack, never an agent"
-		} else {
-			out.Next = "every proposal is decided: once the owners have carried out the approved steps, remediate verifies the fix"
-		}
-	case incidents.StatusApproved, incidents.StatusFixing:
-		out.Next = "once the owners have carried out the approved steps, remediate re-runs every assertion and check in scope"
-	case incidents.StatusEscalated:
-		out.Next = "a person reviews the failed verification; after further approved steps remediate verifies again, or diagnose_incident re-ranks the causes"
-	case incidents.StatusVerified:
-		out.Next = "close_incident closes it; get_receipt shows the record"
-	default:
-		out.Next = "nothing: the incident is closed; get_receipt shows the record"
 	}
 	return out, nil
 }
@@ -242,11 +208,7 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 	if err != nil {
 		return nil, "", err
 	}
-	d, err := e.svc.Diagnose(ctx, incidents.DiagnoseParams{IncidentID: in.Incident, LookbackHours: in.LookbackHours})
-	if err != nil {
-		return nil, "", err
-	}
-	br, err := e.graph.MergedBlastRadius(ctx, d.Assets)
+	d, br, err := e.svc.DiagnoseWithBlastRadius(ctx, e.graph, incidents.DiagnoseParams{IncidentID: in.Incident, LookbackHours: in.LookbackHours})
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,11 +1,8 @@
 package incidents
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,7 +24,7 @@ var defineMetricTool = mcpserver.Tool{
 	InputSchema: mcpserver.InputSchema[incidents.DefineMetricParams](func(s *jsonschema.Schema) {
 		mcpserver.Enum(s, "grain", "hour", "day", "snapshot")
 		mcpserver.Enum(s, "direction", "both", "up", "down")
-		mcpserver.Enum(s, "symptom_kind", "value", "volume", "nulls", "uniqueness", "freshness", "load_lag")
+		mcpserver.Enum(s, "symptom_kind", incidents.MetricSymptomKinds...)
 	}),
 }
 
@@ -166,8 +163,7 @@ func (h *handlers) monitorMetrics(ctx context.Context, in MonitorIn) (*MonitorOu
 		out.Points = res.Points[len(res.Points)-n:]
 		out.PointsOmitted = len(res.Points) - n
 	}
-	anomalies := slices.Clone(res.Anomalies)
-	slices.SortStableFunc(anomalies, func(a, b incidents.Symptom) int { return cmp.Compare(deviation(b), deviation(a)) })
+	anomalies := incidents.ByDeviation(res.Anomalies)
 	out.Anomalies = anomalies[:min(len(anomalies), maxAnomalies)]
 	var b strings.Builder
 	b.WriteString(res.Summary)
@@ -186,21 +182,6 @@ func (h *handlers) monitorMetrics(ctx context.Context, in MonitorIn) (*MonitorOu
 		fmt.Fprintf(&b, "\n- %s %s (%s); next: diagnose_incident %s", verb, inc.ID, inc.Reason, inc.ID)
 	}
 	return out, b.String(), nil
-}
-
-// deviation ranks anomalies: how far the observed value lies outside its
-// expected range, relative to the range's width.
-func deviation(s incidents.Symptom) float64 {
-	width := math.Max(s.ExpectedHigh-s.ExpectedLow, math.Abs(s.Expected)*0.01)
-	switch {
-	case width <= 0:
-		return math.Abs(s.Observed - s.Expected)
-	case s.Observed > s.ExpectedHigh:
-		return (s.Observed - s.ExpectedHigh) / width
-	case s.Observed < s.ExpectedLow:
-		return (s.ExpectedLow - s.Observed) / width
-	}
-	return 0
 }
 
 func capitalFirst(s string) string {

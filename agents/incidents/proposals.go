@@ -12,12 +12,11 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/remediate"
 )
-
-var proposalKinds = []string{"hold", "diff", "delete_with_undo", "replay", "schema_version", "rerun", "lineage_event"}
 
 // ProposalSpec is one remediation to put to its approver.
 type ProposalSpec struct {
@@ -95,11 +94,8 @@ var proposeTool = mcpserver.Tool{
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[ProposeIn](func(s *jsonschema.Schema) {
 		item := s.Properties["proposals"].Items
-		item.Properties["kind"].Enum = []any{}
-		for _, k := range proposalKinds {
-			item.Properties["kind"].Enum = append(item.Properties["kind"].Enum, k)
-		}
-		item.Properties["schema_type"].Enum = []any{"AVRO", "JSON", "PROTOBUF"}
+		mcpserver.Enum(item, "kind", incidents.ProposalKinds...)
+		mcpserver.Enum(item, "schema_type", compat.Kinds...)
 	}),
 }
 

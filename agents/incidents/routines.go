@@ -22,7 +22,7 @@ var listRoutineRunsTool = mcpserver.Tool{
 	Idempotent:  true,
 	OpenWorld:   false,
 	InputSchema: mcpserver.InputSchema[runlog.ListParams](func(s *jsonschema.Schema) {
-		mcpserver.Enum(s, "status", "running", "ok", "flagged", "failed", "canceled", "lost")
+		mcpserver.Enum(s, "status", runlog.Statuses...)
 	}),
 }
 

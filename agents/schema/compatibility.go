@@ -42,12 +42,8 @@ var checkCompatibilityTool = mcpserver.Tool{
 		"A subject with no earlier version is compatible: the schema would be its first version.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	InputSchema: mcpserver.InputSchema[CheckIn](func(s *jsonschema.Schema) {
-		levels := make([]string, len(compat.Levels))
-		for i, l := range compat.Levels {
-			levels[i] = string(l)
-		}
-		mcpserver.Enum(s, "level", levels...)
-		mcpserver.Enum(s, "schema_type", "AVRO", "JSON", "PROTOBUF")
+		mcpserver.Enum(s, "level", compat.Levels...)
+		mcpserver.Enum(s, "schema_type", compat.Kinds...)
 	}),
 }
 

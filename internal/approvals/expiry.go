@@ -50,20 +50,8 @@ func (s *Service) sweepAt(ctx context.Context, id string, now time.Time) ([]Esca
 		query += ` AND id = ?`
 		args = append(args, id)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY expires_ms`, args...)
+	due, err := store.Strings(ctx, s.db, query+` ORDER BY expires_ms`, args...)
 	if err != nil {
-		return nil, err
-	}
-	var due []string
-	for rows.Next() {
-		var pid string
-		if err := rows.Scan(&pid); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		due = append(due, pid)
-	}
-	if err := rows.Close(); err != nil {
 		return nil, err
 	}
 	var out []Escalation

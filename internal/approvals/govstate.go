@@ -225,23 +225,14 @@ func governanceProblems(ctx context.Context, q store.Querier, ks *keyset) ([]str
 		probs = append(probs, "governance: "+st.Tampered)
 	}
 	domains := map[string]bool{}
-	rows, err := q.QueryContext(ctx, `SELECT key FROM kv WHERE key LIKE 'autonomy.%'`)
+	keys, err := store.Strings(ctx, q, `SELECT key FROM kv WHERE key LIKE 'autonomy.%'`)
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	for _, k := range keys {
 		domains[strings.TrimPrefix(k, "autonomy.")] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = q.QueryContext(ctx, `SELECT payload FROM receipt_entries WHERE receipt_id = ? AND kind = ?`, OrgReceiptID, EntryAutonomy)
+	rows, err := q.QueryContext(ctx, `SELECT payload FROM receipt_entries WHERE receipt_id = ? AND kind = ?`, OrgReceiptID, EntryAutonomy)
 	if err != nil {
 		return nil, err
 	}

@@ -518,18 +518,9 @@ func loadDecision(ctx context.Context, q store.Querier, id string) (*Decision, e
 }
 
 func notFound(ctx context.Context, q store.Querier, id string) error {
-	rows, err := q.QueryContext(ctx, `SELECT id FROM approval_proposals ORDER BY created_ms DESC LIMIT 200`)
+	ids, err := store.Strings(ctx, q, `SELECT id FROM approval_proposals ORDER BY created_ms DESC LIMIT 200`)
 	if err != nil {
 		return err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		ids = append(ids, s)
 	}
 	if len(ids) == 0 {
 		return fmt.Errorf("no proposal %q: none has been made yet: %w", id, ErrNotFound)

@@ -388,20 +388,8 @@ func seqRange(a, b int64) string {
 
 // ReceiptIDs lists every receipt in the store.
 func ReceiptIDs(ctx context.Context, q store.Querier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT receipt_id FROM receipt_heads UNION SELECT DISTINCT receipt_id FROM receipt_entries`)
+	ids, err := store.Strings(ctx, q, `SELECT receipt_id FROM receipt_heads UNION SELECT DISTINCT receipt_id FROM receipt_entries`)
 	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	// A stop or level stored with no org receipt at all is still checked.

@@ -70,16 +70,11 @@ var ChangeKinds = []ChangeKind{ChangeDeploy, ChangeRelease, ChangeSchemaVersion,
 	ChangeConnector, ChangePartitioning, ChangePipeline}
 
 func parseChangeKind(s string) (ChangeKind, error) {
-	k := ChangeKind(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(ChangeKinds, k) {
-		return k, nil
+	k, err := suggest.Parse("change kind", s, ChangeKinds)
+	if err != nil {
+		return "", invalid("%v", err)
 	}
-	names := make([]string, len(ChangeKinds))
-	for i, v := range ChangeKinds {
-		names[i] = string(v)
-	}
-	return "", invalid("unknown change kind %q; closest: %s (valid: %s)", s,
-		strings.Join(suggest.Closest(s, names, 2), ", "), strings.Join(names, ", "))
+	return k, nil
 }
 
 // FieldOp is how a change touched a field.
@@ -241,14 +236,9 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 		if f.Name == "" {
 			return c, invalid("fields[%d]: name is empty", i)
 		}
-		op := FieldOp(strings.ToLower(strings.TrimSpace(string(f.How))))
-		if !slices.Contains(FieldOps, op) {
-			names := make([]string, len(FieldOps))
-			for j, o := range FieldOps {
-				names[j] = string(o)
-			}
-			return c, invalid("fields[%d] (%s): unknown how %q; closest: %s (valid: %s)", i, f.Name, f.How,
-				strings.Join(suggest.Closest(string(f.How), names, 2), ", "), strings.Join(names, ", "))
+		op, err := suggest.Parse("how", string(f.How), FieldOps)
+		if err != nil {
+			return c, invalid("fields[%d] (%s): %v", i, f.Name, err)
 		}
 		f.How = op
 		if op == FieldRenamed && f.NewName == "" {

@@ -32,16 +32,14 @@ var Kinds = []Kind{Avro, JSON, Protobuf}
 // ParseKind reads a schema type as a tool or the registry spells it. The
 // registry omits schemaType for AVRO, so the empty string means AVRO.
 func ParseKind(s string) (Kind, error) {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "", "AVRO":
-		return Avro, nil
-	case "JSON", "JSONSCHEMA", "JSON_SCHEMA":
-		return JSON, nil
-	case "PROTOBUF", "PROTO", "PROTO3":
-		return Protobuf, nil
+	if k, ok := suggest.Pick(s, Kinds, kindAliases); ok {
+		return k, nil
 	}
-	return "", fmt.Errorf("unknown schema type %q; valid: AVRO, JSON, PROTOBUF", s)
+	return "", fmt.Errorf("unknown schema type %q; valid: %s", s, strings.Join(suggest.Names(Kinds), ", "))
 }
+
+// kindAliases are the other spellings ParseKind takes, lower-cased.
+var kindAliases = map[string]Kind{"": Avro, "jsonschema": JSON, "json_schema": JSON, "proto": Protobuf, "proto3": Protobuf}
 
 // Level is a Schema Registry compatibility level.
 type Level string
@@ -66,21 +64,12 @@ var Levels = []Level{Backward, BackwardTransitive, Forward, ForwardTransitive, F
 // ParseLevel reads a compatibility level case-insensitively; the empty
 // string is the registry's default, BACKWARD.
 func ParseLevel(s string) (Level, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	if u == "" {
-		return Backward, nil
+	if l, ok := suggest.Pick(s, Levels, map[string]Level{"": Backward}); ok {
+		return l, nil
 	}
-	for _, l := range Levels {
-		if string(l) == u {
-			return l, nil
-		}
-	}
-	names := make([]string, len(Levels))
-	for i, l := range Levels {
-		names[i] = string(l)
-	}
+	names := suggest.Names(Levels)
 	return "", fmt.Errorf("unknown compatibility level %q; valid: %s; closest: %s",
-		s, strings.Join(names, ", "), strings.Join(suggest.Closest(u, names, 2), ", "))
+		s, strings.Join(names, ", "), strings.Join(suggest.Closest(strings.TrimSpace(s), names, 2), ", "))
 }
 
 // Transitive reports whether the level checks every earlier version.

@@ -1,11 +1,15 @@
 package flink
 
 import (
+	"context"
 	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
 	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/textrule"
-	"strconv"
-	"time"
 )
 
 // ChangeKey names one restore in the change log: a job id restores at most
@@ -38,4 +42,45 @@ func RestoreChange(r Restore, jobManager, source string) changelog.RecordChangeP
 			"job_manager": jobManager, "state_skipped": "unknown: " + SkippedStateNote,
 		},
 	}
+}
+
+// jobID is a Flink job id; compiled on first use, not at every start.
+var jobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
+
+// JobParams reads a job as people name it: a 32-hex-character job id,
+// else a job name.
+func JobParams(job string) RestoreParams {
+	if jobID().MatchString(job) {
+		return RestoreParams{JobID: job}
+	}
+	return RestoreParams{JobName: job}
+}
+
+// RecordedRestore is one restore and its change-log entry.
+type RecordedRestore struct {
+	Restore
+	ChangeID    int64  `json:"change_id,omitempty" jsonschema:"id of the restore change in the change log"`
+	ChangeKey   string `json:"change_key" jsonschema:"external key the restore is recorded under"`
+	Created     bool   `json:"created" jsonschema:"true when this call recorded the restore for the first time"`
+	RecordError string `json:"record_error,omitempty" jsonschema:"why the restore was not recorded"`
+}
+
+// Record writes each restore of the reading to the change log as a
+// restore change, once per restore (ChangeKey), so a diagnosis can rank
+// it; jobManager is the JobManager read, source who read it. A restore
+// that cannot be recorded says why in its RecordError, and the others are
+// still recorded.
+func (r *RestoreReport) Record(ctx context.Context, log *changelog.Log, jobManager, source string) []RecordedRestore {
+	out := make([]RecordedRestore, 0, len(r.Restores))
+	for _, x := range r.Restores {
+		rr := RecordedRestore{Restore: x, ChangeKey: ChangeKey(x)}
+		res, err := log.RecordChange(ctx, RestoreChange(x, jobManager, source))
+		if err != nil {
+			rr.RecordError = err.Error()
+		} else {
+			rr.ChangeID, rr.Created = res.Change.ID, res.Created
+		}
+		out = append(out, rr)
+	}
+	return out
 }

@@ -479,18 +479,9 @@ func untilMillis(t time.Time) int64 {
 }
 
 func unknownIncident(ctx context.Context, q store.Querier, id string) error {
-	rows, err := q.QueryContext(ctx, "SELECT id FROM incidents ORDER BY seq DESC LIMIT 200")
+	ids, err := store.Strings(ctx, q, "SELECT id FROM incidents ORDER BY seq DESC LIMIT 200")
 	if err != nil {
 		return fmt.Errorf("read incidents: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		ids = append(ids, s)
 	}
 	if len(ids) == 0 {
 		return fmt.Errorf("%w: no incident %q: there are no incidents yet", store.ErrNotFound, id)

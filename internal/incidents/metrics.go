@@ -247,20 +247,11 @@ const sameDefinition = `(incident_metrics.asset = excluded.asset AND incident_me
 
 // metricNames lists every defined metric's name.
 func (s *Service) metricNames(ctx context.Context) ([]string, error) {
-	rows, err := s.DB.QueryContext(ctx, "SELECT name FROM incident_metrics ORDER BY name")
+	out, err := store.Strings(ctx, s.DB, "SELECT name FROM incident_metrics ORDER BY name")
 	if err != nil {
 		return nil, fmt.Errorf("read metric names: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GetMetric returns a metric definition.

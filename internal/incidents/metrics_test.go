@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,4 +234,19 @@ func TestDefineMetricRefusesUnsafeSQL(t *testing.T) {
 			t.Fatalf("stored definition %+v", d)
 		}
 	})
+}
+
+// The kinds a metric may report are exactly the ones DefineMetric takes:
+// every symptom kind but divergence, the default first.
+func TestMetricSymptomKinds(t *testing.T) {
+	s, _ := newService(t, storetest.SQLite(t), tue(15, 5), nil)
+	for _, k := range SymptomKinds {
+		_, err := s.DefineMetric(context.Background(), DefineMetricParams{Name: "m_" + string(k), Description: "d", Asset: "snowflake://usage.usage_hourly", SymptomKind: string(k)})
+		if listed := slices.Contains(MetricSymptomKinds, k); listed != (err == nil) {
+			t.Errorf("symptom kind %s: listed %v, DefineMetric error %v", k, listed, err)
+		}
+	}
+	if d := mustDefine(t, s, DefineMetricParams{Name: "m_default", Description: "d", Asset: "snowflake://usage.usage_hourly"}); d.SymptomKind != MetricSymptomKinds[0] {
+		t.Errorf("default symptom kind %s, listed first %s", d.SymptomKind, MetricSymptomKinds[0])
+	}
 }

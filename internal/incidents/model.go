@@ -67,16 +67,11 @@ func CanMove(from, to Status) bool { return slices.Contains(transitions[from], t
 func (s Status) active() bool { return s != StatusVerified && s != StatusClosed }
 
 func parseStatus(s string) (Status, error) {
-	st := Status(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(Statuses, st) {
-		return st, nil
+	st, err := suggest.Parse("status", s, Statuses)
+	if err != nil {
+		return "", invalid("%v", err)
 	}
-	names := make([]string, len(Statuses))
-	for i, v := range Statuses {
-		names[i] = string(v)
-	}
-	return "", invalid("unknown status %q; closest: %s (valid: %s)", s,
-		strings.Join(suggest.Closest(s, names, 2), ", "), strings.Join(names, ", "))
+	return st, nil
 }
 
 // SymptomKind is what went wrong with the data.
@@ -97,17 +92,17 @@ const (
 var SymptomKinds = []SymptomKind{SymptomNulls, SymptomVolume, SymptomUniqueness, SymptomFreshness,
 	SymptomLoadLag, SymptomValue, SymptomDivergence}
 
+// MetricSymptomKinds are the kinds a metric's anomalies may be reported
+// as (DefineMetricParams.SymptomKind), the default first: every kind but
+// divergence, which only a pair of metrics reports.
+var MetricSymptomKinds = []SymptomKind{SymptomValue, SymptomVolume, SymptomNulls, SymptomUniqueness, SymptomFreshness, SymptomLoadLag}
+
 func parseSymptomKind(s string) (SymptomKind, error) {
-	k := SymptomKind(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(SymptomKinds, k) {
-		return k, nil
+	k, err := suggest.Parse("symptom kind", s, SymptomKinds)
+	if err != nil {
+		return "", invalid("%v", err)
 	}
-	names := make([]string, len(SymptomKinds))
-	for i, v := range SymptomKinds {
-		names[i] = string(v)
-	}
-	return "", invalid("unknown symptom kind %q; closest: %s (valid: %s)", s,
-		strings.Join(suggest.Closest(s, names, 2), ", "), strings.Join(names, ", "))
+	return k, nil
 }
 
 // Symptom is one observed problem: a failed check or a metric anomaly.

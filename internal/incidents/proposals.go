@@ -86,14 +86,9 @@ var noUndo = []string{"none", "n/a", "na", "no", "-", "nothing", "not possible",
 // assets and say concretely how to undo it. The lead hands the draft to
 // approvals; nothing here runs anything.
 func (s *Service) DraftProposal(ctx context.Context, p DraftParams) (*ProposalDraft, error) {
-	kind := ProposalKind(strings.ToLower(strings.TrimSpace(p.Kind)))
-	if !slices.Contains(ProposalKinds, kind) {
-		names := make([]string, len(ProposalKinds))
-		for i, k := range ProposalKinds {
-			names[i] = string(k)
-		}
-		return nil, invalid("unknown proposal kind %q; closest: %s (valid: %s)", p.Kind,
-			strings.Join(suggest.Closest(p.Kind, names, 2), ", "), strings.Join(names, ", "))
+	kind, err := suggest.Parse("proposal kind", p.Kind, ProposalKinds)
+	if err != nil {
+		return nil, invalid("%v", err)
 	}
 	// Details are free-form, so the schema cannot bound them field by field:
 	// bound them whole, before anything is read or stored. They are notes

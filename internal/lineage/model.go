@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dataworkers/dw/internal/suggest"
 )
 
 // Kind is what an asset is.
@@ -47,38 +49,24 @@ var Kinds = []Kind{KindTopic, KindSchemaSubject, KindStreamJob, KindConnector, K
 	KindDBTModel, KindSeed, KindSnapshot, KindSource, KindDashboard, KindOrchestratorJob,
 	KindReverseETLSync, KindReport, KindApplication, KindJob, KindDataset}
 
-func kindNames() []string {
-	out := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		out[i] = string(k)
-	}
-	return out
+// kindAliases are the common spellings ParseKind takes for the kinds
+// they belong to.
+var kindAliases = map[string]Kind{
+	"workbook": KindDashboard, "explore": KindDashboard, "look": KindDashboard, "bi": KindDashboard,
+	"dag": KindOrchestratorJob, "schedule": KindOrchestratorJob, "orchestrator": KindOrchestratorJob, "pipeline": KindOrchestratorJob,
+	"model":   KindDBTModel,
+	"subject": KindSchemaSubject, "schema": KindSchemaSubject,
+	"statement": KindStreamJob, "flink_statement": KindStreamJob, "stream": KindStreamJob,
+	"sync": KindReverseETLSync, "reverse_etl": KindReverseETLSync,
 }
 
 // ParseKind validates a kind name, accepting a few common spellings
 // (workbook, explore, dag, schedule) for the kinds they belong to.
 func ParseKind(s string) (Kind, error) {
-	k := strings.ToLower(strings.TrimSpace(s))
-	switch k {
-	case "workbook", "explore", "look", "bi":
-		return KindDashboard, nil
-	case "dag", "schedule", "orchestrator", "pipeline":
-		return KindOrchestratorJob, nil
-	case "model":
-		return KindDBTModel, nil
-	case "subject", "schema":
-		return KindSchemaSubject, nil
-	case "statement", "flink_statement", "stream":
-		return KindStreamJob, nil
-	case "sync", "reverse_etl":
-		return KindReverseETLSync, nil
+	if k, ok := suggest.Pick(s, Kinds, kindAliases); ok {
+		return k, nil
 	}
-	for _, known := range Kinds {
-		if string(known) == k {
-			return known, nil
-		}
-	}
-	return "", fmt.Errorf("unknown asset kind %q; valid kinds: %s", s, strings.Join(kindNames(), ", "))
+	return "", fmt.Errorf("unknown asset kind %q; valid kinds: %s", s, strings.Join(suggest.Names(Kinds), ", "))
 }
 
 // isJob reports whether assets of this kind transform or move data rather

@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
 // Tools are registered with the SDK's Server.AddTool and this handler
@@ -150,54 +152,20 @@ func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput 
 	return out, nil
 }
 
-// maxJSONDepth is the SDK's bound on how deeply arguments nest.
-const maxJSONDepth = 1000
-
-var errMaxDepthExceeded = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxJSONDepth)
+// errMaxDepthExceeded is the SDK's own words for arguments nested deeper
+// than its decoder allows (wire.MaxNesting, which the transport holds every
+// message to as well).
+var errMaxDepthExceeded = fmt.Errorf("json: exceeded maximum nesting depth of %d", wire.MaxNesting)
 
 // sdkUnmarshal decodes as the SDK does: field names matched exactly (not
 // case-insensitively, as encoding/json would), nesting bounded.
 func sdkUnmarshal(data []byte, v any) error {
-	if err := checkMaxDepth(data, maxJSONDepth); err != nil {
-		return err
+	if wire.Nesting(data) > wire.MaxNesting {
+		return errMaxDepthExceeded
 	}
 	dec := sjson.NewDecoder(bytes.NewReader(data))
 	dec.DontMatchCaseInsensitiveStructFields()
 	return dec.Decode(v)
-}
-
-// checkMaxDepth scans data once for objects and arrays nested deeper than
-// maxDepth, skipping the contents of strings.
-func checkMaxDepth(data []byte, maxDepth int) error {
-	var depth int
-	var inString, escaped bool
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > maxDepth {
-				return errMaxDepthExceeded
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
 }
 
 // isObjectJSON: data is a JSON object (its first non-space byte is '{').

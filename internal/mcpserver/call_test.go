@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
 type parityIn struct {
@@ -130,4 +133,19 @@ func callJSON(cs *mcp.ClientSession, args any) (answer, errText string) {
 		return "", err.Error()
 	}
 	return string(raw), ""
+}
+
+// Arguments are held to the SDK's nesting bound, the same one the
+// transport holds each message to; brackets inside strings do not count.
+func TestSDKUnmarshalNesting(t *testing.T) {
+	deep := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + `"[[[{{{"` + strings.Repeat("]", n))
+	}
+	var v any
+	if err := sdkUnmarshal(deep(wire.MaxNesting), &v); err != nil {
+		t.Fatalf("%d levels: %v", wire.MaxNesting, err)
+	}
+	if err := sdkUnmarshal(deep(wire.MaxNesting+1), &v); !errors.Is(err, errMaxDepthExceeded) {
+		t.Fatalf("%d levels: %v, want %v", wire.MaxNesting+1, err, errMaxDepthExceeded)
+	}
 }

@@ -160,14 +160,17 @@ func inferSchema[In any]() *jsonschema.Schema {
 	return sch
 }
 
-// Enum sets a property's allowed values.
-func Enum(s *jsonschema.Schema, prop string, values ...string) {
+// Enum sets a property's allowed values, so a tool's schema can list a
+// domain's own list of kinds (changelog.ChangeKinds) rather than a copy.
+// They are stored as plain strings: the validator compares them with the
+// decoded argument, a string.
+func Enum[T ~string](s *jsonschema.Schema, prop string, values ...T) {
 	p := s.Properties[prop]
 	if p == nil {
 		panic("no property " + prop)
 	}
 	p.Enum = make([]any, len(values))
 	for i, v := range values {
-		p.Enum[i] = v
+		p.Enum[i] = string(v)
 	}
 }

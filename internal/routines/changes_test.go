@@ -2,14 +2,11 @@ package routines
 
 import (
 	"context"
-	"github.com/dataworkers/dw/internal/changelog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/clock"
-	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/flink/flinktest"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -39,15 +36,7 @@ func TestChangesGoToTheChangeLog(t *testing.T) {
 	}
 	yaml := "schema_registry: {url: " + reg.URL() + "}\nflink: {url: " + fl.URL() + "}\nroutines:\n" +
 		"  - {name: upstream, every: 5m, schema_subjects: [api-usage-value], flink_jobs: [points-balance]}\n"
-	t.Setenv("DW_HOME", t.TempDir())
-	path := filepath.Join(t.TempDir(), "dw.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(path, []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, yaml)
 	db := storetest.SQLite(t)
 	clk := clock.NewFake(utc("2026-03-10T15:05:00Z"))
 	r := newRunner(t, db, cfg, clk, nil)

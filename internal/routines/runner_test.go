@@ -25,6 +25,7 @@ import (
 	"github.com/dataworkers/dw/internal/connect/connecttest"
 	"github.com/dataworkers/dw/internal/flink"
 	"github.com/dataworkers/dw/internal/incidents"
+	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/registry"
 	"github.com/dataworkers/dw/internal/store"
@@ -97,19 +98,24 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func parseConfig(t *testing.T, yaml string, f *fakeConnect) *config.Config {
+// writeConfig parses yaml as a dw.yaml file with a fresh DW_HOME.
+func writeConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
 	t.Setenv("DW_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), "dw.yaml")
-	data := []byte(strings.ReplaceAll(yaml, "CONNECT_URL", f.url))
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(path, data)
+	cfg, err := config.Parse(path, []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+func parseConfig(t *testing.T, yaml string, f *fakeConnect) *config.Config {
+	t.Helper()
+	return writeConfig(t, strings.ReplaceAll(yaml, "CONNECT_URL", f.url))
 }
 
 // slackPost is one chat.postMessage the fake Slack received.
@@ -151,11 +157,16 @@ func (f *fakeSlack) all() []slackPost {
 }
 
 // testSources reaches the systems cfg names with plain clients, where dw
-// watch gives its deps' (no test here reads a Kafka broker).
+// watch gives its deps'.
 func testSources(cfg *config.Config) Sources {
 	s := Sources{Cluster: "default"}
 	if k := cfg.Kafka; k != nil && k.Name != "" {
 		s.Cluster = k.Name
+	}
+	if k := cfg.Kafka; k != nil {
+		s.Kafka = func(ctx context.Context) (*kafka.Client, error) {
+			return kafka.NewClient(ctx, kafka.Config{Brokers: k.Brokers, DialTimeout: k.Timeout})
+		}
 	}
 	if c := cfg.KafkaConnect; c != nil {
 		s.Connect = func() (*connect.Client, error) { return connect.NewClient(c.URL, c.Timeout) }

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/connect"
 	"github.com/dataworkers/dw/internal/flink"
+	"github.com/dataworkers/dw/internal/groupowner"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/registry"
@@ -40,14 +39,18 @@ func (s Sources) topicAsset(topic string) string { return "kafka://" + s.Cluster
 func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc config.Routine, o *observation) {
 	src := r.o.Sources
 	now := r.o.Clock.Now()
-	report := func(kind, target string, syms []incidents.Symptom) {
+	// also are lines for the owner's message beyond the symptoms.
+	report := func(kind, target string, syms []incidents.Symptom, also ...string) {
 		res, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: syms, Actor: "dw watch (" + rc.Name + ")"})
 		if err != nil {
 			o.fail(kind, target, fmt.Errorf("reporting the findings failed: %w", err))
 			return
 		}
-		o.reported(res.Incidents, syms[0].Asset, symptomLines(syms))
+		o.reported(res.Incidents, syms[0].Asset, append(symptomLines(syms), also...))
 	}
+	// owners names the job behind a lagging group and its owner, built
+	// on the first lagging group (it reads the graph's jobs once).
+	var owners *groupowner.Finder
 	if len(rc.ConsumerLag) > 0 || len(rc.Topics) > 0 {
 		var client *kafka.Client
 		var err error
@@ -82,6 +85,11 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 					continue
 				}
 				fd.Status = "problem"
+				if owners == nil {
+					owners = groupowner.New(ctx, r.graph, nil, r.o.Config)
+				}
+				consumer := owners.Find(ctx, g)
+				fd.Detail += "; " + consumer.Line()
 				var syms []incidents.Symptom
 				for _, p := range g.Partitions {
 					if p.Status == kafka.StatusOK || p.Status == kafka.StatusUnknown {
@@ -97,7 +105,7 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 				}
 				o.findings = append(o.findings, fd)
 				if len(syms) > 0 {
-					report("consumer_lag", g.Group, syms)
+					report("consumer_lag", g.Group, syms, "consumer group "+g.Group+": "+consumer.Line())
 				}
 			}
 		}
@@ -144,7 +152,7 @@ func (r *Runner) observeStreams(ctx context.Context, svc *incidents.Service, rc 
 
 // observeConnectors reads connector status: a failed or degraded sink
 // starves the tables it fills (or, unnamed, the topic it reads).
-func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, report func(kind, target string, syms []incidents.Symptom), o *observation) {
+func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, report func(kind, target string, syms []incidents.Symptom, also ...string), o *observation) {
 	src, now := r.o.Sources, r.o.Clock.Now()
 	if len(rc.Connectors) > 0 {
 		var client *connect.Client
@@ -202,9 +210,6 @@ func (r *Runner) observeConnectors(ctx context.Context, rc config.Routine, repor
 	}
 }
 
-// Compiled on first use, not at every agent's start (see warehouse.identRE).
-var flinkJobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
-
 // observeChanges writes what changed upstream to the change log: new
 // versions of schema subjects and Flink restores. They are not symptoms;
 // a later diagnosis ranks them as causes.
@@ -253,24 +258,19 @@ func (r *Runner) observeChanges(ctx context.Context, rc config.Routine, o *obser
 				o.fail("flink", job, err)
 				continue
 			}
-			p := flink.RestoreParams{JobName: job}
-			if flinkJobID().MatchString(job) {
-				p = flink.RestoreParams{JobID: job}
-			}
-			rep, ferr := client.ReadRestores(ctx, p)
+			rep, ferr := client.ReadRestores(ctx, flink.JobParams(job))
 			if ferr != nil {
 				o.fail("flink", job, ferr)
 				continue
 			}
 			f := Finding{Kind: "flink", Target: job, Asset: flink.Asset(job), Status: "ok", Detail: rep.Summary()}
 			var recorded []string
-			for _, rs := range rep.Restores {
-				res, rerr := (&changelog.Log{DB: svc.DB, Clock: svc.Clock}).RecordChange(ctx, flink.RestoreChange(rs, client.URL(), "dw watch ("+rc.Name+")"))
-				if rerr != nil {
-					o.fail("flink", job, rerr)
+			for _, rs := range rep.Record(ctx, &changelog.Log{DB: svc.DB, Clock: svc.Clock}, client.URL(), "dw watch ("+rc.Name+")") {
+				if rs.RecordError != "" {
+					o.fail("flink", job, errors.New(rs.RecordError))
 					continue
 				}
-				if res.Created {
+				if rs.Created {
 					recorded = append(recorded, fmt.Sprintf("restore from %d at %s", rs.CheckpointID, rs.At.UTC().Format("2006-01-02 15:04Z")))
 				}
 			}

@@ -81,18 +81,5 @@ func Versions(ctx context.Context, q store.Querier, subject string) ([]SubjectVe
 
 // Subjects lists the subjects with stored versions.
 func Subjects(ctx context.Context, q store.Querier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT subject FROM registry_versions ORDER BY subject`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return store.Strings(ctx, q, `SELECT DISTINCT subject FROM registry_versions ORDER BY subject`)
 }

@@ -133,20 +133,7 @@ func History(ctx context.Context, q store.Querier, whName, table string, limit i
 
 // Tables lists the tables with snapshots in a warehouse.
 func Tables(ctx context.Context, q store.Querier, whName string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT table_name FROM table_snapshots WHERE warehouse = ? ORDER BY table_name`, whName)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return store.Strings(ctx, q, `SELECT DISTINCT table_name FROM table_snapshots WHERE warehouse = ? ORDER BY table_name`, whName)
 }
 
 func hashColumns(cols []warehouse.Column) string {

@@ -190,7 +190,7 @@ func CheckLine(line []byte) *Problem {
 	if !utf8.Valid(line) {
 		return &Problem{ID: idOf(line), Code: CodeParseError, Message: "message is not valid UTF-8"}
 	}
-	if d := nesting(line); d > MaxNesting {
+	if d := Nesting(line); d > MaxNesting {
 		return &Problem{ID: idOf(line), Code: CodeParseError, Message: fmt.Sprintf("message nests more than %d levels deep", MaxNesting)}
 	}
 	var raw json.RawMessage
@@ -290,8 +290,8 @@ func jsonProblem(err error) string {
 	return err.Error()
 }
 
-// nesting is the deepest level of objects and arrays, strings skipped.
-func nesting(data []byte) int {
+// Nesting is the deepest level of objects and arrays, strings skipped.
+func Nesting(data []byte) int {
 	depth, deepest := 0, 0
 	inString, escaped := false, false
 	for _, b := range data {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
+	"github.com/dataworkers/dw/internal/suggest"
 )
 
 // Status is how a run ended (or that it has not yet).
@@ -195,20 +196,10 @@ func scanRun(rows *sql.Rows) (*Run, error) {
 
 // ParseStatus checks a status filter.
 func ParseStatus(s string) (Status, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "" {
-		return "", nil
+	if st, ok := suggest.Pick(s, Statuses, map[string]Status{"": ""}); ok {
+		return st, nil
 	}
-	for _, st := range Statuses {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	names := make([]string, len(Statuses))
-	for i, st := range Statuses {
-		names[i] = string(st)
-	}
-	return "", fmt.Errorf("unknown status %q; valid: %s", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown status %q; valid: %s", strings.ToLower(strings.TrimSpace(s)), strings.Join(suggest.Names(Statuses), ", "))
 }
 
 // ListParams selects recorded runs, a page at a time.

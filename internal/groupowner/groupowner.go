@@ -1,4 +1,10 @@
-package connectors
+// Package groupowner names the job behind a Kafka consumer group and its
+// owner: the group id and its members' client ids matched to a stream job
+// or connector in the context graph, its owner there, else the owner of the
+// dw.yaml domain it falls in, else the nearest owner upstream as a lead.
+// get_consumer_lag shows it per group; dw watch tells it with a lagging
+// group.
+package groupowner
 
 import (
 	"context"
@@ -10,12 +16,13 @@ import (
 	"sync"
 
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/kafka"
 	"github.com/dataworkers/dw/internal/lineage"
 )
 
-// ConsumerOwner is the job behind a consumer group and who owns it.
-type ConsumerOwner struct {
+// Owner is the job behind a consumer group and who owns it.
+type Owner struct {
 	Asset     string `json:"asset,omitempty" jsonschema:"asset id of the consuming stream job or connector in the context graph"`
 	Kind      string `json:"kind,omitempty" jsonschema:"the asset's kind"`
 	MatchedBy string `json:"matched_by,omitempty" jsonschema:"what linked the group to the asset: its group id or a member's client id"`
@@ -27,8 +34,8 @@ type ConsumerOwner struct {
 	Note               string `json:"note,omitempty" jsonschema:"why no owner is named, or what was ambiguous"`
 }
 
-// line is the owner in a few words for the summary.
-func (o ConsumerOwner) line() string {
+// Line is the owner in a few words for a summary.
+func (o Owner) Line() string {
 	switch {
 	case o.Owner != "":
 		return fmt.Sprintf("consumed by %s, owner %s", o.Asset, o.Owner)
@@ -42,10 +49,10 @@ func (o ConsumerOwner) line() string {
 var jobKinds = []string{string(lineage.KindStreamJob), string(lineage.KindConnector), string(lineage.KindJob),
 	string(lineage.KindReverseETLSync), string(lineage.KindOrchestratorJob)}
 
-// ownerFinder matches consumer groups to jobs in the context graph.
-type ownerFinder struct {
-	h     *handlers
+// Finder matches consumer groups to jobs in the context graph.
+type Finder struct {
 	graph *lineage.Graph
+	cfg   *config.Config
 	err   error
 	// cache holds the jobs found under each lower-cased name. When the
 	// graph's jobs fit one read (the usual case), all of them are indexed
@@ -58,10 +65,13 @@ type ownerFinder struct {
 // preloadJobs is how many job assets are indexed in one read.
 const preloadJobs = 500
 
-func (h *handlers) newOwnerFinder(ctx context.Context) *ownerFinder {
-	g, err := h.lineageGraph(ctx)
-	f := &ownerFinder{h: h, graph: g, err: err, cache: map[string][]lineage.SearchHit{}}
-	if err != nil {
+// New prepares a Finder over the graph, with cfg's domains for jobs the
+// graph gives no owner. graphErr is why the graph could not be opened, if
+// it could not: every answer then says so in its note, and the reading it
+// goes with is not failed for it.
+func New(ctx context.Context, g *lineage.Graph, graphErr error, cfg *config.Config) *Finder {
+	f := &Finder{graph: g, cfg: cfg, err: graphErr, cache: map[string][]lineage.SearchHit{}}
+	if graphErr != nil {
 		return f
 	}
 	res, err := g.SearchAssets(ctx, lineage.SearchParams{Kinds: jobKinds, Limit: preloadJobs})
@@ -76,7 +86,7 @@ func (h *handlers) newOwnerFinder(ctx context.Context) *ownerFinder {
 }
 
 // index files a job under its short name and its title.
-func (f *ownerFinder) index(hit lineage.SearchHit) {
+func (f *Finder) index(hit lineage.SearchHit) {
 	for _, n := range []string{shortName(hit.ID), hit.Title} {
 		key := strings.ToLower(n)
 		if key == "" || slices.ContainsFunc(f.cache[key], func(h lineage.SearchHit) bool { return h.ID == hit.ID }) {
@@ -148,17 +158,17 @@ func shortName(id string) string {
 	return path
 }
 
-// find names the consuming job of a group and its owner. It never fails
-// the lag reading: what cannot be found is said in Note.
-func (f *ownerFinder) find(ctx context.Context, g kafka.GroupReport) ConsumerOwner {
+// Find names the consuming job of a group and its owner. It never fails:
+// what cannot be found is said in Note.
+func (f *Finder) Find(ctx context.Context, g kafka.GroupReport) Owner {
 	if f.err != nil {
-		return ConsumerOwner{Note: "context graph not readable: " + f.err.Error()}
+		return Owner{Note: "context graph not readable: " + f.err.Error()}
 	}
 	cands := candidates(g)
 	for _, c := range cands {
 		hits, err := f.search(ctx, c.name)
 		if err != nil {
-			return ConsumerOwner{Note: "context graph search failed: " + err.Error()}
+			return Owner{Note: "context graph search failed: " + err.Error()}
 		}
 		if len(hits) == 0 {
 			continue
@@ -168,7 +178,7 @@ func (f *ownerFinder) find(ctx context.Context, g kafka.GroupReport) ConsumerOwn
 			for i, h := range hits {
 				ids[i] = h.ID
 			}
-			return ConsumerOwner{MatchedBy: c.via, Note: fmt.Sprintf("%q names %d jobs in the context graph (%s); record which one consumes group %s to name its owner",
+			return Owner{MatchedBy: c.via, Note: fmt.Sprintf("%q names %d jobs in the context graph (%s); record which one consumes group %s to name its owner",
 				c.name, len(hits), strings.Join(ids, ", "), g.Group)}
 		}
 		return f.ownerOf(ctx, hits[0], c.via)
@@ -177,12 +187,12 @@ func (f *ownerFinder) find(ctx context.Context, g kafka.GroupReport) ConsumerOwn
 	for i, c := range cands {
 		names[i] = c.name
 	}
-	return ConsumerOwner{Note: fmt.Sprintf("no owner recorded: no stream job or connector in the context graph is named %s; record the consuming job with its owner (dw-context-catalog record_lineage) to name it here",
+	return Owner{Note: fmt.Sprintf("no owner recorded: no stream job or connector in the context graph is named %s; record the consuming job with its owner (dw-context-catalog record_lineage) to name it here",
 		strings.Join(names, " or "))}
 }
 
 // search finds job assets whose short name or title is exactly name.
-func (f *ownerFinder) search(ctx context.Context, name string) ([]lineage.SearchHit, error) {
+func (f *Finder) search(ctx context.Context, name string) ([]lineage.SearchHit, error) {
 	key := strings.ToLower(name)
 	if hits, ok := f.cache[key]; ok || f.complete {
 		return hits, nil
@@ -204,14 +214,14 @@ func (f *ownerFinder) search(ctx context.Context, name string) ([]lineage.Search
 // ownerOf reads the owner of a matched job: the graph's, else the owner of
 // the dw.yaml domain its id falls in, else the nearest owner upstream as a
 // lead.
-func (f *ownerFinder) ownerOf(ctx context.Context, hit lineage.SearchHit, via string) ConsumerOwner {
-	o := ConsumerOwner{Asset: hit.ID, Kind: string(hit.Kind), MatchedBy: via}
+func (f *Finder) ownerOf(ctx context.Context, hit lineage.SearchHit, via string) Owner {
+	o := Owner{Asset: hit.ID, Kind: string(hit.Kind), MatchedBy: via}
 	if hit.Owner != "" {
 		o.Owner, o.OwnerFrom = hit.Owner, "context graph"
 		return o
 	}
-	ids := lineage.Identities{Graph: f.graph, Names: lineage.NamesFromConfig(f.h.d.Config)}
-	if d, ok, err := approvals.DomainOf(ctx, f.h.d.Config, ids, hit.ID); err == nil && ok && len(d.Owners) > 0 {
+	ids := lineage.Identities{Graph: f.graph, Names: lineage.NamesFromConfig(f.cfg)}
+	if d, ok, err := approvals.DomainOf(ctx, f.cfg, ids, hit.ID); err == nil && ok && len(d.Owners) > 0 {
 		o.Owner, o.OwnerFrom = d.Owners[0], "domain "+d.Name+" in dw.yaml"
 		return o
 	}
