@@ -175,6 +175,12 @@ type Writer struct {
 	// kinds caches asset kinds the writer wrote or read, for the default
 	// edge kind of every link.
 	kinds map[int64]Kind
+	// cols caches asset column names the writer read (columnsOf), until
+	// it writes the asset: a note of thousands of edges out of one
+	// asset checks each edge against its columns, and decoding them per
+	// edge made a 4,000-edge note out of a 3,000-column topic take a
+	// minute.
+	cols map[int64][]string
 	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
@@ -866,6 +872,7 @@ func (w *Writer) saveAsset(r *assetRow) error {
 	if err != nil {
 		return fmt.Errorf("update asset %s: %w", r.ID, err)
 	}
+	delete(w.cols, r.Seq)
 	w.setKind(r.Seq, r.Kind)
 	w.changed = true
 	w.stats.AssetsUpdated++
@@ -947,6 +954,7 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		if err := w.repoint(d.Seq, keep.Seq); err != nil {
 			return nil, nil, err
 		}
+		delete(w.cols, d.Seq)
 		if _, err := w.exec("DELETE FROM lineage_assets WHERE seq = ?", d.Seq); err != nil {
 			return nil, nil, err
 		}
