@@ -208,7 +208,12 @@ var minimalArgs = func() map[string]map[string]any {
 // run plays the script in w, requiring every answer to succeed.
 func (w *world) run(steps []step) ids {
 	w.t.Helper()
-	v := ids{}
+	return w.runWith(ids{}, steps)
+}
+
+// runWith plays steps with the ids an earlier run gave.
+func (w *world) runWith(v ids, steps []step) ids {
+	w.t.Helper()
 	for _, s := range steps {
 		out := w.call(s.tool, s.args(v))
 		if s.keep != nil && out != nil {

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/registry/registrytest"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
@@ -17,7 +19,7 @@ import (
 // The wide world's sizes: each is well past a page or a listed head, so a
 // list that is not bounded shows.
 const (
-	wideReaders    = 4000// jobs reading one field of the demo's topic
+	wideReaders    = 4000 // jobs reading one field of the demo's topic
 	wideOwners     = 400  // owners among them
 	wideColumns    = 3000 // columns of one asset, one table, one schema
 	wideMappings   = 2000 // column mappings on one edge
@@ -31,8 +33,9 @@ const (
 	widePartitions = 1000 // partitions of one consumed topic
 	widePoints     = 2000 // points pushed to one metric
 
-	wideChangeAssets = 500
-	wideChangeFields = 500
+	// Changes are as wide as record_change allows.
+	wideChangeAssets = changelog.MaxChangeAssets
+	wideChangeFields = changelog.MaxChangeFields
 )
 
 func fieldsJSON(prefix string, n int) string {
@@ -226,6 +229,22 @@ func wideSteps() []step {
 		{tool: "get_incident_history", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"})},
 		{tool: "list_metrics", args: fixed(map[string]any{})},
 		{tool: "get_quality_history", args: fixed(map[string]any{"table": "usage.usage_hourly", "metric": "row_count"})},
+		// As many proposals as one call may make, each as wide as allowed,
+		// then the receipt that records them.
+		{tool: "propose_remediation", args: func(v ids) map[string]any {
+			scope := make([]string, 1000)
+			for i := range scope {
+				scope[i] = fmt.Sprintf("flink://wide-reader-%04d", i)
+			}
+			var proposals []any
+			for i := range incidents.MaxRemediations {
+				proposals = append(proposals, map[string]any{"kind": "hold", "what": fmt.Sprintf("Pause wide reader %d", i), "why": strings.Repeat("its egress is null; ", 50),
+					"targets": readers, "scope": scope, "undo": "resume it"})
+			}
+			return map[string]any{"incident": v.get("incident", "INC-1"), "proposals": proposals}
+		}},
+		{tool: "get_receipt", args: func(v ids) map[string]any { return map[string]any{"id": v.get("incident", "INC-1")} }},
+		{tool: "get_incident", args: func(v ids) map[string]any { return map[string]any{"incident": v.get("incident", "INC-1")} }},
 	}
 }
 
@@ -238,7 +257,7 @@ func TestWideAnswersAreBounded(t *testing.T) {
 	}
 	w := newWorld(t)
 	w.widen()
-	w.run(script())
-	w.run(wideSteps())
+	v := w.run(script())
+	w.runWith(v, wideSteps())
 	w.report()
 }

@@ -72,22 +72,35 @@ type IncidentIn struct {
 
 // ProposalState is where one of an incident's proposals stands.
 type ProposalState struct {
-	ID        string    `json:"id" jsonschema:"proposal id"`
-	Kind      string    `json:"kind" jsonschema:"action kind"`
-	What      string    `json:"what" jsonschema:"the change in one line"`
-	Targets   []string  `json:"targets" jsonschema:"assets acted on"`
-	State     string    `json:"state" jsonschema:"pending, escalated, approved, rejected, expired, executed or undone"`
-	Approver  string    `json:"approver" jsonschema:"person whose decision is awaited or was given"`
-	Copied    []string  `json:"copied,omitempty" jsonschema:"people copied on the request"`
-	ExpiresAt time.Time `json:"expires_at" jsonschema:"when the current request expires and escalates (never grants)"`
-	DecidedBy string    `json:"decided_by,omitempty" jsonschema:"who decided, once decided"`
-	Via       string    `json:"via,omitempty" jsonschema:"channel of the decision: slack, elicitation or terminal"`
-	Reason    string    `json:"reason,omitempty" jsonschema:"the decider's reason, if given"`
+	ID      string   `json:"id" jsonschema:"proposal id"`
+	Kind    string   `json:"kind" jsonschema:"action kind"`
+	What    string   `json:"what" jsonschema:"the change in one line"`
+	Targets []string `json:"targets" jsonschema:"assets acted on: the first 5 (targets_total counts them all; dw approvals show <id> lists every one)"`
+	// TargetsTotal counts every target when Targets lists the first.
+	TargetsTotal int       `json:"targets_total,omitempty" jsonschema:"assets acted on, in all"`
+	State        string    `json:"state" jsonschema:"pending, escalated, approved, rejected, expired, executed or undone"`
+	Approver     string    `json:"approver" jsonschema:"person whose decision is awaited or was given"`
+	Copied       []string  `json:"copied,omitempty" jsonschema:"people copied on the request"`
+	ExpiresAt    time.Time `json:"expires_at" jsonschema:"when the current request expires and escalates (never grants)"`
+	DecidedBy    string    `json:"decided_by,omitempty" jsonschema:"who decided, once decided"`
+	Via          string    `json:"via,omitempty" jsonschema:"channel of the decision: slack, elicitation or terminal"`
+	Reason       string    `json:"reason,omitempty" jsonschema:"the decider's reason, if given"`
 }
+
+// What an answer lists of an incident's proposals: an incident takes up
+// to 20 proposals a call, each acting on up to 100 targets, and may be
+// proposed for again after a failed verification.
+const (
+	listedProposals = 30
+	listedTargets   = 5
+)
 
 func proposalState(p *approvals.Proposal) ProposalState {
 	ps := ProposalState{ID: p.ID, Kind: p.Kind, What: p.What, Targets: p.Targets, State: string(p.State),
 		Approver: p.Approver, Copied: p.Copied, ExpiresAt: p.ExpiresAt}
+	if n := len(p.Targets); n > listedTargets {
+		ps.Targets, ps.TargetsTotal = p.Targets[:listedTargets:listedTargets], n
+	}
 	if d := p.Decision; d != nil {
 		ps.DecidedBy, ps.Via, ps.Reason = d.PersonID, string(d.Channel), d.Reason
 	}
@@ -99,8 +112,10 @@ func proposalState(p *approvals.Proposal) ProposalState {
 type IncidentOut struct {
 	Incident   incidents.Incident    `json:"incident" jsonschema:"the incident with symptoms, ranked causes and timeline"`
 	Assertions []incidents.Assertion `json:"assertions" jsonschema:"what remediate re-runs to verify a fix: one per distinct symptom that fired"`
-	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
+	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions: the latest 30 (proposals_total counts them all)"`
 	Next       string                `json:"next" jsonschema:"what to do next at this status"`
+	// ProposalsTotal counts every proposal when Proposals lists the latest.
+	ProposalsTotal int `json:"proposals_total,omitempty" jsonschema:"the incident's proposals, in all"`
 	// The counts say how much get_incident left out of a long incident.
 	SymptomsTotal     int `json:"symptoms_total,omitempty" jsonschema:"symptoms in all; when more than 20, incident.symptoms lists the first 10 (the onset) and the latest 10"`
 	AssertionsOmitted int `json:"assertions_omitted,omitempty" jsonschema:"assertions left out of assertions (at most 50 are listed)"`
@@ -125,6 +140,16 @@ func (o *IncidentOut) bound() {
 	if n := len(o.Assertions); n > maxAssertions {
 		o.Assertions, o.AssertionsOmitted = o.Assertions[:maxAssertions], n-maxAssertions
 	}
+	o.Proposals, o.ProposalsTotal = latestProposals(o.Proposals)
+}
+
+// latestProposals is the latest listedProposals of an incident's
+// proposals (oldest first) and how many there are, when that is more.
+func latestProposals(ps []ProposalState) ([]ProposalState, int) {
+	if n := len(ps); n > listedProposals {
+		return ps[n-listedProposals:], n
+	}
+	return ps, 0
 }
 
 var getIncidentTool = mcpserver.Tool{

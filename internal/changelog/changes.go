@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/page"
@@ -124,11 +126,69 @@ type Change struct {
 	Summary      string            `json:"summary" jsonschema:"the change in one line"`
 	Details      map[string]string `json:"details" jsonschema:"further facts (version, savepoint, ...)"`
 	RecordedAt   time.Time         `json:"recorded_at" jsonschema:"when it was recorded"`
+	// The totals are set when an answer lists only the first assets,
+	// fields or details (Bounded); the log keeps them all.
+	AssetsTotal  int `json:"assets_total,omitempty" jsonschema:"assets the change names in all, when assets lists only the first (dw changes show <id> lists every one; list_changes asset finds the change by any of them)"`
+	FieldsTotal  int `json:"fields_total,omitempty" jsonschema:"fields the change names in all, when fields lists only the first (dw changes show <id> lists every one)"`
+	DetailsTotal int `json:"details_total,omitempty" jsonschema:"details the change has in all, when details holds only the first keys (dw changes show <id> has every one)"`
 
 	// rawDetails holds the stored details until they are needed: a
 	// diagnosis reads thousands of changes and keeps ten.
 	rawDetails string
 }
+
+// Bounds on a change: how much record_change accepts, and how much of one
+// change an answer lists.
+const (
+	// MaxChangeAssets is how many assets one change may name. A deploy
+	// that touches more is recorded per system or per group of models
+	// (each with its own key), which is also how a diagnosis tells them
+	// apart.
+	MaxChangeAssets = 500
+	// MaxChangeFields is how many fields one change may name.
+	MaxChangeFields = 500
+	// MaxChangeDetails is how many details one change may carry.
+	MaxChangeDetails = 100
+
+	listedAssets, assetsBudget   = 10, 800
+	listedFields, fieldsBudget   = 10, 1000
+	listedDetails, detailsBudget = 10, 800
+	// pageBudget bounds the changes of one list_changes page, in
+	// characters: a page ends early rather than answer more, and
+	// next_cursor continues from there.
+	pageBudget = 50_000
+)
+
+// Bounded is the change as an answer lists it: the first assets, fields
+// and details within a count and a budget of characters each, with the
+// totals when any was cut. The change log keeps everything.
+func (c Change) Bounded() Change {
+	if n := len(c.Assets); n > 0 {
+		if head := bound.Head(c.Assets, listedAssets, assetsBudget); len(head) < n {
+			c.Assets, c.AssetsTotal = head, n
+		}
+	}
+	if n := len(c.Fields); n > 0 {
+		if head := bound.Head(c.Fields, listedFields, fieldsBudget); len(head) < n {
+			c.Fields, c.FieldsTotal = head, n
+		}
+	}
+	if n := len(c.Details); n > 0 {
+		keys := slices.Sorted(maps.Keys(c.Details))
+		k := bound.First(n, listedDetails, detailsBudget, func(i int) int { return len(keys[i]) + len(c.Details[keys[i]]) + 6 })
+		if k < n {
+			kept := make(map[string]string, k)
+			for _, key := range keys[:k] {
+				kept[key] = c.Details[key]
+			}
+			c.Details, c.DetailsTotal = kept, n
+		}
+	}
+	return c
+}
+
+// Bound shortens the recorded change for an answer (Bounded).
+func (r *RecordChangeResult) Bound() { r.Change = r.Change.Bounded() }
 
 // loadDetails decodes details left raw by a diagnosis read.
 func (c *Change) LoadDetails() error {
@@ -149,13 +209,13 @@ type RecordChangeParams struct {
 	At           time.Time         `json:"at" jsonschema:"when the change took effect (RFC 3339); must not be in the future"`
 	Kind         string            `json:"kind" jsonschema:"deploy, release, schema_version, restore, config, connector, partitioning or pipeline"`
 	System       string            `json:"system" jsonschema:"system changed, e.g. schema-registry, flink, dbt, kafka-connect, airflow"`
-	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched, e.g. schema://api-usage-value"`
-	Fields       []FieldChange     `json:"fields,omitempty" jsonschema:"fields touched and how (removed, added, type_changed, renamed)"`
+	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched, e.g. schema://api-usage-value; 1 to 500 (record a larger deploy per system or per group of models)"`
+	Fields       []FieldChange     `json:"fields,omitempty" jsonschema:"fields touched and how (removed, added, type_changed, renamed); at most 500"`
 	StateSkipped bool              `json:"state_skipped,omitempty" jsonschema:"for restore only: some operator state was not restored"`
 	Actor        string            `json:"actor,omitempty" jsonschema:"who made the change"`
 	Source       string            `json:"source,omitempty" jsonschema:"who records it; default manual"`
 	Summary      string            `json:"summary" jsonschema:"the change in one line a person can check"`
-	Details      map[string]string `json:"details,omitempty" jsonschema:"further facts, e.g. version, savepoint path"`
+	Details      map[string]string `json:"details,omitempty" jsonschema:"further facts, e.g. version, savepoint path; at most 100"`
 }
 
 // RecordChangeResult is the output of record_change.
@@ -221,6 +281,12 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 	if len(p.Assets) == 0 {
 		return c, invalid("assets is empty: name at least one asset id the change touched")
 	}
+	if len(p.Assets) > MaxChangeAssets {
+		return c, invalid("assets names %d assets; a change names at most %d: record a larger deploy per system or per group of models, each with its own key", len(p.Assets), MaxChangeAssets)
+	}
+	if len(p.Fields) > MaxChangeFields {
+		return c, invalid("fields names %d fields; a change names at most %d: record a wider schema change per asset", len(p.Fields), MaxChangeFields)
+	}
 	var assets []string
 	for _, a := range p.Assets {
 		a, err := CleanAsset("assets", a)
@@ -264,8 +330,8 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 		fields = append(fields, f)
 	}
 	details := map[string]string{}
-	if len(p.Details) > 100 {
-		return c, invalid("details has %d entries; at most 100", len(p.Details))
+	if len(p.Details) > MaxChangeDetails {
+		return c, invalid("details has %d entries; at most %d", len(p.Details), MaxChangeDetails)
 	}
 	for k, v := range p.Details {
 		if strings.TrimSpace(k) == "" {
@@ -352,7 +418,7 @@ type ChangeFilter struct {
 
 // ChangeList is the output of list_changes.
 type ChangeList struct {
-	Changes []Change `json:"changes" jsonschema:"this page of matching changes, newest first"`
+	Changes []Change `json:"changes" jsonschema:"this page of matching changes, newest first: up to limit, fewer when they are long (next_cursor continues); each lists its first assets, fields and details (assets_total, fields_total, details_total count them all)"`
 	page.Info
 }
 
@@ -412,6 +478,10 @@ func (l *Log) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, err
 	if err != nil {
 		return nil, err
 	}
+	for i := range changes {
+		changes[i] = changes[i].Bounded()
+	}
+	changes = bound.Head(changes, len(changes), pageBudget)
 	return &ChangeList{Changes: changes, Info: pg.Info(len(changes), total)}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/changelog"
 
@@ -400,10 +401,22 @@ const (
 
 // evidence collects the sentences of one cause; when explain is false it
 // records nothing, so the scoring pass over every change formats nothing.
+// A cause lists at most maxEvidence sentences of at most evidenceChars
+// each (a change of 500 fields read by a thousand jobs would otherwise
+// explain itself in megabytes) and says how many more there were.
 type evidence struct {
 	explain bool
 	lines   []string
+	more    int
 }
+
+// Bounds on one cause's explanation.
+const (
+	maxEvidence   = 20
+	evidenceChars = 500
+	maxReaders    = 20
+	namedFields   = 10
+)
 
 func (e *evidence) add(format string, args ...any) {
 	if e.explain {
@@ -412,15 +425,52 @@ func (e *evidence) add(format string, args ...any) {
 }
 
 func (e *evidence) addLine(line string) {
-	if e.explain && !slices.Contains(e.lines, line) {
-		e.lines = append(e.lines, line)
+	if !e.explain {
+		return
 	}
+	line = clipLine(line, evidenceChars)
+	switch {
+	case slices.Contains(e.lines, line):
+	case len(e.lines) < maxEvidence:
+		e.lines = append(e.lines, line)
+	default:
+		e.more++
+	}
+}
+
+// list is the sentences, with a last one counting those left out.
+func (e *evidence) list() []string {
+	if e.more > 0 {
+		return append(e.lines, fmt.Sprintf("… and %d more like these", e.more))
+	}
+	return e.lines
+}
+
+// clipLine cuts a sentence to at most n bytes on a rune boundary.
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// nameList names the first n of names and counts the rest.
+func nameList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // score computes a change's factors and confidence and, when explain is
 // set, its path and evidence.
 func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
-	cause := Cause{Change: c, At: c.At, Distance: -1}
+	// The cause carries the change as answers list it (its first assets
+	// and fields); the scoring below reads the whole change, c.
+	cause := Cause{Change: c.Bounded(), At: c.At, Distance: -1}
 	if explain {
 		cause.Path, cause.Readers = []string{}, []string{}
 	}
@@ -508,7 +558,7 @@ func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 	cause.Confidence = round3(conf)
 	cause.Credible = credible(cause)
 	f.Lineage, f.Timing, f.Fit, f.Fields = round3(f.Lineage), round3(f.Timing), round3(f.Fit), round3(f.Fields)
-	cause.Evidence = ev.lines
+	cause.Evidence = ev.list()
 	if cause.Evidence == nil {
 		cause.Evidence = []string{}
 	}
@@ -645,7 +695,10 @@ func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
 				continue
 			}
 			if !slices.Contains(cause.Readers, rd.Reader) {
-				cause.Readers = append(cause.Readers, rd.Reader)
+				if len(cause.Readers) < maxReaders {
+					cause.Readers = append(cause.Readers, rd.Reader)
+				}
+				cause.ReadersTotal++
 			}
 			line := rd.Reader + " reads " + rd.Field
 			if rd.From != "" && rd.From != asset {
@@ -658,7 +711,7 @@ func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
 		}
 	}
 	if f.Fields < 1 {
-		ev.add("no job on the path to the symptoms is recorded reading %s", strings.Join(all, ", "))
+		ev.add("no job on the path to the symptoms is recorded reading %s", nameList(all, namedFields))
 	}
 	return nil
 }

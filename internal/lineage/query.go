@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -41,15 +43,18 @@ type Neighbor struct {
 
 // LineageResult is an asset with its direct upstream and downstream.
 type LineageResult struct {
-	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run"`
+	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run; its first 100 columns and 4,000 characters of SQL (columns_total, sql_chars say when there is more)"`
 	Upstream   []Neighbor `json:"upstream" jsonschema:"this page of the assets feeding this one, by id"`
 	Downstream []Neighbor `json:"downstream" jsonschema:"this page of the assets this one feeds, by id"`
 	// One cursor pages both lists at once: page n holds the n-th slice of
 	// each, so a list that ends early simply comes back empty.
-	UpstreamTotal   int    `json:"upstream_total" jsonschema:"assets feeding this one in all"`
-	DownstreamTotal int    `json:"downstream_total" jsonschema:"assets this one feeds in all"`
-	NextCursor      string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of upstream and downstream neighbours; absent on the last page"`
-	Summary         string `json:"summary" jsonschema:"short text for a person"`
+	UpstreamTotal   int `json:"upstream_total" jsonschema:"assets feeding this one in all"`
+	DownstreamTotal int `json:"downstream_total" jsonschema:"assets this one feeds in all"`
+	// What the answer leaves out of the asset itself (bound).
+	ColumnsTotal int    `json:"columns_total,omitempty" jsonschema:"the asset's columns in all, when asset.columns lists only the first 100"`
+	SQLChars     int    `json:"sql_chars,omitempty" jsonschema:"length of the asset's SQL, when asset.sql holds only its first 4,000 characters"`
+	NextCursor   string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of upstream and downstream neighbours; absent on the last page"`
+	Summary      string `json:"summary" jsonschema:"short text for a person"`
 }
 
 // GetLineage returns an asset and its direct neighbours, read fresh from
@@ -77,8 +82,8 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 	if res.Downstream, res.DownstreamTotal, err = neighbors(ctx, g.db, r.seq, false, pg); err != nil {
 		return nil, err
 	}
-	res.NextCursor = pg.Next(max(len(res.Upstream), len(res.Downstream)),
-		pg.Offset+pg.Limit < max(res.UpstreamTotal, res.DownstreamTotal))
+	n := res.bound(pg.Limit)
+	res.NextCursor = pg.Next(n, pg.Offset+n < max(res.UpstreamTotal, res.DownstreamTotal))
 	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, res.UpstreamTotal, res.DownstreamTotal)
 	if res.NextCursor != "" {
 		res.Summary += fmt.Sprintf(" Listed %d and %d; next_cursor pages on.", len(res.Upstream), len(res.Downstream))
@@ -90,6 +95,63 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 		res.Summary += " Next run: " + res.Asset.NextRun.Format("2006-01-02 15:04 MST") + "."
 	}
 	return res, nil
+}
+
+// What get_lineage lists: an asset may have thousands of columns and a
+// long SQL text, and each of a page's edges thousands of column mappings.
+const (
+	listedColumns, columnsBudget = 100, 8000
+	sqlChars, descriptionChars   = 4000, 4000
+	listedAliases                = 50
+	edgeMappings, mappingsBudget = 10, 600
+	neighborsBudget              = 25_000 // per direction
+)
+
+// bound cuts the asset's columns, SQL and aliases and each edge's column
+// mappings, and ends a page of neighbours early when it is long: both
+// lists are cut to the same length, since one cursor pages both. It
+// returns how many neighbours the page holds (of each list, at most).
+func (r *LineageResult) bound(limit int) int {
+	a := &r.Asset
+	if n := len(a.Columns); n > 0 {
+		if head := bound.Head(a.Columns, listedColumns, columnsBudget); len(head) < n {
+			a.Columns, r.ColumnsTotal = head, n
+		}
+	}
+	if len(a.SQL) > sqlChars {
+		r.SQLChars, a.SQL = len(a.SQL), clipRunes(a.SQL, sqlChars)
+	}
+	a.Description = clipRunes(a.Description, descriptionChars)
+	a.Aliases = a.Aliases[:min(len(a.Aliases), listedAliases)]
+	for _, list := range [][]Neighbor{r.Upstream, r.Downstream} {
+		for i := range list {
+			e := &list[i].Edge
+			if n := len(e.Columns); n > 0 {
+				if head := bound.Head(e.Columns, edgeMappings, mappingsBudget); len(head) < n {
+					e.Columns, e.ColumnsTotal = head, n
+				}
+			}
+		}
+	}
+	n := max(len(r.Upstream), len(r.Downstream))
+	for _, list := range [][]Neighbor{r.Upstream, r.Downstream} {
+		if k := len(bound.Head(list, limit, neighborsBudget)); k < len(list) {
+			n = min(n, k)
+		}
+	}
+	r.Upstream, r.Downstream = r.Upstream[:min(n, len(r.Upstream))], r.Downstream[:min(n, len(r.Downstream))]
+	return n
+}
+
+// clipRunes cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // fillAsset adds the aliases and the next run to an asset read from a row.

@@ -157,7 +157,32 @@ type ImportStats struct {
 	EdgesUpdated  int      `json:"edges_updated" jsonschema:"existing edges whose kind, sources or column lineage changed"`
 	Unchanged     bool     `json:"unchanged" jsonschema:"true when the graph already held everything (an idempotent re-import)"`
 	GraphVersion  int64    `json:"graph_version" jsonschema:"graph version after the write"`
-	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why"`
+	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why: the first 20 (warnings_total counts them all)"`
+	WarningsTotal int      `json:"warnings_total,omitempty" jsonschema:"parts of the input that were skipped, in all"`
+}
+
+// Bounds on an import's warnings: a manifest of 3,000 models on a package
+// the import does not take warns 3,000 times.
+const (
+	maxWarnings    = 20
+	warningsBudget = 4000
+)
+
+// AddWarnings records warnings: every one is counted, and the first ones
+// are kept within maxWarnings and warningsBudget characters. Every import
+// adds its warnings here, so no import's answer lists them all.
+func (s *ImportStats) AddWarnings(ws ...string) {
+	used := 0
+	for _, w := range s.Warnings {
+		used += len(w)
+	}
+	for _, w := range ws {
+		s.WarningsTotal++
+		if len(s.Warnings) < maxWarnings && (used+len(w) <= warningsBudget || len(s.Warnings) == 0) {
+			s.Warnings = append(s.Warnings, w)
+			used += len(w)
+		}
+	}
 }
 
 // Writer applies ingested facts inside one store transaction: the ingest
