@@ -252,7 +252,10 @@ type DiagnoseOut struct {
 }
 
 var diagnoseTool = mcpserver.Tool{
-	Name:  "diagnose_incident",
+	Name: "diagnose_incident",
+	InputSchema: mcpserver.InputSchema[DiagnoseIn](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "lookback_hours", 0, incidents.MaxLookbackHours)
+	}),
 	Title: "Rank an incident's causes",
 	Description: "Ranks the recorded changes from lookback_hours before the onset to shortly after it as candidate causes, deterministically: lineage relation to the symptomatic assets (upstream, hops), time before the onset, whether a job on the path reads a field the change removed or retyped (column lineage, recorded SQL), how the kind of change fits the kind of symptom, and whether this feed broke the same way before. " +
 		"Each cause has evidence a person can check and a confidence. The answer includes the blast radius from the catalog: everything downstream of the symptomatic assets, critical and scheduled first with owners and next runs. Moves the incident to diagnosed.",
@@ -288,7 +291,10 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 }
 
 var historyTool = mcpserver.Tool{
-	Name:        "get_incident_history",
+	Name: "get_incident_history",
+	InputSchema: mcpserver.InputSchema[incidents.HistoryParams](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "hops", 0, incidents.MaxHistoryHops)
+	}),
 	Title:       "Earlier incidents on a feed",
 	Description: "Lists earlier incidents on an asset or its feed (assets within hops up- or downstream in the lineage), newest first, with their top cause, time to detect and to resolve, and which kinds of cause recur on the same asset. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,

@@ -99,6 +99,10 @@ var proposeTool = mcpserver.Tool{
 			item.Properties["kind"].Enum = append(item.Properties["kind"].Enum, k)
 		}
 		item.Properties["schema_type"].Enum = []any{"AVRO", "JSON", "PROTOBUF"}
+		mcpserver.Items(s, "proposals", 1, incidents.MaxRemediations)
+		mcpserver.Items(s, "proposals.targets", 0, approvals.MaxTargets)
+		mcpserver.Items(s, "proposals.scope", 0, approvals.MaxScope)
+		mcpserver.Range(s, "proposals.cause_rank", 0, incidents.DefaultMaxCauses)
 	}),
 }
 

@@ -5,6 +5,7 @@
 package changelog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -185,6 +186,31 @@ func (c Change) Bounded() Change {
 		}
 	}
 	return c
+}
+
+// FitFields fits the fields a system reports for one change (a schema
+// version, a table snapshot) into MaxChangeFields: those that break
+// readers first, since diagnosis matches them against what jobs read, and
+// the count left out in details["fields_omitted"] (details is made when
+// nil). A person recording a change is refused instead (record_change).
+func FitFields(fields []FieldChange, details map[string]string) ([]FieldChange, map[string]string) {
+	if len(fields) <= MaxChangeFields {
+		return fields, details
+	}
+	fields = slices.Clone(fields)
+	slices.SortStableFunc(fields, func(a, b FieldChange) int { return cmp.Compare(breakRank(a.How), breakRank(b.How)) })
+	if details == nil {
+		details = map[string]string{}
+	}
+	details["fields_omitted"] = fmt.Sprintf("%d more field changes than a change names; the system that reported them holds the whole difference", len(fields)-MaxChangeFields)
+	return fields[:MaxChangeFields], details
+}
+
+func breakRank(o FieldOp) int {
+	if o.Breaks() {
+		return 0
+	}
+	return 1
 }
 
 // Bound shortens the recorded change for an answer (Bounded).

@@ -28,7 +28,8 @@ type DiagnoseOptions struct {
 	// MaxDepth is how many hops upstream of the symptoms lineage is
 	// followed. Default 10.
 	MaxDepth int
-	// MaxCauses is how many ranked causes are kept. Default 10.
+	// MaxCauses is how many ranked causes are kept. Default
+	// DefaultMaxCauses.
 	MaxCauses int
 	// Clock stamps the diagnosis; clock.System when nil.
 	Clock clock.Clock
@@ -47,7 +48,7 @@ func (o DiagnoseOptions) withDefaults() DiagnoseOptions {
 		o.MaxDepth = 10
 	}
 	if o.MaxCauses <= 0 {
-		o.MaxCauses = 10
+		o.MaxCauses = DefaultMaxCauses
 	}
 	if o.Clock == nil {
 		o.Clock = clock.System{}
@@ -187,11 +188,17 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 	return d, nil
 }
 
+// DefaultMaxCauses is how many ranked causes a diagnosis keeps.
+const DefaultMaxCauses = 10
+
+// MaxLookbackHours is the longest lookback a diagnosis takes: a month.
+const MaxLookbackHours = 720
+
 // Diagnose is the diagnose_incident tool: Diagnose with the service's
 // store, graph and clock.
 func (s *Service) Diagnose(ctx context.Context, p DiagnoseParams) (*Diagnosis, error) {
-	if p.LookbackHours < 0 || p.LookbackHours > 720 {
-		return nil, invalid("lookback_hours %d out of range: use 1 to 720 (default 72)", p.LookbackHours)
+	if p.LookbackHours < 0 || p.LookbackHours > MaxLookbackHours {
+		return nil, invalid("lookback_hours %d out of range: use 1 to %d (default 72)", p.LookbackHours, MaxLookbackHours)
 	}
 	return Diagnose(ctx, s.DB, s.Graph, p.IncidentID, DiagnoseOptions{
 		Lookback: time.Duration(p.LookbackHours) * time.Hour, Clock: s.Clock})

@@ -298,7 +298,7 @@ const (
 	searchScanCap   = 5000
 	maxSearchQuery  = 256
 	maxSearchTerms  = 16
-	maxSearchFilter = 50
+	MaxSearchFilter = 50
 	maxMatched      = 10
 )
 
@@ -316,13 +316,13 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 	if len(terms) > maxSearchTerms {
 		return nil, fmt.Errorf("query has %d words; at most %d", len(terms), maxSearchTerms)
 	}
-	if len(p.Kinds) > maxSearchFilter || len(p.Tags) > maxSearchFilter {
-		return nil, fmt.Errorf("kinds and tags take at most %d values each", maxSearchFilter)
+	if len(p.Kinds) > MaxSearchFilter || len(p.Tags) > MaxSearchFilter {
+		return nil, fmt.Errorf("kinds and tags take at most %d values each", MaxSearchFilter)
 	}
 	if len(terms) == 0 && len(p.Kinds) == 0 && len(p.Tags) == 0 {
 		return nil, fmt.Errorf("give a query, kinds or tags to search for")
 	}
-	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveWith(page.DefaultLimit, 5000, "search_assets",
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveWith(page.DefaultLimit, page.MaxLimit, "search_assets",
 		strings.Join(terms, " "), strings.Join(p.Kinds, ","), strings.Join(p.Tags, ","))
 	if err != nil {
 		return nil, err

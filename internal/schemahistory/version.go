@@ -1,11 +1,9 @@
 package schemahistory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,15 +108,6 @@ func VersionChangeKey(subject string, version int) string {
 // schema_version change keyed by subject and version, dated at.
 func RecordVersion(ctx context.Context, log *changelog.Log, registryURL string, v *registry.SchemaVersion, f *VersionFacts, at time.Time, rec VersionRecord) (*RecordedVersion, error) {
 	fields, other := fieldChanges(f.Changes)
-	// A version that rewrites thousands of fields is one change: its
-	// breaking fields first, as many as a change may name (diagnosis
-	// matches them against what jobs read), and how many were left out.
-	omitted := 0
-	if len(fields) > changelog.MaxChangeFields {
-		slices.SortStableFunc(fields, func(a, b changelog.FieldChange) int { return cmp.Compare(breakRank(a), breakRank(b)) })
-		omitted = len(fields) - changelog.MaxChangeFields
-		fields = fields[:changelog.MaxChangeFields]
-	}
 	details := map[string]string{
 		"subject": v.Subject, "version": strconv.Itoa(v.Version), "schema_id": strconv.Itoa(v.ID),
 		"schema_type": string(v.Kind()), "registry": registryURL, "registered_at": rec.When,
@@ -132,9 +121,8 @@ func RecordVersion(ctx context.Context, log *changelog.Log, registryURL string, 
 	if len(other) > 0 {
 		details["other_changes"] = clipText(strings.Join(other, "; "), otherChangesChars)
 	}
-	if omitted > 0 {
-		details["fields_omitted"] = fmt.Sprintf("%d more field changes than a change names (the registry holds both versions)", omitted)
-	}
+	// A version that rewrites thousands of fields is one change.
+	fields, details = changelog.FitFields(fields, details)
 	for k, val := range rec.Extra {
 		details[k] = val
 	}
@@ -182,14 +170,6 @@ func fieldChanges(changes []compat.Change) ([]changelog.FieldChange, []string) {
 		}
 	}
 	return fields, other
-}
-
-// breakRank orders field changes that break readers first.
-func breakRank(f changelog.FieldChange) int {
-	if f.How.Breaks() {
-		return 0
-	}
-	return 1
 }
 
 // What a recorded version's summary names: a change's summary is one
