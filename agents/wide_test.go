@@ -20,7 +20,7 @@ import (
 // list that is not bounded shows.
 const (
 	wideReaders    = 4000 // jobs reading one field of the demo's topic
-	wideOwners     = 400  // owners among them
+	wideOwners     = 200  // owners among them, 20 jobs each
 	wideColumns    = 3000 // columns of one asset, one table, one schema
 	wideMappings   = 2000 // column mappings on one edge
 	wideChanges    = 60   // changes touching the symptomatic table, each as wide as allowed
@@ -61,7 +61,7 @@ func (w *world) widen() {
 	var edges, assets []any
 	for i := range wideReaders {
 		id := fmt.Sprintf("flink://wide-reader-%04d", i)
-		edges = append(edges, map[string]any{"from": "kafka://prod/api-usage", "to": id, "reads_fields": []string{"response_bytes"}})
+		edges = append(edges, map[string]any{"from": "kafka://prod/api-usage", "to": id, "reads_fields": []string{"response_kib"}})
 		a := map[string]any{"id": id, "owner": fmt.Sprintf("team-%03d", i%wideOwners), "domain": "streaming",
 			"sql":      "SELECT account_id, SUM(response_bytes) AS egress FROM api_usage GROUP BY account_id",
 			"schedule": map[string]any{"cron": "5 * * * *"}}
@@ -70,7 +70,7 @@ func (w *world) widen() {
 		}
 		assets = append(assets, a)
 	}
-	cols := []any{map[string]any{"name": "account_id", "type": "string"}, map[string]any{"name": "response_bytes", "type": "long"}}
+	cols := []any{map[string]any{"name": "account_id", "type": "string"}, map[string]any{"name": "response_kib", "type": "long"}}
 	var mappings []any
 	for i := range wideColumns - 2 {
 		cols = append(cols, map[string]any{"name": fmt.Sprintf("c%04d", i), "type": "BIGINT", "description": "one of many"})
@@ -78,10 +78,14 @@ func (w *world) widen() {
 	for i := range wideMappings {
 		mappings = append(mappings, map[string]any{"from": fmt.Sprintf("c%04d", i), "to": fmt.Sprintf("c%04d", i)})
 	}
+	// The topic's columns come first: each reader's fields are checked
+	// against them.
+	assets = append([]any{map[string]any{"id": "kafka://prod/api-usage", "columns": cols}}, assets...)
 	assets = append(assets,
-		map[string]any{"id": "kafka://prod/api-usage", "columns": cols},
-		map[string]any{"id": "flink://wide-mapper", "columns": cols, "sql": "SELECT " + strings.Repeat("c0001 + ", 7000) + "1 FROM api_usage"})
-	edges = append(edges, map[string]any{"from": "kafka://prod/api-usage", "to": "flink://wide-mapper", "columns": mappings})
+		map[string]any{"id": "flink://wide-mapper", "columns": cols},
+		map[string]any{"id": "flink://wide-sql", "reads_fields": []string{"c0001"}, "sql": "SELECT " + strings.Repeat("c0001 + ", 7000) + "1 FROM api_usage"})
+	edges = append(edges, map[string]any{"from": "kafka://prod/api-usage", "to": "flink://wide-mapper", "columns": mappings},
+		map[string]any{"from": "kafka://prod/api-usage", "to": "flink://wide-sql"})
 	w.call("record_lineage", map[string]any{"edges": edges, "assets": assets})
 
 	// Changes to the symptomatic table in the day before the incident.
@@ -100,9 +104,12 @@ func (w *world) widen() {
 		for j := range 100 {
 			details[fmt.Sprintf("key_%03d", j)] = strings.Repeat("v", 200)
 		}
-		w.call("record_change", map[string]any{"at": day.Add(-20*time.Hour + time.Duration(i)*time.Minute).Format(time.RFC3339),
+		out := w.call("record_change", map[string]any{"at": day.Add(-20*time.Hour + time.Duration(i)*time.Minute).Format(time.RFC3339),
 			"kind": "deploy", "system": "dbt", "assets": as, "fields": fs, "details": details,
 			"summary": fmt.Sprintf("dbt deploy %d: %s", i, strings.Repeat("rebuilt the billing models ", 20))})
+		if i == 0 && (num(t, out, "change.assets_total") != wideChangeAssets || length(t, out, "change.assets") >= wideChangeAssets) {
+			t.Errorf("record_change lists %d of %v assets", length(t, out, "change.assets"), num(t, out, "change.assets_total"))
+		}
 	}
 
 	// Warehouse tables: many, wide, and one very wide.
@@ -165,6 +172,49 @@ func (w *world) widen() {
 	w.call("monitor_metrics", map[string]any{"metric": "wide_probe", "points": points})
 }
 
+// num reads a number at a path of a structured answer ("owners.0.assets_total"); a
+// string counts as its length, a list as its length.
+func num(t *testing.T, out map[string]any, path string) float64 {
+	t.Helper()
+	switch v := at(t, out, path).(type) {
+	case float64:
+		return v
+	case string:
+		return float64(len(v))
+	case []any:
+		return float64(len(v))
+	}
+	t.Errorf("%s is not a number in the answer", path)
+	return 0
+}
+
+// length is the length of the list (or string) at path.
+func length(t *testing.T, out map[string]any, path string) int {
+	t.Helper()
+	return int(num(t, out, path))
+}
+
+// at is the value at a dotted path of an answer, nil when absent.
+func at(t *testing.T, out map[string]any, path string) any {
+	t.Helper()
+	var cur any = out
+	for _, part := range strings.Split(path, ".") {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[part]
+		case []any:
+			var i int
+			if _, err := fmt.Sscan(part, &i); err != nil || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
 // wideManifest is a dbt manifest whose every model depends on a node the
 // import does not take: one warning each.
 func wideManifest() string {
@@ -199,32 +249,72 @@ func wideSteps() []step {
 	for i := range readers {
 		readers[i] = fmt.Sprintf("flink://wide-reader-%04d", i)
 	}
-	withoutBytes := `{"type":"record","name":"ApiUsage","fields":[{"name":"account_id","type":"string"}]}`
+	noFields := `{"type":"record","name":"ApiUsage","fields":[]}`
+	// totals requires each listed total and, where a list is cut, fewer
+	// listed than the total: every cut list says how much there is.
+	totals := func(want map[string]float64, cut ...string) func(*world, ids, map[string]any) {
+		return func(w *world, _ ids, out map[string]any) {
+			w.t.Helper()
+			for path, n := range want {
+				// The demo's own assets and changes count too.
+				if got := num(w.t, out, path); got < n {
+					w.t.Errorf("%s = %v, want at least %v", path, got, n)
+				}
+			}
+			for _, c := range cut {
+				list, total, _ := strings.Cut(c, "<")
+				if l, n := length(w.t, out, list), num(w.t, out, total); l == 0 || float64(l) >= n {
+					w.t.Errorf("%s lists %d of %s %v; want the first few", list, l, total, n)
+				}
+			}
+		}
+	}
 	return []step{
-		{tool: "get_lineage", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"})},
-		{tool: "get_lineage", args: fixed(map[string]any{"asset": "flink://wide-mapper"})},
+		{tool: "get_lineage", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"}),
+			keep: totals(map[string]float64{"columns_total": wideColumns, "downstream_total": wideReaders + 1}, "asset.columns<columns_total", "downstream<downstream_total")},
+		{tool: "get_lineage", args: fixed(map[string]any{"asset": "flink://wide-mapper"}),
+			keep: totals(map[string]float64{"upstream.0.edge.columns_total": wideMappings}, "upstream.0.edge.columns<upstream.0.edge.columns_total")},
+		{tool: "get_lineage", args: fixed(map[string]any{"asset": "flink://wide-sql"}), keep: totals(nil, "asset.sql<sql_chars")},
 		{tool: "blast_radius_analysis", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"})},
 		{tool: "trace_cross_platform_lineage", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"})},
 		{tool: "search_assets", args: fixed(map[string]any{"query": "wide-reader"})},
 		{tool: "get_owners", args: fixed(map[string]any{"assets": readers})},
-		{tool: "assess_impact", args: fixed(map[string]any{"asset": "kafka://prod/api-usage", "fields": []string{"response_bytes"}})},
+		{tool: "assess_impact", args: fixed(map[string]any{"asset": "kafka://prod/api-usage", "fields": []string{"response_kib"}})},
+		{tool: "assess_impact", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"}),
+			keep: totals(map[string]float64{"owners_total": wideOwners, "outbound_total": wideReaders / 10}, "owners<owners_total", "outbound<outbound_total", "owners.0.assets<owners.0.assets_total")},
 		{tool: "assess_impact", args: fixed(map[string]any{"subject": worldSubject})},
-		{tool: "check_compatibility", args: fixed(map[string]any{"subject": worldSubject, "schema": withoutBytes, "level": "NONE"})},
-		{tool: "check_compatibility", args: fixed(map[string]any{"subject": "wide-value", "schema": fieldsJSON("h", 10)})},
-		{tool: "get_latest_schema", args: fixed(map[string]any{"subject": "wide-value"})},
+		{tool: "check_compatibility", args: fixed(map[string]any{"subject": worldSubject, "schema": noFields, "level": "NONE"}),
+			keep: totals(map[string]float64{"readers_total": wideReaders}, "readers<readers_total")},
+		{tool: "check_compatibility", args: fixed(map[string]any{"subject": "wide-value", "schema": fieldsJSON("h", 10)}),
+			keep: totals(map[string]float64{"versions_total": wideVersions}, "changes<changes_total", "versions<versions_total")},
+		{tool: "get_latest_schema", args: fixed(map[string]any{"subject": "wide-value"}),
+			keep: totals(map[string]float64{"versions_total": wideVersions, "changes_total": 2 * wideColumns}, "changes_from_previous<changes_total", "versions<versions_total")},
 		{tool: "list_subjects", args: fixed(map[string]any{})},
-		{tool: "read_flink_restores", args: fixed(map[string]any{"job": "wide-job"})},
-		{tool: "validate_connector_config", args: fixed(map[string]any{"plugin": worldSink, "config": map[string]any{"topics": worldTopic}})},
+		{tool: "read_flink_restores", args: fixed(map[string]any{"job": "wide-job"}),
+			keep: totals(map[string]float64{"restores_total": wideRestores}, "restores<restores_total")},
+		{tool: "validate_connector_config", args: fixed(map[string]any{"plugin": worldSink, "config": map[string]any{"topics": worldTopic}}),
+			keep: totals(nil, "errors<errors_total")},
 		{tool: "get_consumer_lag", args: fixed(map[string]any{"group": "wide-group"})},
 		{tool: "get_topic_health", args: fixed(map[string]any{"topic": "wide-topic"})},
 		{tool: "list_tables", args: fixed(map[string]any{})},
-		{tool: "list_tables", args: fixed(map[string]any{"schema": "wide"})},
+		{tool: "list_tables", args: fixed(map[string]any{"schema": "wide"}),
+			keep: totals(map[string]float64{"tables.0.columns_total": 300}, "tables.0.columns<tables.0.columns_total")},
 		{tool: "detect_schema_change", args: fixed(map[string]any{"table": "wide.very_wide"})},
 		{tool: "get_schema_snapshot", args: fixed(map[string]any{"table": "wide.very_wide"})},
 		{tool: "list_schema_changes", args: fixed(map[string]any{})},
-		{tool: "import_dbt_manifest", args: fixed(map[string]any{"manifest": wideManifest()})},
-		{tool: "import_openlineage_events", args: fixed(map[string]any{"events": wideEvents()})},
+		{tool: "import_dbt_manifest", args: fixed(map[string]any{"manifest": wideManifest()}),
+			keep: totals(map[string]float64{"warnings_total": wideWarnings}, "warnings<warnings_total")},
+		{tool: "import_openlineage_events", args: fixed(map[string]any{"events": wideEvents()}),
+			keep: totals(map[string]float64{"warnings_total": wideWarnings}, "warnings<warnings_total")},
 		{tool: "list_changes", args: fixed(map[string]any{})},
+		{tool: "list_changes", args: fixed(map[string]any{"asset": "dbt://model.billing.wide_model_0001", "limit": 500}), keep: func(w *world, _ ids, out map[string]any) {
+			// A page of long changes ends early; next_cursor continues.
+			if n := length(w.t, out, "changes"); n >= wideChanges || out["next_cursor"] == nil {
+				w.t.Errorf("a page of %d wide changes lists %d, next_cursor %v", wideChanges, n, out["next_cursor"])
+			}
+			totals(map[string]float64{"total": wideChanges, "changes.0.assets_total": wideChangeAssets, "changes.0.fields_total": wideChangeFields},
+				"changes.0.assets<changes.0.assets_total", "changes.0.fields<changes.0.fields_total")(w, nil, out)
+		}},
 		{tool: "list_changes", args: fixed(map[string]any{"asset": "duckdb://usage.usage_hourly"})},
 		{tool: "get_incident_history", args: fixed(map[string]any{"asset": "kafka://prod/api-usage"})},
 		{tool: "list_metrics", args: fixed(map[string]any{})},
