@@ -3,6 +3,8 @@ package agents_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dataworkers/dw/agents"
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/deps"
+	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
 // schemaProps reads a tool's input properties as a client sees them.
@@ -224,5 +230,226 @@ func TestNULInIDs(t *testing.T) {
 	}
 	if seen != len(cases) {
 		t.Errorf("ran %d of %d cases", seen, len(cases))
+	}
+}
+
+// bareSession serves one agent over an empty home: enough for calls the
+// argument checker refuses before any handler runs.
+func bareSession(t *testing.T, e agents.Entry) *mcp.ClientSession {
+	t.Helper()
+	t.Setenv("DW_HOME", t.TempDir())
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps.New(e.Name, cfg, clock.System{}, nil)
+	t.Cleanup(func() { d.Close() })
+	a := e.Agent()
+	a.Register = func(s *mcpserver.Server) error { e.Register(s, d); return nil }
+	s, err := mcpserver.New(a, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.MCP.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// A bound is one limit of an input: where it is (segments: a property
+// name, "[]" for a list's items, "{}" for a map's values), and a value
+// past it.
+type inputBound struct {
+	path []string
+	past any
+	what string // "items", "entries", "above" or "below"
+}
+
+// boundName is the argument as the checker names it (args.go).
+func boundName(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch p {
+		case "[]":
+			b.WriteString("[0]")
+		case "{}":
+			b.WriteString(".k")
+		default:
+			if b.Len() > 0 {
+				b.WriteString(".")
+			}
+			b.WriteString(p)
+		}
+	}
+	return b.String()
+}
+
+// sample is the smallest value s accepts: required properties only, the
+// fewest items, the lowest number.
+func sample(s map[string]any) any {
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	switch {
+	case hasType(s["type"], "object"):
+		out := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			p, _ := props[r.(string)].(map[string]any)
+			out[r.(string)] = sample(p)
+		}
+		return out
+	case hasType(s["type"], "array"):
+		n, _ := s["minItems"].(float64)
+		it, _ := s["items"].(map[string]any)
+		out := []any{}
+		for range int(n) {
+			out = append(out, sample(it))
+		}
+		return out
+	case hasType(s["type"], "integer"), hasType(s["type"], "number"):
+		if m, ok := s["minimum"].(float64); ok {
+			return m
+		}
+		return 0.0
+	case hasType(s["type"], "boolean"):
+		return false
+	}
+	return "x"
+}
+
+// withValue is sample(s) with the value at path replaced by v, every
+// object and list on the way there.
+func withValue(s map[string]any, path []string, v any) any {
+	if len(path) == 0 {
+		return v
+	}
+	switch seg := path[0]; seg {
+	case "[]":
+		it, _ := s["items"].(map[string]any)
+		return []any{withValue(it, path[1:], v)}
+	case "{}":
+		ap, _ := s["additionalProperties"].(map[string]any)
+		return map[string]any{"k": withValue(ap, path[1:], v)}
+	default:
+		out, _ := sample(s).(map[string]any)
+		props, _ := s["properties"].(map[string]any)
+		p, _ := props[seg].(map[string]any)
+		out[seg] = withValue(p, path[1:], v)
+		return out
+	}
+}
+
+// inputBounds walks a tool's input schema for every list, map and number,
+// reporting one without a bound and returning the bounds found.
+func inputBounds(t *testing.T, tool string, root map[string]any) []inputBound {
+	var out []inputBound
+	var walk func(path []string, s map[string]any)
+	walk = func(path []string, s map[string]any) {
+		if s == nil {
+			return
+		}
+		where := tool + " " + boundName(path)
+		switch {
+		case hasType(s["type"], "array"):
+			max, ok := s["maxItems"].(float64)
+			if !ok {
+				t.Errorf("%s: list without maxItems", where)
+				break
+			}
+			it, _ := s["items"].(map[string]any)
+			over := make([]any, int(max)+1)
+			for i := range over {
+				over[i] = sample(it)
+			}
+			out = append(out, inputBound{path: path, past: over, what: "items"})
+		case hasType(s["type"], "object") && s["additionalProperties"] != nil && s["additionalProperties"] != false:
+			max, ok := s["maxProperties"].(float64)
+			if !ok {
+				t.Errorf("%s: map without maxProperties", where)
+				break
+			}
+			ap, _ := s["additionalProperties"].(map[string]any)
+			over := map[string]any{}
+			for i := range int(max) + 1 {
+				over[fmt.Sprintf("k%d", i)] = sample(ap)
+			}
+			out = append(out, inputBound{path: path, past: over, what: "entries"})
+		case hasType(s["type"], "integer"), hasType(s["type"], "number"):
+			lo, okLo := s["minimum"].(float64)
+			hi, okHi := s["maximum"].(float64)
+			if desc, _ := s["description"].(string); !okLo || !okHi {
+				// A measured value (a metric's point, a range's end) may be
+				// any number JSON carries, and says so.
+				if !strings.Contains(desc, "any finite number") {
+					t.Errorf("%s: number without minimum and maximum (or a description saying any finite number): %q", where, desc)
+				}
+				break
+			}
+			// One past, where float64 still tells it from the bound.
+			above, below := hi+1, lo-1
+			if above == hi {
+				above = hi * 2
+			}
+			out = append(out, inputBound{path: path, past: above, what: "above"}, inputBound{path: path, past: below, what: "below"})
+		}
+		props, _ := s["properties"].(map[string]any)
+		for k, v := range props {
+			m, _ := v.(map[string]any)
+			walk(append(slices.Clone(path), k), m)
+		}
+		if it, ok := s["items"].(map[string]any); ok {
+			walk(append(slices.Clone(path), "[]"), it)
+		}
+		if ap, ok := s["additionalProperties"].(map[string]any); ok {
+			walk(append(slices.Clone(path), "{}"), ap)
+		}
+	}
+	walk(nil, root)
+	return out
+}
+
+// TestEveryListAndNumberInputIsBounded: every list a client can send, at
+// any depth, has a maxItems, every map a maxProperties, and every number a
+// minimum and maximum (or says it takes any finite number); one item,
+// entry or unit past each is refused with an error naming the argument
+// and the bound, before any handler runs.
+func TestEveryListAndNumberInputIsBounded(t *testing.T) {
+	checked := 0
+	for _, e := range agents.All() {
+		cs := bareSession(t, e)
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools.Tools {
+			raw, _ := json.Marshal(tool.InputSchema)
+			var root map[string]any
+			_ = json.Unmarshal(raw, &root)
+			for _, b := range inputBounds(t, tool.Name, root) {
+				checked++
+				args, _ := withValue(root, b.path, b.past).(map[string]any)
+				msg := errText(t, cs, tool.Name, args)
+				name := "argument '" + boundName(b.path) + "'"
+				want := map[string]string{"items": "items is too many; at most", "entries": "entries is too many; at most",
+					"above": "must be from", "below": "must be from"}[b.what]
+				if !strings.Contains(msg, name) || !strings.Contains(msg, want) {
+					t.Errorf("%s %s %s its bound: %.300s", tool.Name, boundName(b.path), b.what, msg)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("only %d bounds checked", checked)
 	}
 }

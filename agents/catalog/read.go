@@ -11,8 +11,18 @@ import (
 	"github.com/dataworkers/dw/internal/mcpserver"
 )
 
+// walkRanges states the ranges of a walk's budgets, as the walk checks
+// them (0 is the default).
+func walkRanges(s *jsonschema.Schema) {
+	mcpserver.Range(s, "max_depth", 0, lineage.MaxWalkDepth)
+	mcpserver.Range(s, "max_assets", 0, lineage.MaxWalkAssets)
+}
+
 var blastRadiusTool = mcpserver.Tool{
-	Name:  "blast_radius_analysis",
+	Name: "blast_radius_analysis",
+	InputSchema: mcpserver.InputSchema[lineage.BlastParams](func(s *jsonschema.Schema) {
+		walkRanges(s)
+	}),
 	Title: "Blast radius of a change",
 	Description: "Lists everything downstream of an asset in the context graph (optionally only what reads given columns, where column lineage is known), " +
 		"with distance, the path that reaches it, owners and domains; outbound, money, regulator and customer-facing assets and scheduled jobs with their next run come first, with counts by kind. " +
@@ -69,7 +79,11 @@ func (h *handlers) blastRadius(ctx context.Context, in lineage.BlastParams) (*li
 }
 
 var traceTool = mcpserver.Tool{
-	Name:  "trace_cross_platform_lineage",
+	Name: "trace_cross_platform_lineage",
+	InputSchema: mcpserver.InputSchema[lineage.TraceParams](func(s *jsonschema.Schema) {
+		walkRanges(s)
+		mcpserver.Range(s, "max_paths", 0, lineage.MaxTracePaths)
+	}),
 	Title: "Trace lineage across platforms",
 	Description: "Follows the paths from an asset across platforms, upstream (where its data comes from), downstream (where it goes) or both, " +
 		"e.g. Kafka topic -> Flink job -> warehouse table -> dbt model -> BI workbook -> reverse ETL sync, listing each path with the platforms it crosses (max_paths per direction, most cross-platform and longest first, with upstream_total and downstream_total; a path over 10 assets shows its first and last 5 and counts the rest). Nodes are paged (limit, default 50, at most 500; next_cursor) with nodes_total. " +
@@ -109,7 +123,11 @@ func (h *handlers) getLineage(ctx context.Context, in lineage.LineageParams) (*l
 }
 
 var searchAssetsTool = mcpserver.Tool{
-	Name:        "search_assets",
+	Name: "search_assets",
+	InputSchema: mcpserver.InputSchema[lineage.SearchParams](func(s *jsonschema.Schema) {
+		mcpserver.Items(s, "kinds", 0, lineage.MaxSearchFilter)
+		mcpserver.Items(s, "tags", 0, lineage.MaxSearchFilter)
+	}),
 	Title:       "Search the context graph",
 	Description: "Finds assets by words in their names, titles, descriptions, columns, tags, owners and domains, optionally only of some kinds or carrying some tags (e.g. outbound, money), ranked by relevance. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/fileinput"
 	"github.com/dataworkers/dw/internal/lineage"
@@ -35,6 +36,11 @@ var recordLineageTool = mcpserver.Tool{
 			p.MaxItems = ptr(maxNoteItems)
 			p.Description += fmt.Sprintf("; at most %d", maxNoteItems)
 		}
+		// A table or topic may have thousands of columns, and a job read
+		// or map every one: those lists take the note's own bound.
+		for _, name := range []string{"assets.columns", "assets.reads_fields", "edges.columns", "edges.reads_fields"} {
+			mcpserver.Items(s, name, 0, maxNoteItems)
+		}
 	}),
 }
 
@@ -49,7 +55,6 @@ type RecordLineageOut struct {
 	EdgesTotal       int                 `json:"edges_total" jsonschema:"edges the note recorded in all"`
 	ReadsFields      map[string][]string `json:"reads_fields,omitempty" jsonschema:"per edge (from -> to), the fields recorded as read: the first edges, when reads_fields_total is larger"`
 	ReadsFieldsTotal int                 `json:"reads_fields_total,omitempty" jsonschema:"edges with fields recorded as read, in all"`
-	WarningsTotal    int                 `json:"warnings_total,omitempty" jsonschema:"warnings in all; warnings lists the first ones"`
 }
 
 // Budgets of the answer's lists, in characters of id text: an id may be
@@ -59,29 +64,13 @@ const (
 	listBudget      = 8000
 	readsBudget     = 6000
 	maxFieldsListed = 20
-	warningsBudget  = 4000
-	maxWarnings     = 20
 )
-
-// firstWithin is how many of n items (sized by size) fit in max items and
-// budget characters; at least one when there is one, so a long id is still
-// named.
-func firstWithin(n, max, budget int, size func(i int) int) int {
-	used := 0
-	for i := 0; i < n && i < max; i++ {
-		used += size(i)
-		if used > budget && i > 0 {
-			return i
-		}
-	}
-	return min(n, max)
-}
 
 func boundNoteResult(res *lineage.NoteResult) *RecordLineageOut {
 	out := &RecordLineageOut{ImportStats: res.ImportStats, AssetsTotal: len(res.Assets), EdgesTotal: len(res.Edges), ReadsFieldsTotal: len(res.ReadsFields)}
-	k := firstWithin(len(res.Assets), maxListed, listBudget, func(i int) int { return len(res.Assets[i]) + 3 })
+	k := bound.First(len(res.Assets), maxListed, listBudget, func(i int) int { return len(res.Assets[i]) + 3 })
 	out.Assets = res.Assets[:k]
-	k = firstWithin(len(res.Edges), maxListed, listBudget, func(i int) int { return len(res.Edges[i].From) + len(res.Edges[i].To) + 20 })
+	k = bound.First(len(res.Edges), maxListed, listBudget, func(i int) int { return len(res.Edges[i].From) + len(res.Edges[i].To) + 20 })
 	out.Edges = res.Edges[:k]
 	if len(res.ReadsFields) > 0 {
 		keys := make([]string, 0, len(res.ReadsFields))
@@ -90,7 +79,7 @@ func boundNoteResult(res *lineage.NoteResult) *RecordLineageOut {
 		}
 		slices.Sort(keys)
 		fields := func(key string) []string { f := res.ReadsFields[key]; return f[:min(len(f), maxFieldsListed)] }
-		k = firstWithin(len(keys), maxListed, readsBudget, func(i int) int {
+		k = bound.First(len(keys), maxListed, readsBudget, func(i int) int {
 			n := len(keys[i]) + 6
 			for _, f := range fields(keys[i]) {
 				n += len(f) + 3
@@ -101,10 +90,6 @@ func boundNoteResult(res *lineage.NoteResult) *RecordLineageOut {
 		for _, key := range keys[:k] {
 			out.ReadsFields[key] = fields(key)
 		}
-	}
-	if w := res.Warnings; len(w) > 0 {
-		out.WarningsTotal = len(w)
-		out.Warnings = w[:firstWithin(len(w), maxWarnings, warningsBudget, func(i int) int { return len(w[i]) + 3 })]
 	}
 	return out
 }
@@ -119,11 +104,7 @@ func (h *handlers) recordLineage(ctx context.Context, in lineage.Note) (*RecordL
 		return nil, "", err
 	}
 	out := boundNoteResult(res)
-	line := statsLine("note", out.ImportStats)
-	if out.WarningsTotal > len(out.Warnings) {
-		line += fmt.Sprintf(" (the first %d of %d warnings)", len(out.Warnings), out.WarningsTotal)
-	}
-	return out, line, nil
+	return out, statsLine("note", out.ImportStats), nil
 }
 
 // ImportDBTIn is a manifest by path or inline.
@@ -249,7 +230,12 @@ func statsLine(what string, s lineage.ImportStats) string {
 	line := fmt.Sprintf("%d assets created, %d updated, %d edges created, %d updated (graph version %d)",
 		s.AssetsCreated, s.AssetsUpdated, s.EdgesCreated, s.EdgesUpdated, s.GraphVersion)
 	if len(s.Warnings) > 0 {
-		line += fmt.Sprintf("; %d warnings: %s", len(s.Warnings), strings.Join(s.Warnings, "; "))
+		// The stats keep the first warnings (lineage.ImportStats.AddWarnings);
+		// the summary names the first three.
+		line += fmt.Sprintf("; %d warnings: %s", s.WarningsTotal, strings.Join(s.Warnings[:min(3, len(s.Warnings))], "; "))
+		if s.WarningsTotal > 3 {
+			line += "; …"
+		}
 	}
 	return line
 }

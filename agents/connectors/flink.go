@@ -15,11 +15,17 @@ type FlinkRestoresIn struct {
 	Job string `json:"job" jsonschema:"Flink job name (every job id under that name is read, so redeploys from savepoints are included) or a 32-hex-character job id"`
 }
 
+// RecordedRestore is one restore and its change-log entry.
+type RecordedRestore = flink.RecordedRestore
+
 // FlinkRestoresOut is a job's restore history.
 type FlinkRestoresOut struct {
-	JobManager string                  `json:"job_manager" jsonschema:"the JobManager that answered"`
-	Restores   []flink.RecordedRestore `json:"restores" jsonschema:"restores from a checkpoint or savepoint, oldest first, each recorded as a restore change"`
-	Note       string                  `json:"note" jsonschema:"what the REST API cannot tell about a restore"`
+	JobManager string            `json:"job_manager" jsonschema:"the JobManager that answered"`
+	Restores   []RecordedRestore `json:"restores" jsonschema:"restores from a checkpoint or savepoint, oldest first, each recorded as a restore change: the latest 50 (restores_total counts them all; list_changes kind restore lists every one recorded)"`
+	Total      int               `json:"restores_total" jsonschema:"restores read, in all; every one is recorded"`
+	Created    int               `json:"recorded_now" jsonschema:"restores this call recorded for the first time"`
+	Failed     int               `json:"not_recorded,omitempty" jsonschema:"restores that could not be recorded (each listed one says why)"`
+	Note       string            `json:"note" jsonschema:"what the REST API cannot tell about a restore"`
 }
 
 var flinkRestoresTool = mcpserver.Tool{
@@ -49,10 +55,14 @@ func (h *handlers) flinkRestores(ctx context.Context, in FlinkRestoresIn) (*Flin
 	if err != nil {
 		return nil, "", err
 	}
-	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: rep.Record(ctx, log, fc.URL(), Name), Note: rep.Note}
+	rec := flink.RecordRestores(ctx, log, rep, fc.URL(), Name)
+	out := &FlinkRestoresOut{JobManager: fc.URL(), Restores: rec.Restores, Total: rec.Total, Created: rec.Created, Failed: rec.Failed, Note: rep.Note}
 	var b strings.Builder
 	b.WriteString(rep.Summary())
-	for _, r := range out.Restores {
+	if out.Total > len(out.Restores) {
+		fmt.Fprintf(&b, "\n%d restores read: %d recorded now, %d already recorded, %d not recorded; the latest:", out.Total, out.Created, out.Total-out.Created-out.Failed, out.Failed)
+	}
+	for _, r := range out.Restores[max(0, len(out.Restores)-10):] {
 		switch {
 		case r.RecordError != "":
 			fmt.Fprintf(&b, "\nnot recorded (%s): %s", r.ChangeKey, r.RecordError)

@@ -102,14 +102,17 @@ type LatestSchemaOut struct {
 	Version       int                  `json:"version" jsonschema:"newest version number"`
 	ID            int                  `json:"id" jsonschema:"registry-wide schema id"`
 	SchemaType    string               `json:"schema_type" jsonschema:"AVRO, JSON or PROTOBUF"`
-	Schema        string               `json:"schema" jsonschema:"the schema text"`
+	Schema        string               `json:"schema" jsonschema:"the schema text; left out when longer than 20,000 characters (schema_chars; notes say where the registry serves it)"`
+	SchemaChars   int                  `json:"schema_chars,omitempty" jsonschema:"length of the schema text, when it is left out for its size"`
 	References    []registry.Reference `json:"references,omitempty" jsonschema:"schemas this one refers to"`
 	SHA256        string               `json:"sha256,omitempty" jsonschema:"SHA-256 of the schema's canonical form: the hash a schema_version proposal binds"`
 	Compatibility string               `json:"compatibility,omitempty" jsonschema:"compatibility level that applies to the subject"`
 	LevelSource   string               `json:"level_source,omitempty" jsonschema:"subject when the subject has its own level, global otherwise"`
-	Versions      []int                `json:"versions" jsonschema:"every version number of the subject, oldest first"`
+	Versions      []int                `json:"versions" jsonschema:"the subject's version numbers, oldest first: the latest 100 (versions_total counts them all)"`
+	VersionsTotal int                  `json:"versions_total,omitempty" jsonschema:"versions of the subject in all, when versions lists only the latest"`
 	Previous      int                  `json:"previous_version,omitempty" jsonschema:"the version compared against"`
-	Changes       []compat.Change      `json:"changes_from_previous,omitempty" jsonschema:"field-level differences from the previous version"`
+	Changes       []compat.Change      `json:"changes_from_previous,omitempty" jsonschema:"field-level differences from the previous version: the first 100 (changes_total counts them all)"`
+	ChangesTotal  int                  `json:"changes_total,omitempty" jsonschema:"field-level differences in all, when changes_from_previous lists only the first"`
 	Change        *RecordedChange      `json:"change,omitempty" jsonschema:"the version's entry in the change log"`
 	Notes         []string             `json:"notes,omitempty" jsonschema:"what could not be read or recorded"`
 }
@@ -134,6 +137,7 @@ func (h *handlers) latestSchema(ctx context.Context, in LatestSchemaIn) (*Latest
 		SchemaType: string(latest.Kind()), Schema: latest.Schema, References: latest.References,
 		Compatibility: lv.Compatibility, LevelSource: lv.LevelSource,
 		Versions: rec.Versions, Previous: rec.Previous, Changes: rec.Changes, SHA256: rec.SHA256,
+		SchemaChars: lv.SchemaChars, VersionsTotal: lv.VersionsTotal, ChangesTotal: lv.ChangesTotal,
 		Change: recordedChange(lv.Change), Notes: lv.Notes}
 	return out, lv.Summary(), nil
 }

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"github.com/google/jsonschema-go/jsonschema"
 	"log/slog"
 
 	"github.com/dataworkers/dw/internal/deps/clients"
@@ -21,6 +22,10 @@ func registerRuns(s *mcpserver.Server, h *handlers) {
 	mcpserver.Add(s, getRunStatusTool, h.getRunStatus)
 }
 
+// maxJSONInteger is the largest whole number a JSON number carries
+// exactly (2^53 - 1): a job id past it would reach the API changed.
+const maxJSONInteger = 1<<53 - 1
+
 const runGate = " Dispatches only for an approved proposal whose bound action is exactly this run: system, target, location (instance, Dagster code location and repository, dbt Cloud account, AWS region and account), every param and the target's domain; any difference is refused and named, and notes in the proposal's details count for nothing. " +
 	"Without a proposal, only a reversible class the domain opened at L3 runs. Never under the org-wide stop; the approval is claimed in the store, so across processes it starts one run, and a retry returns that run; the run and its outcome are recorded in the receipt."
 
@@ -38,6 +43,11 @@ var triggerAirflowTool = mcpserver.Tool{
 
 var triggerDBTCloudTool = mcpserver.Tool{
 	Name: "trigger_dbt_cloud_job", Title: "Run an approved dbt Cloud job",
+	InputSchema: mcpserver.InputSchema[orchestrate.DBTCloudJobParams](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "job_id", 1, maxJSONInteger)
+		mcpserver.Range(s, "threads_override", 1, orchestrate.MaxDBTThreads)
+		mcpserver.Range(s, "timeout_seconds_override", 1, orchestrate.MaxDBTTimeoutSeconds)
+	}),
 	Description: "Runs a dbt Cloud job through the v2 API (POST /api/v2/accounts/{account}/jobs/{job}/run/)." + runGate,
 	Destructive: true, Idempotent: true, OpenWorld: true, // starts a job outside Data Workers
 }
@@ -50,6 +60,9 @@ var startStepFunctionsTool = mcpserver.Tool{
 
 var getRunStatusTool = mcpserver.Tool{
 	Name: "get_run_status", Title: "Status of an approved run",
+	InputSchema: mcpserver.InputSchema[orchestrate.PollParams](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "wait_seconds", 0, orchestrate.MaxWait.Seconds())
+	}),
 	Description: "Reads the status of a run started by a trigger tool from its system and records it; a finished run's outcome is written to the receipt once. " +
 		"Name the run by any key a trigger tool returned: run_key, run_id, upstream_key or proposal_id. wait_seconds waits for the run to end, at most 50 s per call (longer waits are capped so the answer beats a client's 60 s timeout; call again to keep waiting), with progress notifications while it waits.",
 	ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: true,

@@ -15,7 +15,8 @@ var recordChangeTool = mcpserver.Tool{
 	Name:  "record_change",
 	Title: "Record a change in the change log",
 	Description: "Adds a change to the change log diagnoses rank causes from: a deploy or release, a schema version, a restore (state_skipped when a snapshot's state was not restored, e.g. allowNonRestoredState), a config, connector, partitioning or pipeline change; with when it took effect, the system, the assets and fields it touched (removed, added, type_changed, renamed) and who made it. " +
-		"With a key (e.g. schema-registry:api-usage-value:12) recording the same event again changes nothing. Times in the future are refused.",
+		"With a key (e.g. schema-registry:api-usage-value:12) recording the same event again changes nothing. Times in the future are refused. " +
+		fmt.Sprintf("A change names at most %d assets and %d fields (record a larger deploy per system or per group of models); the answer lists the first of each with their totals, and `dw changes show <id>` prints the whole change.", changelog.MaxChangeAssets, changelog.MaxChangeFields),
 	ReadOnly:    false,
 	Destructive: false,
 	Idempotent:  false,
@@ -37,20 +38,25 @@ func (h *handlers) recordChange(ctx context.Context, in changelog.RecordChangePa
 	if err != nil {
 		return nil, "", err
 	}
+	res.Bound()
 	c := res.Change
 	verb := "Recorded"
 	if !res.Created {
 		verb = "Already recorded (same key; nothing changed):"
 	}
+	assets := strings.Join(c.Assets, ", ")
+	if c.AssetsTotal > 0 {
+		assets += fmt.Sprintf(" and %d more (dw changes show %d)", c.AssetsTotal-len(c.Assets), c.ID)
+	}
 	return res, fmt.Sprintf("%s change %d: %s (%s on %s at %s, assets %s).", verb, c.ID, c.Summary, c.Kind, c.System,
-		c.At.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(c.Assets, ", ")), nil
+		c.At.UTC().Format("2006-01-02 15:04 UTC"), assets), nil
 }
 
 var listChangesTool = mcpserver.Tool{
 	Name:  "list_changes",
 	Title: "List recorded changes",
 	Description: "Lists the change log, newest first, optionally only changes touching an asset, of a kind or system, or in a time range (since inclusive, until exclusive). " +
-		"Paged: limit (default 50, at most 500), next_cursor for the next page, total.",
+		"Paged: limit (default 50, at most 500; a page of long changes ends early), next_cursor for the next page, total. Each change lists its first assets, fields and details with their totals; `dw changes show <id>` prints one whole.",
 	ReadOnly:    true,
 	Destructive: false,
 	Idempotent:  true,

@@ -70,22 +70,35 @@ type IncidentIn struct {
 
 // ProposalState is where one of an incident's proposals stands.
 type ProposalState struct {
-	ID        string    `json:"id" jsonschema:"proposal id"`
-	Kind      string    `json:"kind" jsonschema:"action kind"`
-	What      string    `json:"what" jsonschema:"the change in one line"`
-	Targets   []string  `json:"targets" jsonschema:"assets acted on"`
-	State     string    `json:"state" jsonschema:"pending, escalated, approved, rejected, expired, executed or undone"`
-	Approver  string    `json:"approver" jsonschema:"person whose decision is awaited or was given"`
-	Copied    []string  `json:"copied,omitempty" jsonschema:"people copied on the request"`
-	ExpiresAt time.Time `json:"expires_at" jsonschema:"when the current request expires and escalates (never grants)"`
-	DecidedBy string    `json:"decided_by,omitempty" jsonschema:"who decided, once decided"`
-	Via       string    `json:"via,omitempty" jsonschema:"channel of the decision: slack, elicitation or terminal"`
-	Reason    string    `json:"reason,omitempty" jsonschema:"the decider's reason, if given"`
+	ID      string   `json:"id" jsonschema:"proposal id"`
+	Kind    string   `json:"kind" jsonschema:"action kind"`
+	What    string   `json:"what" jsonschema:"the change in one line"`
+	Targets []string `json:"targets" jsonschema:"assets acted on: the first 5 (targets_total counts them all; dw approvals show <id> lists every one)"`
+	// TargetsTotal counts every target when Targets lists the first.
+	TargetsTotal int       `json:"targets_total,omitempty" jsonschema:"assets acted on, in all"`
+	State        string    `json:"state" jsonschema:"pending, escalated, approved, rejected, expired, executed or undone"`
+	Approver     string    `json:"approver" jsonschema:"person whose decision is awaited or was given"`
+	Copied       []string  `json:"copied,omitempty" jsonschema:"people copied on the request"`
+	ExpiresAt    time.Time `json:"expires_at" jsonschema:"when the current request expires and escalates (never grants)"`
+	DecidedBy    string    `json:"decided_by,omitempty" jsonschema:"who decided, once decided"`
+	Via          string    `json:"via,omitempty" jsonschema:"channel of the decision: slack, elicitation or terminal"`
+	Reason       string    `json:"reason,omitempty" jsonschema:"the decider's reason, if given"`
 }
+
+// What an answer lists of an incident's proposals: an incident takes up
+// to 20 proposals a call, each acting on up to 100 targets, and may be
+// proposed for again after a failed verification.
+const (
+	listedProposals = 30
+	listedTargets   = 5
+)
 
 func proposalState(p *approvals.Proposal) ProposalState {
 	ps := ProposalState{ID: p.ID, Kind: p.Kind, What: p.What, Targets: p.Targets, State: string(p.State),
 		Approver: p.Approver, Copied: p.Copied, ExpiresAt: p.ExpiresAt}
+	if n := len(p.Targets); n > listedTargets {
+		ps.Targets, ps.TargetsTotal = p.Targets[:listedTargets:listedTargets], n
+	}
 	if d := p.Decision; d != nil {
 		ps.DecidedBy, ps.Via, ps.Reason = d.PersonID, string(d.Channel), d.Reason
 	}
@@ -97,8 +110,10 @@ func proposalState(p *approvals.Proposal) ProposalState {
 type IncidentOut struct {
 	Incident   incidents.Incident    `json:"incident" jsonschema:"the incident with symptoms, ranked causes and timeline"`
 	Assertions []incidents.Assertion `json:"assertions" jsonschema:"what remediate re-runs to verify a fix: one per distinct symptom that fired"`
-	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
+	Proposals  []ProposalState       `json:"proposals" jsonschema:"the incident's proposals and their decisions: the latest 30 (proposals_total counts them all)"`
 	Next       string                `json:"next" jsonschema:"what to do next at this status"`
+	// ProposalsTotal counts every proposal when Proposals lists the latest.
+	ProposalsTotal int `json:"proposals_total,omitempty" jsonschema:"the incident's proposals, in all"`
 	// The counts say how much get_incident left out of a long incident.
 	SymptomsTotal     int `json:"symptoms_total,omitempty" jsonschema:"symptoms in all; when more than 20, incident.symptoms lists the first 10 (the onset) and the latest 10"`
 	AssertionsOmitted int `json:"assertions_omitted,omitempty" jsonschema:"assertions left out of assertions (at most 50 are listed)"`
@@ -123,6 +138,16 @@ func (o *IncidentOut) bound() {
 	if n := len(o.Assertions); n > maxAssertions {
 		o.Assertions, o.AssertionsOmitted = o.Assertions[:maxAssertions], n-maxAssertions
 	}
+	o.Proposals, o.ProposalsTotal = latestProposals(o.Proposals)
+}
+
+// latestProposals is the latest listedProposals of an incident's
+// proposals (oldest first) and how many there are, when that is more.
+func latestProposals(ps []ProposalState) ([]ProposalState, int) {
+	if n := len(ps); n > listedProposals {
+		return ps[n-listedProposals:], n
+	}
+	return ps, 0
 }
 
 var getIncidentTool = mcpserver.Tool{
@@ -193,7 +218,10 @@ type DiagnoseOut struct {
 }
 
 var diagnoseTool = mcpserver.Tool{
-	Name:  "diagnose_incident",
+	Name: "diagnose_incident",
+	InputSchema: mcpserver.InputSchema[DiagnoseIn](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "lookback_hours", 0, incidents.MaxLookbackHours)
+	}),
 	Title: "Rank an incident's causes",
 	Description: "Ranks the recorded changes from lookback_hours before the onset to shortly after it as candidate causes, deterministically: lineage relation to the symptomatic assets (upstream, hops), time before the onset, whether a job on the path reads a field the change removed or retyped (column lineage, recorded SQL), how the kind of change fits the kind of symptom, and whether this feed broke the same way before. " +
 		"Each cause has evidence a person can check and a confidence. The answer includes the blast radius from the catalog: everything downstream of the symptomatic assets, critical and scheduled first with owners and next runs. Moves the incident to diagnosed.",
@@ -225,7 +253,10 @@ func (h *handlers) diagnose(ctx context.Context, in DiagnoseIn) (*DiagnoseOut, s
 }
 
 var historyTool = mcpserver.Tool{
-	Name:        "get_incident_history",
+	Name: "get_incident_history",
+	InputSchema: mcpserver.InputSchema[incidents.HistoryParams](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "hops", 0, incidents.MaxHistoryHops)
+	}),
 	Title:       "Earlier incidents on a feed",
 	Description: "Lists earlier incidents on an asset or its feed (assets within hops up- or downstream in the lineage), newest first, with their top cause, time to detect and to resolve, and which kinds of cause recur on the same asset. Paged: limit (default 50, at most 500), next_cursor, total.",
 	ReadOnly:    true,

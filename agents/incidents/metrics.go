@@ -118,6 +118,9 @@ var monitorMetricsTool = mcpserver.Tool{
 	Destructive: false,
 	Idempotent:  false,
 	OpenWorld:   true,
+	InputSchema: mcpserver.InputSchema[MonitorIn](func(s *jsonschema.Schema) {
+		mcpserver.Items(s, "points", 0, incidents.MaxMetricPoints)
+	}),
 }
 
 // MonitorIn is monitor_metrics' input: the domain call's parameters and

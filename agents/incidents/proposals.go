@@ -96,6 +96,10 @@ var proposeTool = mcpserver.Tool{
 		item := s.Properties["proposals"].Items
 		mcpserver.Enum(item, "kind", incidents.ProposalKinds...)
 		mcpserver.Enum(item, "schema_type", compat.Kinds...)
+		mcpserver.Items(s, "proposals", 1, incidents.MaxRemediations)
+		mcpserver.Items(s, "proposals.targets", 0, approvals.MaxTargets)
+		mcpserver.Items(s, "proposals.scope", 0, approvals.MaxScope)
+		mcpserver.Range(s, "proposals.cause_rank", 0, incidents.DefaultMaxCauses)
 	}),
 }
 

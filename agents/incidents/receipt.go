@@ -36,7 +36,8 @@ type ReceiptOut struct {
 	EntriesTotal   int                    `json:"entries_total" jsonschema:"entries in the whole chain"`
 	EntriesOmitted int                    `json:"entries_omitted,omitempty" jsonschema:"middle entries left out of entries; dw receipt show <id> --json prints them all"`
 	EntryKinds     map[string]int         `json:"entry_kinds" jsonschema:"entries in the whole chain by kind"`
-	Proposals      []ProposalState        `json:"proposals" jsonschema:"current state of the proposals it records"`
+	Proposals      []ProposalState        `json:"proposals" jsonschema:"current state of the proposals it records: the latest 30 (proposals_total counts them all)"`
+	ProposalsTotal int                    `json:"proposals_total,omitempty" jsonschema:"proposals it records, in all"`
 	Markdown       string                 `json:"markdown" jsonschema:"the receipt for people: chain, cause, proposals and decisions, steps with checks, undo, log; a long one is cut, and dw receipt show <id> prints it whole"`
 	Verify         string                 `json:"verify" jsonschema:"the command a person runs to check the chain themselves"`
 	Full           string                 `json:"full" jsonschema:"the command that prints the whole receipt as JSON"`
@@ -71,5 +72,6 @@ func (h *handlers) getReceipt(ctx context.Context, in ReceiptIn) (*ReceiptOut, s
 	for i := range doc.Proposals {
 		out.Proposals = append(out.Proposals, proposalState(&doc.Proposals[i]))
 	}
+	out.Proposals, out.ProposalsTotal = latestProposals(out.Proposals)
 	return out, v.Summary(), nil
 }

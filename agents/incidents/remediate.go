@@ -29,18 +29,24 @@ type AssertionResult = remediate.AssertionResult
 
 // RemediateOut is the verification of a fix.
 type RemediateOut struct {
-	Incident    string                  `json:"incident" jsonschema:"incident id"`
-	Status      string                  `json:"status" jsonschema:"incident status after verification: verified, escalated, or fixing when not verifiable yet"`
-	Outcome     string                  `json:"outcome" jsonschema:"verified, escalated, or not_verifiable_yet (nothing failed but a symptomatic asset has no judged check; see unjudged)"`
-	Unjudged    []string                `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
-	Verified    bool                    `json:"verified" jsonschema:"true only when every assertion that fired and every check in scope passed"`
-	Reason      string                  `json:"reason" jsonschema:"the outcome in words"`
-	Caveats     []string                `json:"caveats,omitempty" jsonschema:"what the outcome rests on that a person should weigh, e.g. a metric redefined after the onset (when and by whom); also in the reason and the receipt"`
-	Assertions  []AssertionResult       `json:"assertions" jsonschema:"every assertion that fired, re-run"`
-	Checks      []incidents.CheckResult `json:"checks" jsonschema:"every check in scope that could be judged, re-run"`
-	Notes       []string                `json:"notes" jsonschema:"what was not judged and why, history scans, anomalies from before the onset"`
-	Proposals   []ProposalState         `json:"proposals" jsonschema:"the incident's proposals and their decisions"`
-	EscalatedTo []string                `json:"escalated_to,omitempty" jsonschema:"people the failed verification goes to: the approvers of the fix"`
+	Incident   string                  `json:"incident" jsonschema:"incident id"`
+	Status     string                  `json:"status" jsonschema:"incident status after verification: verified, escalated, or fixing when not verifiable yet"`
+	Outcome    string                  `json:"outcome" jsonschema:"verified, escalated, or not_verifiable_yet (nothing failed but a symptomatic asset has no judged check; see unjudged)"`
+	Unjudged   []string                `json:"unjudged,omitempty" jsonschema:"symptomatic assets with no judged passing check, and what is missing"`
+	Verified   bool                    `json:"verified" jsonschema:"true only when every assertion that fired and every check in scope passed"`
+	Reason     string                  `json:"reason" jsonschema:"the outcome in words"`
+	Caveats    []string                `json:"caveats,omitempty" jsonschema:"what the outcome rests on that a person should weigh, e.g. a metric redefined after the onset (when and by whom); also in the reason and the receipt"`
+	Assertions []AssertionResult       `json:"assertions" jsonschema:"the assertions that fired, re-run: failures first, the first 50 (assertions_total counts them all; the receipt holds every one)"`
+	Checks     []incidents.CheckResult `json:"checks" jsonschema:"the checks in scope that could be judged, re-run: failures first, the first 50 (checks_total counts them all; the receipt holds every one)"`
+	Notes      []string                `json:"notes" jsonschema:"what was not judged and why, history scans, anomalies from before the onset: the first 20 (notes_total)"`
+	// The totals count every re-run; the lists above name the first.
+	AssertionsTotal int             `json:"assertions_total" jsonschema:"assertions re-run, in all"`
+	ChecksTotal     int             `json:"checks_total" jsonschema:"checks in scope re-run, in all"`
+	NotesTotal      int             `json:"notes_total" jsonschema:"notes in all"`
+	UnjudgedTotal   int             `json:"unjudged_total,omitempty" jsonschema:"symptomatic assets with no judged passing check, in all"`
+	Proposals       []ProposalState `json:"proposals" jsonschema:"the incident's proposals and their decisions: the latest 30 (proposals_total counts them all)"`
+	ProposalsTotal  int             `json:"proposals_total,omitempty" jsonschema:"the incident's proposals, in all"`
+	EscalatedTo     []string        `json:"escalated_to,omitempty" jsonschema:"people the failed verification goes to: the approvers of the fix"`
 	// Metrics are the metric definitions computed or judged with.
 	Metrics []remediate.MetricUsed `json:"metrics,omitempty" jsonschema:"every metric definition the verification computed or judged with: its SQL's SHA-256, when and by whom it was defined, whether it changed after the onset (also in the receipt)"`
 	// Replacements say which table was read instead of which.
@@ -76,10 +82,12 @@ func (h *handlers) remediate(ctx context.Context, in RemediateIn) (*RemediateOut
 	ver := res.Verification
 	out := &RemediateOut{Incident: res.Incident.ID, Status: string(res.Incident.Status), Verified: ver.Verified, Outcome: ver.Outcome,
 		Unjudged: ver.Unjudged, Reason: ver.Reason, Caveats: ver.Caveats, Metrics: res.Metrics, Assertions: res.Assertions, Checks: res.Checks, Notes: res.Notes,
+		AssertionsTotal: res.AssertionsTotal, ChecksTotal: res.ChecksTotal, NotesTotal: res.NotesTotal, UnjudgedTotal: res.UnjudgedTotal,
 		Proposals: []ProposalState{}, EscalatedTo: res.EscalatedTo, Replacements: res.Replacements, ReceiptID: res.Incident.ID, ReceiptSeq: res.Receipt.Seq}
 	for _, p := range res.Proposals {
 		out.Proposals = append(out.Proposals, proposalState(p))
 	}
+	out.Proposals, out.ProposalsTotal = latestProposals(out.Proposals)
 	return out, remediateSummary(h, out), nil
 }
 
@@ -95,7 +103,7 @@ func remediateSummary(h *handlers, out *RemediateOut) string {
 	var b strings.Builder
 	switch {
 	case out.Verified:
-		fmt.Fprintf(&b, "%s is verified: %d assertion(s) and %d check(s) in scope passed.", out.Incident, len(out.Assertions), len(out.Checks))
+		fmt.Fprintf(&b, "%s is verified: %d assertion(s) and %d check(s) in scope passed.", out.Incident, out.AssertionsTotal, out.ChecksTotal)
 	case out.Outcome == incidents.OutcomeNotVerifiable:
 		fmt.Fprintf(&b, "%s is NOT verifiable yet and stays fixing: %s", out.Incident, strings.Join(out.Unjudged, "; "))
 	default:
@@ -124,7 +132,7 @@ func remediateSummary(h *handlers, out *RemediateOut) string {
 		}
 	}
 	if len(out.Notes) > 0 {
-		fmt.Fprintf(&b, "\n%d note(s): %s", len(out.Notes), out.Notes[0])
+		fmt.Fprintf(&b, "\n%d note(s): %s", out.NotesTotal, out.Notes[0])
 		if len(out.Notes) > 1 {
 			b.WriteString(" …")
 		}

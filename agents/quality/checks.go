@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/google/jsonschema-go/jsonschema"
 	"slices"
 	"strings"
 	"time"
@@ -84,7 +85,11 @@ func passRank(s checks.Status) int {
 }
 
 var runQualityCheckTool = mcpserver.Tool{
-	Name:  "run_quality_check",
+	Name: "run_quality_check",
+	InputSchema: mcpserver.InputSchema[RunIn](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "checks.max_rate", 0, 1)
+		mcpserver.Range(s, "checks.max_failing", 0, checks.MaxRowBound)
+	}),
 	Title: "Run a quality check on a landed table",
 	Description: "Checks a warehouse table in one scan: row count, null rate per column, key uniqueness, freshness, load lag, accepted values, ranges and row assertions, " +
 		"optionally per hour or day over a window (e.g. period today, bucket hour). Each metric is judged against the table's own history (median and MAD, seasonal by hour of week, " +
@@ -141,7 +146,15 @@ func (h *handlers) runQualityCheck(ctx context.Context, in RunIn) (*RunOut, stri
 }
 
 var setExpectationsTool = mcpserver.Tool{
-	Name:  "set_quality_expectations",
+	Name: "set_quality_expectations",
+	InputSchema: mcpserver.InputSchema[ExpectIn](func(s *jsonschema.Schema) {
+		rate := s.Properties["max_null_rate"].AdditionalProperties
+		lo, hi := 0.0, 1.0
+		rate.Minimum, rate.Maximum = &lo, &hi
+		mcpserver.Range(s, "min_rows", 0, checks.MaxRowBound)
+		mcpserver.Range(s, "max_rows", 0, checks.MaxRowBound)
+		mcpserver.Range(s, "predicates.max_failing_rows", 0, checks.MaxRowBound)
+	}),
 	Title: "Record a table's quality expectations",
 	Description: "Records what a table must satisfy: its key, event and ingest time columns, and explicit thresholds (max null rate per column, rows per bucket, accepted values, ranges, row assertions, relationships: a column whose values must exist in another table's column). " +
 		"run_quality_check then runs these instead of profiling the table. Names are validated against the warehouse's catalog. " +
@@ -175,7 +188,10 @@ func (h *handlers) setExpectations(ctx context.Context, in ExpectIn) (*checks.Ex
 }
 
 var getHistoryTool = mcpserver.Tool{
-	Name:        "get_quality_history",
+	Name: "get_quality_history",
+	InputSchema: mcpserver.InputSchema[HistoryIn](func(s *jsonschema.Schema) {
+		mcpserver.Range(s, "days", 0, checks.MaxHistoryDays)
+	}),
 	Title:       "A quality metric's history and baseline",
 	Description: "Returns a table metric's recent points (e.g. null_rate of a column per hour) and the baseline its latest point was judged against, with the table's other recorded series. Points are paged newest first (limit, default 200, at most 500; next_cursor for earlier points) with total.",
 	ReadOnly:    true, Idempotent: true, OpenWorld: false,

@@ -28,7 +28,7 @@ type ListTablesOut struct {
 var listTablesTool = mcpserver.Tool{
 	Name:        "list_tables",
 	Title:       "List warehouse tables",
-	Description: "Lists the tables of a warehouse with their row counts and columns (from the information schema). Use it to find the exact table and column names before run_quality_check. Paged: limit (default 50, at most 500), next_cursor, total; only the listed tables are counted.",
+	Description: "Lists the tables of a warehouse with their row counts and first 12 columns (from the information schema; columns_total counts them all, and get_schema_snapshot in dw-schema pages every column once detect_schema_change has snapshotted the table). Use it to find the exact table and column names before run_quality_check. Paged: limit (default 50, at most 500), next_cursor, total; only the listed tables are counted.",
 	ReadOnly:    true,
 	Idempotent:  true,
 	OpenWorld:   true,
@@ -36,7 +36,7 @@ var listTablesTool = mcpserver.Tool{
 }
 
 // tablesText is list_tables' key data for a text-only client: one line a
-// table with its row count and every column's name and type.
+// table with its row count and its listed columns' names and types.
 func tablesText(out any) string {
 	o, ok := out.(*ListTablesOut)
 	if !ok {
@@ -48,7 +48,11 @@ func tablesText(out any) string {
 		for i, c := range t.Columns {
 			cols[i] = c.Name + " " + c.Type
 		}
-		fmt.Fprintf(&b, "%s (%d rows): %s\n", t.Table, t.RowCount, strings.Join(cols, ", "))
+		more := ""
+		if t.ColumnsTotal > len(t.Columns) {
+			more = fmt.Sprintf(", … (%d columns)", t.ColumnsTotal)
+		}
+		fmt.Fprintf(&b, "%s (%d rows): %s%s\n", t.Table, t.RowCount, strings.Join(cols, ", "), more)
 	}
 	if o.NextCursor != "" {
 		fmt.Fprintf(&b, "next_cursor: %s\n", o.NextCursor)
@@ -73,7 +77,7 @@ func (h *handlers) listTables(ctx context.Context, in ListTablesIn) (*ListTables
 			fmt.Fprintf(&b, "\n… and %d more on this page", len(out.Tables)-20)
 			break
 		}
-		fmt.Fprintf(&b, "\n- %s: %d rows, %d columns", t.Table, t.RowCount, len(t.Columns))
+		fmt.Fprintf(&b, "\n- %s: %d rows, %d columns", t.Table, t.RowCount, t.ColumnsTotal)
 	}
 	if out.NextCursor != "" {
 		b.WriteString("\nMore: pass next_cursor as cursor.")

@@ -80,10 +80,18 @@ func summarizeCheck(o *CheckOut) string {
 	if o.Disagreement != "" {
 		fmt.Fprintf(&b, "\nDisagreement: %s", o.Disagreement)
 	}
-	for _, c := range o.Changes {
+	for i, c := range o.Changes {
+		if i == summaryItems {
+			fmt.Fprintf(&b, "\n… %d field-level changes in all", max(o.ChangesTotal, len(o.Changes)))
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s %s", c.Kind, c.Path)
 	}
-	for _, r := range o.Readers {
+	for i, r := range o.Readers {
+		if i == summaryItems {
+			fmt.Fprintf(&b, "\n… %d readers in all", max(o.ReadersTotal, len(o.Readers)))
+			break
+		}
 		fmt.Fprintf(&b, "\n- reader %s (owner %s): %s", r.Asset, orNone(r.Owner), orNone(r.Evidence))
 	}
 	return b.String()

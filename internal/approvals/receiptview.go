@@ -18,8 +18,8 @@ const (
 	ViewHeadEntries  = 15    // first entries shown (the cause and proposals)
 	ViewTailEntries  = 15    // last entries shown (the steps and verification)
 	maxFactsChars    = 10000 // one entry's facts shown in full
-	factsBudget      = 40000 // all shown entries' facts together
-	maxMarkdownChars = 20000
+	factsBudget      = 30000 // all shown entries' facts together
+	maxMarkdownChars = 16000
 	maxProblems      = 20
 )
 

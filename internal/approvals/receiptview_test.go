@@ -72,8 +72,8 @@ func TestReceiptViewBoundsALongChain(t *testing.T) {
 		}
 		whole = append(whole, e.Seq)
 	}
-	// Newest first: 100, then 98 down to 87 (99 is over the cap); 13 × 3,000 fits 40,000.
-	wantWhole := []int64{87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 100}
+	// Newest first: 100, then 98 down to 90 (99 is over the cap); 10 × 3,000 fits 30,000.
+	wantWhole := []int64{90, 91, 92, 93, 94, 95, 96, 97, 98, 100}
 	if !slices.Equal(whole, wantWhole) {
 		t.Errorf("facts shown whole: %v, want %v", whole, wantWhole)
 	}

@@ -5,16 +5,19 @@
 package changelog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/page"
@@ -119,11 +122,94 @@ type Change struct {
 	Summary      string            `json:"summary" jsonschema:"the change in one line"`
 	Details      map[string]string `json:"details" jsonschema:"further facts (version, savepoint, ...)"`
 	RecordedAt   time.Time         `json:"recorded_at" jsonschema:"when it was recorded"`
+	// The totals are set when an answer lists only the first assets,
+	// fields or details (Bounded); the log keeps them all.
+	AssetsTotal  int `json:"assets_total,omitempty" jsonschema:"assets the change names in all, when assets lists only the first (dw changes show <id> lists every one; list_changes asset finds the change by any of them)"`
+	FieldsTotal  int `json:"fields_total,omitempty" jsonschema:"fields the change names in all, when fields lists only the first (dw changes show <id> lists every one)"`
+	DetailsTotal int `json:"details_total,omitempty" jsonschema:"details the change has in all, when details holds only the first keys (dw changes show <id> has every one)"`
 
 	// rawDetails holds the stored details until they are needed: a
 	// diagnosis reads thousands of changes and keeps ten.
 	rawDetails string
 }
+
+// Bounds on a change: how much record_change accepts, and how much of one
+// change an answer lists.
+const (
+	// MaxChangeAssets is how many assets one change may name. A deploy
+	// that touches more is recorded per system or per group of models
+	// (each with its own key), which is also how a diagnosis tells them
+	// apart.
+	MaxChangeAssets = 500
+	// MaxChangeFields is how many fields one change may name.
+	MaxChangeFields = 500
+	// MaxChangeDetails is how many details one change may carry.
+	MaxChangeDetails = 100
+
+	listedAssets, assetsBudget   = 10, 800
+	listedFields, fieldsBudget   = 10, 1000
+	listedDetails, detailsBudget = 10, 800
+	// pageBudget bounds the changes of one list_changes page, in
+	// characters: a page ends early rather than answer more, and
+	// next_cursor continues from there.
+	pageBudget = 50_000
+)
+
+// Bounded is the change as an answer lists it: the first assets, fields
+// and details within a count and a budget of characters each, with the
+// totals when any was cut. The change log keeps everything.
+func (c Change) Bounded() Change {
+	if n := len(c.Assets); n > 0 {
+		if head := bound.Head(c.Assets, listedAssets, assetsBudget); len(head) < n {
+			c.Assets, c.AssetsTotal = head, n
+		}
+	}
+	if n := len(c.Fields); n > 0 {
+		if head := bound.Head(c.Fields, listedFields, fieldsBudget); len(head) < n {
+			c.Fields, c.FieldsTotal = head, n
+		}
+	}
+	if n := len(c.Details); n > 0 {
+		keys := slices.Sorted(maps.Keys(c.Details))
+		k := bound.First(n, listedDetails, detailsBudget, func(i int) int { return len(keys[i]) + len(c.Details[keys[i]]) + 6 })
+		if k < n {
+			kept := make(map[string]string, k)
+			for _, key := range keys[:k] {
+				kept[key] = c.Details[key]
+			}
+			c.Details, c.DetailsTotal = kept, n
+		}
+	}
+	return c
+}
+
+// FitFields fits the fields a system reports for one change (a schema
+// version, a table snapshot) into MaxChangeFields: those that break
+// readers first, since diagnosis matches them against what jobs read, and
+// the count left out in details["fields_omitted"] (details is made when
+// nil). A person recording a change is refused instead (record_change).
+func FitFields(fields []FieldChange, details map[string]string) ([]FieldChange, map[string]string) {
+	if len(fields) <= MaxChangeFields {
+		return fields, details
+	}
+	fields = slices.Clone(fields)
+	slices.SortStableFunc(fields, func(a, b FieldChange) int { return cmp.Compare(breakRank(a.How), breakRank(b.How)) })
+	if details == nil {
+		details = map[string]string{}
+	}
+	details["fields_omitted"] = fmt.Sprintf("%d more field changes than a change names; the system that reported them holds the whole difference", len(fields)-MaxChangeFields)
+	return fields[:MaxChangeFields], details
+}
+
+func breakRank(o FieldOp) int {
+	if o.Breaks() {
+		return 0
+	}
+	return 1
+}
+
+// Bound shortens the recorded change for an answer (Bounded).
+func (r *RecordChangeResult) Bound() { r.Change = r.Change.Bounded() }
 
 // loadDetails decodes details left raw by a diagnosis read.
 func (c *Change) LoadDetails() error {
@@ -144,13 +230,13 @@ type RecordChangeParams struct {
 	At           time.Time         `json:"at" jsonschema:"when the change took effect (RFC 3339); must not be in the future"`
 	Kind         string            `json:"kind" jsonschema:"deploy, release, schema_version, restore, config, connector, partitioning or pipeline"`
 	System       string            `json:"system" jsonschema:"system changed, e.g. schema-registry, flink, dbt, kafka-connect, airflow"`
-	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched, e.g. schema://api-usage-value"`
-	Fields       []FieldChange     `json:"fields,omitempty" jsonschema:"fields touched and how (removed, added, type_changed, renamed)"`
+	Assets       []string          `json:"assets" jsonschema:"asset ids the change touched, e.g. schema://api-usage-value; 1 to 500 (record a larger deploy per system or per group of models)"`
+	Fields       []FieldChange     `json:"fields,omitempty" jsonschema:"fields touched and how (removed, added, type_changed, renamed); at most 500"`
 	StateSkipped bool              `json:"state_skipped,omitempty" jsonschema:"for restore only: some operator state was not restored"`
 	Actor        string            `json:"actor,omitempty" jsonschema:"who made the change"`
 	Source       string            `json:"source,omitempty" jsonschema:"who records it; default manual"`
 	Summary      string            `json:"summary" jsonschema:"the change in one line a person can check"`
-	Details      map[string]string `json:"details,omitempty" jsonschema:"further facts, e.g. version, savepoint path"`
+	Details      map[string]string `json:"details,omitempty" jsonschema:"further facts, e.g. version, savepoint path; at most 100"`
 }
 
 // RecordChangeResult is the output of record_change.
@@ -216,6 +302,12 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 	if len(p.Assets) == 0 {
 		return c, invalid("assets is empty: name at least one asset id the change touched")
 	}
+	if len(p.Assets) > MaxChangeAssets {
+		return c, invalid("assets names %d assets; a change names at most %d: record a larger deploy per system or per group of models, each with its own key", len(p.Assets), MaxChangeAssets)
+	}
+	if len(p.Fields) > MaxChangeFields {
+		return c, invalid("fields names %d fields; a change names at most %d: record a wider schema change per asset", len(p.Fields), MaxChangeFields)
+	}
 	var assets []string
 	for _, a := range p.Assets {
 		a, err := CleanAsset("assets", a)
@@ -254,8 +346,8 @@ func (p RecordChangeParams) validate(now time.Time) (Change, error) {
 		fields = append(fields, f)
 	}
 	details := map[string]string{}
-	if len(p.Details) > 100 {
-		return c, invalid("details has %d entries; at most 100", len(p.Details))
+	if len(p.Details) > MaxChangeDetails {
+		return c, invalid("details has %d entries; at most %d", len(p.Details), MaxChangeDetails)
 	}
 	for k, v := range p.Details {
 		if strings.TrimSpace(k) == "" {
@@ -342,7 +434,7 @@ type ChangeFilter struct {
 
 // ChangeList is the output of list_changes.
 type ChangeList struct {
-	Changes []Change `json:"changes" jsonschema:"this page of matching changes, newest first"`
+	Changes []Change `json:"changes" jsonschema:"this page of matching changes, newest first: up to limit, fewer when they are long (next_cursor continues); each lists its first assets, fields and details (assets_total, fields_total, details_total count them all)"`
 	page.Info
 }
 
@@ -409,8 +501,19 @@ func (l *Log) ListChanges(ctx context.Context, f ChangeFilter) (*ChangeList, err
 	if err != nil {
 		return nil, err
 	}
+	for i := range changes {
+		changes[i] = changes[i].Bounded()
+	}
+	key := func(c Change) page.Key { return page.Key{store.Millis(c.At), c.ID} }
+	// A page of long changes ends early, within the answer's budget: the
+	// cursor then goes on after the last change listed.
+	if n := min(len(changes), pg.Limit); n > 0 {
+		if kept := bound.Head(changes[:n], n, pageBudget); len(kept) < n {
+			return &ChangeList{Changes: kept, Info: page.Info{Total: total, NextCursor: pg.NextAfter(key(kept[len(kept)-1]), true)}}, nil
+		}
+	}
 	list := &ChangeList{}
-	list.Changes, list.Info = page.Cut(pg, changes, total, func(c Change) page.Key { return page.Key{store.Millis(c.At), c.ID} })
+	list.Changes, list.Info = page.Cut(pg, changes, total, key)
 	return list, nil
 }
 

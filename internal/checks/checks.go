@@ -89,8 +89,8 @@ type Spec struct {
 	// Values lists accepted values as text; numbers for numeric columns.
 	Values []string `json:"values,omitempty" jsonschema:"accepted values (accepted_values); numbers for numeric columns"`
 	// Min and Max bound numbers (range) or rows per bucket (row_count).
-	Min *float64 `json:"min,omitempty" jsonschema:"lowest allowed value (range) or rows per bucket (row_count)"`
-	Max *float64 `json:"max,omitempty" jsonschema:"highest allowed value (range) or rows per bucket (row_count)"`
+	Min *float64 `json:"min,omitempty" jsonschema:"lowest allowed value (range), any finite number, or rows per bucket (row_count)"`
+	Max *float64 `json:"max,omitempty" jsonschema:"highest allowed value (range), any finite number, or rows per bucket (row_count)"`
 	// MaxRate is the highest allowed null rate, 0 to 1.
 	MaxRate *float64 `json:"max_rate,omitempty" jsonschema:"highest allowed null rate from 0 to 1 (null_rate)"`
 	// MaxAge is the staleness allowed (freshness) or the average lag

@@ -58,8 +58,8 @@ type AcceptedValues struct {
 // ValueRange bounds a numeric column.
 type ValueRange struct {
 	Column string   `json:"column" jsonschema:"the numeric column"`
-	Min    *float64 `json:"min,omitempty" jsonschema:"lowest allowed value"`
-	Max    *float64 `json:"max,omitempty" jsonschema:"highest allowed value"`
+	Min    *float64 `json:"min,omitempty" jsonschema:"lowest allowed value: any finite number"`
+	Max    *float64 `json:"max,omitempty" jsonschema:"highest allowed value: any finite number"`
 }
 
 // PredicateRule is a row-count assertion: rows where SQL is not true are

@@ -338,6 +338,10 @@ const (
 	maxOtherSeries       = 50
 )
 
+// MaxHistoryDays is the longest history get_quality_history reads: a
+// year (a page of points at a time).
+const MaxHistoryDays = 366
+
 // History is get_quality_history.
 func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, error) {
 	if err := env.validate(); err != nil {
@@ -347,8 +351,8 @@ func History(ctx context.Context, env Env, req HistoryRequest) (*HistoryResult, 
 	switch {
 	case days == 0:
 		days = 14
-	case days < 0 || days > 366:
-		return nil, fmt.Errorf("days %d: give 1 to 366", req.Days)
+	case days < 0 || days > MaxHistoryDays:
+		return nil, fmt.Errorf("days %d: give 1 to %d", req.Days, MaxHistoryDays)
 	}
 	pg, err := page.Params{Limit: req.Limit, Cursor: req.Cursor}.ResolveKeysetWith(historyDefaultPoints, page.MaxLimit, historyKey,
 		"get_quality_history", req.Table, req.Metric, req.Dimension, req.Grain, strconv.Itoa(days))

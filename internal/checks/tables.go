@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
@@ -22,8 +23,17 @@ type TablesRequest struct {
 type TableInfo struct {
 	Table    string             `json:"table" jsonschema:"schema.table, the name to pass to other tools"`
 	RowCount int64              `json:"row_count" jsonschema:"rows in the table"`
-	Columns  []warehouse.Column `json:"columns" jsonschema:"columns from the information schema"`
+	Columns  []warehouse.Column `json:"columns" jsonschema:"columns from the information schema, in position order: the first 12 (columns_total counts them all; detect_schema_change then get_schema_snapshot, dw-schema, pages every column)"`
+	// ColumnsTotal counts every column when Columns lists the first.
+	ColumnsTotal int `json:"columns_total" jsonschema:"columns the table has"`
 }
+
+// What a page of tables lists of each table's columns: a page is 50
+// tables, and a warehouse table may have thousands of columns.
+const listedColumns, columnsBudget = 12, 1000
+
+// pageBudget bounds a page of tables, in characters of JSON.
+const pageBudget = 50_000
 
 // TablesResult is one page of a warehouse's tables, by qualified name.
 type TablesResult struct {
@@ -92,7 +102,12 @@ func ListTables(ctx context.Context, env Env, req TablesRequest) (*TablesResult,
 		if err != nil {
 			return nil, err
 		}
-		out.Tables = append(out.Tables, TableInfo{Table: QualifiedName(r), RowCount: counts[i], Columns: t.Columns})
+		out.Tables = append(out.Tables, TableInfo{Table: QualifiedName(r), RowCount: counts[i],
+			Columns: bound.Head(t.Columns, listedColumns, columnsBudget), ColumnsTotal: len(t.Columns)})
+	}
+	// A long page ends early, and next_cursor continues from there.
+	if kept := bound.Head(out.Tables, len(out.Tables), pageBudget); len(kept) < len(out.Tables) {
+		out.Tables, out.Info = kept, pg.Info(len(kept), info.Total)
 	}
 	return out, nil
 }

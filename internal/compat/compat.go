@@ -143,19 +143,50 @@ func (r Reason) String() string {
 type LevelVerdict struct {
 	Level      Level    `json:"level"`
 	Compatible bool     `json:"compatible"`
-	Checked    []int    `json:"checked_versions" jsonschema:"the earlier versions this level compares against"`
+	Checked    []int    `json:"checked_versions" jsonschema:"the earlier versions this level compares against (the latest ones, when checked_total is larger)"`
 	Reasons    []Reason `json:"reasons,omitempty"`
+	// The totals are set when Bounded cut the lists.
+	CheckedTotal int `json:"checked_total,omitempty" jsonschema:"earlier versions this level compares against, in all, when checked_versions lists only the latest"`
+	ReasonsTotal int `json:"reasons_total,omitempty" jsonschema:"reasons in all, when reasons lists only the first"`
+}
+
+// Bounded is the verdict as an answer shows it: per level the latest
+// versions checked and the first reasons, each at most n, with the
+// totals when cut. A subject with hundreds of versions and a schema of
+// thousands of fields gives every transitive level a reason per field
+// and version.
+func (v *Verdict) Bounded(n int) *Verdict {
+	if v == nil {
+		return nil
+	}
+	out := *v
+	if k := len(out.Reasons); k > n {
+		out.Reasons, out.ReasonsTotal = out.Reasons[:n:n], k
+	}
+	out.Levels = make([]LevelVerdict, len(v.Levels))
+	for i, lv := range v.Levels {
+		if k := len(lv.Checked); k > n {
+			lv.Checked, lv.CheckedTotal = lv.Checked[k-n:], k
+		}
+		if k := len(lv.Reasons); k > n {
+			lv.Reasons, lv.ReasonsTotal = lv.Reasons[:n:n], k
+		}
+		out.Levels[i] = lv
+	}
+	return &out
 }
 
 // Verdict is a compatibility check of a new schema against a subject's
 // versions, under the requested level and, for a full table, every level.
 type Verdict struct {
-	Kind       Kind           `json:"schema_type"`
-	Level      Level          `json:"level" jsonschema:"the level asked about"`
-	Compatible bool           `json:"compatible" jsonschema:"whether the schema is compatible under level"`
-	Reasons    []Reason       `json:"reasons,omitempty" jsonschema:"why not, under level"`
-	Latest     int            `json:"latest_version,omitempty" jsonschema:"the latest earlier version; 0 when the subject has none"`
-	Levels     []LevelVerdict `json:"levels" jsonschema:"the verdict under every compatibility level"`
+	Kind       Kind     `json:"schema_type"`
+	Level      Level    `json:"level" jsonschema:"the level asked about"`
+	Compatible bool     `json:"compatible" jsonschema:"whether the schema is compatible under level"`
+	Reasons    []Reason `json:"reasons,omitempty" jsonschema:"why not, under level"`
+	// ReasonsTotal is set when Bounded cut Reasons.
+	ReasonsTotal int            `json:"reasons_total,omitempty" jsonschema:"reasons in all, when reasons lists only the first"`
+	Latest       int            `json:"latest_version,omitempty" jsonschema:"the latest earlier version; 0 when the subject has none"`
+	Levels       []LevelVerdict `json:"levels" jsonschema:"the verdict under every compatibility level"`
 }
 
 // At returns the verdict under one level.

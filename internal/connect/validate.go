@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/suggest"
 )
 
@@ -69,9 +71,23 @@ type Validation struct {
 	Plugin     string       `json:"plugin"`
 	Valid      bool         `json:"valid"`
 	ErrorCount int          `json:"error_count"`
-	Errors     []FieldError `json:"errors,omitempty" jsonschema:"every config key the worker rejected, with its messages"`
-	Groups     []string     `json:"groups,omitempty"`
+	Errors     []FieldError `json:"errors,omitempty" jsonschema:"config keys the worker rejected, with their messages: the first 50 (errors_total counts them all; fix these and validate again)"`
+	// ErrorsTotal counts every rejected key when Errors lists the first.
+	ErrorsTotal int      `json:"errors_total,omitempty" jsonschema:"config keys rejected, in all"`
+	Groups      []string `json:"groups,omitempty"`
 }
+
+// What a validation lists: a config can be refused on every key of a
+// plugin with thousands of them.
+const (
+	listedFieldErrors, fieldErrorsBudget = 50, 30_000
+	fieldMessages, recommendedValues     = 5, 20
+	docChars                             = 500
+	listedGroups                         = 50
+)
+
+// summaryErrors is how many rejected keys Summary names.
+const summaryErrors = 20
 
 // Summary is a few lines a person can read in the client.
 func (v *Validation) Summary() string {
@@ -80,7 +96,11 @@ func (v *Validation) Summary() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d errors validating against %s:", v.ErrorCount, v.Plugin)
-	for _, e := range v.Errors {
+	for i, e := range v.Errors {
+		if i == summaryErrors {
+			fmt.Fprintf(&b, "\n… %d keys rejected in all", max(v.ErrorsTotal, len(v.Errors)))
+			break
+		}
 		fmt.Fprintf(&b, "\n- %s: %s", e.Field, strings.Join(e.Errors, "; "))
 	}
 	return b.String()
@@ -144,8 +164,32 @@ func Summarize(infos *ConfigInfos) *Validation {
 		if ci.Definition.Group != nil {
 			fe.Group = *ci.Definition.Group
 		}
+		fe.Errors = fe.Errors[:min(len(fe.Errors), fieldMessages)]
+		fe.Recommended = fe.Recommended[:min(len(fe.Recommended), recommendedValues)]
+		fe.Documentation = clip(fe.Documentation, docChars)
+		if fe.Value != nil {
+			val := clip(*fe.Value, docChars)
+			fe.Value = &val
+		}
 		v.Errors = append(v.Errors, fe)
 	}
 	v.Valid = v.ErrorCount == 0 && len(v.Errors) == 0
+	if n := len(v.Errors); n > 0 {
+		if head := bound.Head(v.Errors, listedFieldErrors, fieldErrorsBudget); len(head) < n {
+			v.Errors, v.ErrorsTotal = head, n
+		}
+	}
+	v.Groups = v.Groups[:min(len(v.Groups), listedGroups)]
 	return v
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

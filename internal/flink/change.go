@@ -12,6 +12,54 @@ import (
 	"github.com/dataworkers/dw/internal/textrule"
 )
 
+// RecordedRestore is one restore and its change-log entry.
+type RecordedRestore struct {
+	Restore
+	ChangeID    int64  `json:"change_id,omitempty" jsonschema:"id of the restore change in the change log"`
+	ChangeKey   string `json:"change_key" jsonschema:"external key the restore is recorded under"`
+	Created     bool   `json:"created" jsonschema:"true when this call recorded the restore for the first time"`
+	RecordError string `json:"record_error,omitempty" jsonschema:"why the restore was not recorded"`
+}
+
+// RecordedRestores is what RecordRestores wrote: every restore is
+// recorded, the latest are listed.
+type RecordedRestores struct {
+	Restores []RecordedRestore
+	Total    int // restores read
+	Created  int // recorded for the first time by this call
+	Failed   int // not recorded
+}
+
+// listedRestores is how many restores an answer lists: the latest ones, a
+// redeploying job restores once per deploy, and the change log keeps them
+// all (list_changes kind restore, system flink).
+const listedRestores = 50
+
+// RecordRestores records each restore of rep in the change log as a
+// restore change (once per restore, by ChangeKey) and lists the latest
+// listedRestores, oldest first.
+func RecordRestores(ctx context.Context, log *changelog.Log, rep *RestoreReport, jobManager, source string) RecordedRestores {
+	out := RecordedRestores{Restores: []RecordedRestore{}, Total: len(rep.Restores)}
+	first := max(0, len(rep.Restores)-listedRestores)
+	for i, r := range rep.Restores {
+		rr := RecordedRestore{Restore: r, ChangeKey: ChangeKey(r)}
+		res, err := log.RecordChange(ctx, RestoreChange(r, jobManager, source))
+		if err != nil {
+			rr.RecordError = err.Error()
+			out.Failed++
+		} else {
+			rr.ChangeID, rr.Created = res.Change.ID, res.Created
+			if res.Created {
+				out.Created++
+			}
+		}
+		if i >= first {
+			out.Restores = append(out.Restores, rr)
+		}
+	}
+	return out
+}
+
 // ChangeKey names one restore in the change log: a job id restores at most
 // once per checkpoint and time, and the JobManager keeps only its latest
 // restore, so reading it again (from read_flink_restores or a routine)
@@ -54,33 +102,4 @@ func JobParams(job string) RestoreParams {
 		return RestoreParams{JobID: job}
 	}
 	return RestoreParams{JobName: job}
-}
-
-// RecordedRestore is one restore and its change-log entry.
-type RecordedRestore struct {
-	Restore
-	ChangeID    int64  `json:"change_id,omitempty" jsonschema:"id of the restore change in the change log"`
-	ChangeKey   string `json:"change_key" jsonschema:"external key the restore is recorded under"`
-	Created     bool   `json:"created" jsonschema:"true when this call recorded the restore for the first time"`
-	RecordError string `json:"record_error,omitempty" jsonschema:"why the restore was not recorded"`
-}
-
-// Record writes each restore of the reading to the change log as a
-// restore change, once per restore (ChangeKey), so a diagnosis can rank
-// it; jobManager is the JobManager read, source who read it. A restore
-// that cannot be recorded says why in its RecordError, and the others are
-// still recorded.
-func (r *RestoreReport) Record(ctx context.Context, log *changelog.Log, jobManager, source string) []RecordedRestore {
-	out := make([]RecordedRestore, 0, len(r.Restores))
-	for _, x := range r.Restores {
-		rr := RecordedRestore{Restore: x, ChangeKey: ChangeKey(x)}
-		res, err := log.RecordChange(ctx, RestoreChange(x, jobManager, source))
-		if err != nil {
-			rr.RecordError = err.Error()
-		} else {
-			rr.ChangeID, rr.Created = res.Change.ID, res.Created
-		}
-		out = append(out, rr)
-	}
-	return out
 }

@@ -33,7 +33,7 @@ func TestRecordRestores(t *testing.T) {
 	must(t, err)
 	db := storetest.SQLite(t)
 	log := &changelog.Log{DB: db, Clock: clock.NewFake(t0.Add(10 * time.Minute))}
-	first := rep.Record(ctx, log, fm.URL(), "test")
+	first := flink.RecordRestores(ctx, log, rep, fm.URL(), "test").Restores
 	if len(first) != 2 || first[0].JobID != v41 || first[1].JobID != v42 {
 		t.Fatalf("recorded %+v", first)
 	}
@@ -42,7 +42,7 @@ func TestRecordRestores(t *testing.T) {
 			t.Errorf("restore %d: %+v", i, r)
 		}
 	}
-	again := rep.Record(ctx, log, fm.URL(), "test")
+	again := flink.RecordRestores(ctx, log, rep, fm.URL(), "test").Restores
 	for i, r := range again {
 		if r.Created || r.ChangeID != first[i].ChangeID {
 			t.Errorf("read again, restore %d: %+v, want change %d already recorded", i, r, first[i].ChangeID)
@@ -54,7 +54,7 @@ func TestRecordRestores(t *testing.T) {
 		t.Fatalf("change log: %+v", list.Changes)
 	}
 	must(t, db.Close())
-	for i, r := range rep.Record(ctx, log, fm.URL(), "test") {
+	for i, r := range flink.RecordRestores(ctx, log, rep, fm.URL(), "test").Restores {
 		if r.RecordError == "" || r.Created || r.ChangeID != 0 {
 			t.Errorf("closed store, restore %d: %+v", i, r)
 		}

@@ -77,7 +77,12 @@ func (r *RestoreReport) Summary() string {
 		return "no restores: the job started without a checkpoint or savepoint"
 	}
 	var b strings.Builder
-	for i, x := range r.Restores {
+	// The latest restores, which a diagnosis asks about first.
+	first := max(0, len(r.Restores)-summaryRestores)
+	if first > 0 {
+		fmt.Fprintf(&b, "%d restores; the latest %d:\n", len(r.Restores), summaryRestores)
+	}
+	for i, x := range r.Restores[first:] {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -90,6 +95,9 @@ func (r *RestoreReport) Summary() string {
 	b.WriteString("\n" + r.Note)
 	return b.String()
 }
+
+// summaryRestores is how many restores Summary names.
+const summaryRestores = 10
 
 // Restores returns the restore of a job (the latest one, which is all the
 // JobManager keeps; none when the job started fresh). See SkippedStateNote

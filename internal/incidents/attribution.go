@@ -216,7 +216,7 @@ func (s *Service) AttributeCause(ctx context.Context, p AttributeParams) (*Incid
 			return fmt.Errorf("record the cause of %s: %w", inc.ID, err)
 		}
 		prev := inc.Attributed
-		inc.Attributed = &Attribution{Change: ch, Actor: actor, Reason: reason, At: now}
+		inc.Attributed = &Attribution{Change: ch.Bounded(), Actor: actor, Reason: reason, At: now}
 		if prev != nil {
 			inc.Attributed.Replaced = prev.Change.ID
 		}
@@ -268,7 +268,7 @@ func loadAttribution(ctx context.Context, q store.Querier, id string) (*Attribut
 	if !found {
 		return nil, fmt.Errorf("incident %s: attributed change %d is missing: %w", id, got[0].change, sql.ErrNoRows)
 	}
-	a := &Attribution{Change: ch, Actor: got[0].actor, Reason: got[0].reason, At: store.FromMillis(got[0].at)}
+	a := &Attribution{Change: ch.Bounded(), Actor: got[0].actor, Reason: got[0].reason, At: store.FromMillis(got[0].at)}
 	if len(got) > 1 {
 		a.Replaced = got[1].change
 	}

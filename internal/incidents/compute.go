@@ -43,7 +43,7 @@ func (w Window) validate(now time.Time) error {
 // MetricPoint is one value of a team metric.
 type MetricPoint struct {
 	At    time.Time `json:"at" jsonschema:"bucket start (or observation time) of the value, RFC 3339; not in the future"`
-	Value float64   `json:"value" jsonschema:"the metric's value"`
+	Value float64   `json:"value" jsonschema:"the metric's value: any finite number"`
 }
 
 // validateMetricSQL is the cheap first pass over a metric's SQL: a single

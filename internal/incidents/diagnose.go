@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/changelog"
 
@@ -27,7 +28,8 @@ type DiagnoseOptions struct {
 	// MaxDepth is how many hops upstream of the symptoms lineage is
 	// followed. Default 10.
 	MaxDepth int
-	// MaxCauses is how many ranked causes are kept. Default 10.
+	// MaxCauses is how many ranked causes are kept. Default
+	// DefaultMaxCauses.
 	MaxCauses int
 	// Clock stamps the diagnosis; clock.System when nil.
 	Clock clock.Clock
@@ -46,7 +48,7 @@ func (o DiagnoseOptions) withDefaults() DiagnoseOptions {
 		o.MaxDepth = 10
 	}
 	if o.MaxCauses <= 0 {
-		o.MaxCauses = 10
+		o.MaxCauses = DefaultMaxCauses
 	}
 	if o.Clock == nil {
 		o.Clock = clock.System{}
@@ -191,11 +193,17 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 	return d, nil
 }
 
+// DefaultMaxCauses is how many ranked causes a diagnosis keeps.
+const DefaultMaxCauses = 10
+
+// MaxLookbackHours is the longest lookback a diagnosis takes: a month.
+const MaxLookbackHours = 720
+
 // Diagnose is the diagnose_incident tool: Diagnose with the service's
 // store, graph and clock.
 func (s *Service) Diagnose(ctx context.Context, p DiagnoseParams) (*Diagnosis, error) {
-	if p.LookbackHours < 0 || p.LookbackHours > 720 {
-		return nil, invalid("lookback_hours %d out of range: use 1 to 720 (default 72)", p.LookbackHours)
+	if p.LookbackHours < 0 || p.LookbackHours > MaxLookbackHours {
+		return nil, invalid("lookback_hours %d out of range: use 1 to %d (default 72)", p.LookbackHours, MaxLookbackHours)
 	}
 	return Diagnose(ctx, s.DB, s.Graph, p.IncidentID, DiagnoseOptions{
 		Lookback: time.Duration(p.LookbackHours) * time.Hour, Clock: s.Clock})
@@ -406,10 +414,22 @@ const (
 
 // evidence collects the sentences of one cause; when explain is false it
 // records nothing, so the scoring pass over every change formats nothing.
+// A cause lists at most maxEvidence sentences of at most evidenceChars
+// each (a change of 500 fields read by a thousand jobs would otherwise
+// explain itself in megabytes) and says how many more there were.
 type evidence struct {
 	explain bool
 	lines   []string
+	more    int
 }
+
+// Bounds on one cause's explanation.
+const (
+	maxEvidence   = 20
+	evidenceChars = 500
+	maxReaders    = 20
+	namedFields   = 10
+)
 
 func (e *evidence) add(format string, args ...any) {
 	if e.explain {
@@ -418,15 +438,52 @@ func (e *evidence) add(format string, args ...any) {
 }
 
 func (e *evidence) addLine(line string) {
-	if e.explain && !slices.Contains(e.lines, line) {
-		e.lines = append(e.lines, line)
+	if !e.explain {
+		return
 	}
+	line = clipLine(line, evidenceChars)
+	switch {
+	case slices.Contains(e.lines, line):
+	case len(e.lines) < maxEvidence:
+		e.lines = append(e.lines, line)
+	default:
+		e.more++
+	}
+}
+
+// list is the sentences, with a last one counting those left out.
+func (e *evidence) list() []string {
+	if e.more > 0 {
+		return append(e.lines, fmt.Sprintf("… and %d more like these", e.more))
+	}
+	return e.lines
+}
+
+// clipLine cuts a sentence to at most n bytes on a rune boundary.
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// nameList names the first n of names and counts the rest.
+func nameList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // score computes a change's factors and confidence and, when explain is
 // set, its path and evidence.
 func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
-	cause := Cause{Change: c, At: c.At, Distance: -1}
+	// The cause carries the change as answers list it (its first assets
+	// and fields); the scoring below reads the whole change, c.
+	cause := Cause{Change: c.Bounded(), At: c.At, Distance: -1}
 	if explain {
 		cause.Path, cause.Readers = []string{}, []string{}
 	}
@@ -516,7 +573,7 @@ func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 	cause.NotCredible = missingLegs(cause)
 	cause.Credible = len(cause.NotCredible) == 0
 	f.Lineage, f.Timing, f.Fit, f.Fields = round3(f.Lineage), round3(f.Timing), round3(f.Fit), round3(f.Fields)
-	cause.Evidence = ev.lines
+	cause.Evidence = ev.list()
 	if cause.Evidence == nil {
 		cause.Evidence = []string{}
 	}
@@ -653,7 +710,10 @@ func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
 				continue
 			}
 			if !slices.Contains(cause.Readers, rd.Reader) {
-				cause.Readers = append(cause.Readers, rd.Reader)
+				if len(cause.Readers) < maxReaders {
+					cause.Readers = append(cause.Readers, rd.Reader)
+				}
+				cause.ReadersTotal++
 			}
 			line := rd.Reader + " reads " + rd.Field
 			if rd.From != "" && rd.From != asset {
@@ -666,7 +726,7 @@ func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
 		}
 	}
 	if f.Fields < 1 {
-		ev.add("no job on the path to the symptoms is recorded reading %s", strings.Join(all, ", "))
+		ev.add("no job on the path to the symptoms is recorded reading %s", nameList(all, namedFields))
 	}
 	return nil
 }

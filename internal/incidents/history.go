@@ -67,6 +67,9 @@ type HistoryResult struct {
 	page.Info
 }
 
+// MaxHistoryHops is how far up- and downstream a feed's history looks.
+const MaxHistoryHops = 20
+
 // History lists incidents on an asset or its feed (assets within Hops up-
 // or downstream in the graph) with their causes, how long they took to
 // detect and resolve, and which causes recur.
@@ -78,8 +81,8 @@ func (s *Service) History(ctx context.Context, p HistoryParams) (*HistoryResult,
 	asset := spellings[0]
 	hops := p.Hops
 	switch {
-	case hops < 0 || hops > 20:
-		return nil, invalid("hops %d out of range: use 0 to 20 (0 means the default %d)", hops, s.settings().HistoryHops)
+	case hops < 0 || hops > MaxHistoryHops:
+		return nil, invalid("hops %d out of range: use 0 to %d (0 means the default %d)", hops, MaxHistoryHops, s.settings().HistoryHops)
 	case hops == 0:
 		hops = s.settings().HistoryHops
 	}

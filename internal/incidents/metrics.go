@@ -402,10 +402,14 @@ func scanMetrics(rows *sql.Rows, err error) ([]MetricDefinition, error) {
 	return out, rows.Err()
 }
 
+// MaxMetricPoints is how many points one monitor_metrics call may push: a
+// year of hourly values; a longer history is pushed in several calls.
+const MaxMetricPoints = 10_000
+
 // MonitorParams is the input of monitor_metrics.
 type MonitorParams struct {
 	Metric   string        `json:"metric" jsonschema:"name of a defined metric"`
-	Points   []MetricPoint `json:"points,omitempty" jsonschema:"for a pushed metric: the values to record, each with its bucket start"`
+	Points   []MetricPoint `json:"points,omitempty" jsonschema:"for a pushed metric: the values to record, each with its bucket start; at most 10000 (a year of hours) per call"`
 	Window   *Window       `json:"window,omitempty" jsonschema:"for a computed metric: the buckets to compute; default the last complete hour"`
 	Backfill bool          `json:"backfill,omitempty" jsonschema:"store the points as history without judging them (loading past values)"`
 }
@@ -520,6 +524,9 @@ func (s *Service) metricPoints(ctx context.Context, def *MetricDefinition, p Mon
 		}
 		if len(p.Points) == 0 {
 			return nil, invalid("points is empty: give the values of %s to record, each with its bucket start", def.Name)
+		}
+		if len(p.Points) > MaxMetricPoints {
+			return nil, invalid("points has %d values; push at most %d (a year of hours) per call, the rest in further calls", len(p.Points), MaxMetricPoints)
 		}
 		points = append(points, p.Points...)
 	case SourceSQL:

@@ -230,11 +230,13 @@ type Cause struct {
 	Relation    string           `json:"relation" jsonschema:"same_asset, upstream, downstream or unrelated"`
 	Distance    int              `json:"distance" jsonschema:"hops from the changed asset down to the nearest symptomatic asset; -1 when not upstream"`
 	Path        []string         `json:"path" jsonschema:"asset path from the changed asset down to the symptomatic asset"`
-	Readers     []string         `json:"readers" jsonschema:"jobs on that path that read a field the change touched"`
-	LeadTime    string           `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
-	Factors     Factors          `json:"factors" jsonschema:"the scores the confidence combines"`
-	Evidence    []string         `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause"`
-	At          time.Time        `json:"at" jsonschema:"when the change happened"`
+	Readers     []string         `json:"readers" jsonschema:"jobs on that path that read a field the change touched: the first 20 (readers_total counts them all)"`
+	// ReadersTotal counts every reader when Readers lists the first.
+	ReadersTotal int       `json:"readers_total,omitempty" jsonschema:"jobs on the path reading a touched field, in all"`
+	LeadTime     string    `json:"lead_time" jsonschema:"time from the change to the onset, e.g. 5m before; negative lead means after the onset"`
+	Factors      Factors   `json:"factors" jsonschema:"the scores the confidence combines"`
+	Evidence     []string  `json:"evidence" jsonschema:"checkable statements supporting or weakening the cause: at most 20, and a last one counting those left out"`
+	At           time.Time `json:"at" jsonschema:"when the change happened"`
 
 	// score is the raw factor score the ranking orders by.
 	score float64

@@ -161,7 +161,7 @@ func BenchmarkTraversal(b *testing.B) {
 		b.Fatal("no start asset")
 	}
 	want := lineagetest.FloorBFS(adj, 0)
-	lim := graphindex.Limits{MaxDepth: maxMaxDepth, MaxNodes: maxMaxAssets}
+	lim := graphindex.Limits{MaxDepth: MaxWalkDepth, MaxNodes: MaxWalkAssets}
 	w := idx.BFS(ctx, []int32{start}, false, lim)
 	if got := len(w.Order) - w.Starts; got != want || w.Budget != "" {
 		b.Fatalf("index reached %d (budget %q), floor %d", got, w.Budget, want)
@@ -181,7 +181,7 @@ func BenchmarkBlastRadius(b *testing.B) {
 	}
 	adj := floorAdjacency()
 	want := lineagetest.FloorBFS(adj, 0)
-	p := BlastParams{Asset: "bench://a1", MaxDepth: maxMaxDepth, MaxAssets: maxMaxAssets, Timeout: "60s"}
+	p := BlastParams{Asset: "bench://a1", MaxDepth: MaxWalkDepth, MaxAssets: MaxWalkAssets, Timeout: "60s"}
 	res, err := g.BlastRadius(ctx, p)
 	if err != nil {
 		b.Fatal(err)
@@ -217,7 +217,7 @@ func BenchmarkBlastRadiusAfterWrite(b *testing.B) {
 	adj := floorAdjacency()
 	comp := max(bench.n*1065/10000, 4)
 	rng := rand.New(rand.NewPCG(9, 9))
-	p := BlastParams{Asset: "bench://a1", MaxDepth: maxMaxDepth, MaxAssets: maxMaxAssets, Timeout: "60s"}
+	p := BlastParams{Asset: "bench://a1", MaxDepth: MaxWalkDepth, MaxAssets: MaxWalkAssets, Timeout: "60s"}
 	var apply time.Duration
 	per := againstFloor(b, adj, func() error {
 		b.StopTimer()

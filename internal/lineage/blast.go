@@ -17,9 +17,9 @@ import (
 // holding a process for minutes; an answer cut by a budget says so.
 const (
 	defaultMaxDepth  = 20
-	maxMaxDepth      = 10000
+	MaxWalkDepth     = 10000
 	defaultMaxAssets = 10000
-	maxMaxAssets     = 10_000_000
+	MaxWalkAssets    = 10_000_000
 	defaultLimit     = page.DefaultLimit
 	maxLimit         = 10000 // for callers inside dw; the tool's schema caps limit at page.MaxLimit
 	maxNames         = 25
@@ -97,14 +97,14 @@ type BlastResult struct {
 func traversalLimits(maxDepth, maxAssets int, timeout string, defDepth int) (graphindex.Limits, error) {
 	lim := graphindex.Limits{MaxDepth: defDepth, MaxNodes: defaultMaxAssets}
 	switch {
-	case maxDepth < 0 || maxDepth > maxMaxDepth:
-		return lim, fmt.Errorf("max_depth %d is out of range; use 1 to %d (0 means the default %d)", maxDepth, maxMaxDepth, defDepth)
+	case maxDepth < 0 || maxDepth > MaxWalkDepth:
+		return lim, fmt.Errorf("max_depth %d is out of range; use 1 to %d (0 means the default %d)", maxDepth, MaxWalkDepth, defDepth)
 	case maxDepth > 0:
 		lim.MaxDepth = maxDepth
 	}
 	switch {
-	case maxAssets < 0 || maxAssets > maxMaxAssets:
-		return lim, fmt.Errorf("max_assets %d is out of range; use 1 to %d (0 means the default %d)", maxAssets, maxMaxAssets, defaultMaxAssets)
+	case maxAssets < 0 || maxAssets > MaxWalkAssets:
+		return lim, fmt.Errorf("max_assets %d is out of range; use 1 to %d (0 means the default %d)", maxAssets, MaxWalkAssets, defaultMaxAssets)
 	case maxAssets > 0:
 		lim.MaxNodes = maxAssets
 	}

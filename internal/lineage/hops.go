@@ -84,8 +84,8 @@ func (g *Graph) hops(ctx context.Context, start []string, maxDepth int, up bool)
 // walkHops walks and names what it reached; seen, when set, is shown the
 // walk first.
 func (g *Graph) walkHops(ctx context.Context, start []string, maxDepth int, up bool, seen func(*graphindex.Index, *graphindex.Walk)) (map[string]Hop, error) {
-	if maxDepth < 0 || maxDepth > maxMaxDepth {
-		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
+	if maxDepth < 0 || maxDepth > MaxWalkDepth {
+		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, MaxWalkDepth)
 	}
 	out := make(map[string]Hop, len(start))
 	idx, err := g.Index(ctx)
@@ -433,8 +433,8 @@ func (g *Graph) FieldReaders(ctx context.Context, asset string, fields []string,
 // replaced confines nothing either (its node numbers name other assets),
 // which can only widen the answer.
 func (g *Graph) FieldReadersWithin(ctx context.Context, asset string, fields []string, maxDepth int, within *Reach) ([]FieldReader, error) {
-	if maxDepth < 0 || maxDepth > maxMaxDepth {
-		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, maxMaxDepth)
+	if maxDepth < 0 || maxDepth > MaxWalkDepth {
+		return nil, fmt.Errorf("max depth %d is out of range; use 0 to %d", maxDepth, MaxWalkDepth)
 	}
 	asset = strings.TrimSpace(asset)
 	if asset == "" {

@@ -25,7 +25,7 @@ func BenchmarkDownstreamHops(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	hops, err := g.Downstream(ctx, []string{"bench://a1"}, maxMaxDepth)
+	hops, err := g.Downstream(ctx, []string{"bench://a1"}, MaxWalkDepth)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func BenchmarkDownstreamHops(b *testing.B) {
 	if len(hops) < want+1 {
 		b.Fatalf("Downstream keyed %d names; the floor reaches %d assets", len(hops), want)
 	}
-	per := againstFloor(b, adj, func() error { _, err := g.Downstream(ctx, []string{"bench://a1"}, maxMaxDepth); return err })
+	per := againstFloor(b, adj, func() error { _, err := g.Downstream(ctx, []string{"bench://a1"}, MaxWalkDepth); return err })
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/walk")
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 }
@@ -46,12 +46,12 @@ func BenchmarkFieldReaders(b *testing.B) {
 	benchGraph(b)
 	ctx := context.Background()
 	g := New(bench.db, clock.NewFake(lineagetest.StoryTime))
-	if _, err := g.FieldReaders(ctx, "bench://a1", []string{"amount"}, maxMaxDepth); err != nil {
+	if _, err := g.FieldReaders(ctx, "bench://a1", []string{"amount"}, MaxWalkDepth); err != nil {
 		b.Fatal(err)
 	}
 	adj := floorAdjacency()
 	per := againstFloor(b, adj, func() error {
-		_, err := g.FieldReaders(ctx, "bench://a1", []string{"amount"}, maxMaxDepth)
+		_, err := g.FieldReaders(ctx, "bench://a1", []string{"amount"}, MaxWalkDepth)
 		return err
 	})
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/walk")

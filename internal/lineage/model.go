@@ -269,4 +269,6 @@ type Edge struct {
 	Columns  []ColumnMapping `json:"columns,omitempty" jsonschema:"column lineage along the edge, when known"`
 	Sources  []Source        `json:"sources,omitempty" jsonschema:"where the edge was learned: dbt, openlineage, note, connect"`
 	LastSeen time.Time       `json:"last_seen,omitzero" jsonschema:"when an ingestion last reported the edge"`
+	// ColumnsTotal is set when an answer lists only the first mappings.
+	ColumnsTotal int `json:"columns_total,omitempty" jsonschema:"column mappings on the edge in all, when columns lists only the first 10"`
 }

@@ -305,8 +305,12 @@ func normalizeFieldList(fs []string) []string {
 	return out
 }
 
-// columnsOf reads an asset's known column names.
+// columnsOf reads an asset's known column names (held until the writer
+// writes the asset).
 func (w *Writer) columnsOf(seq int64) ([]string, error) {
+	if cols, ok := w.cols[seq]; ok {
+		return cols, nil
+	}
 	r, err := loadAsset(w.ctx, w.tx, seq)
 	if err != nil {
 		return nil, err
@@ -315,6 +319,10 @@ func (w *Writer) columnsOf(seq int64) ([]string, error) {
 	for i, c := range r.Columns {
 		out[i] = c.Name
 	}
+	if w.cols == nil {
+		w.cols = map[int64][]string{}
+	}
+	w.cols[seq] = out
 	return out, nil
 }
 

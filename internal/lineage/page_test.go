@@ -63,8 +63,10 @@ func TestWideAssetIsPaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			pages++
-			if n := answerSize(t, res); pages == 1 && n > 10*maxAnswer {
-				t.Errorf("a full page is %d characters", n)
+			// A page of the largest limit ends early rather than grow
+			// past the answer bound.
+			if n := answerSize(t, res); n > maxAnswer {
+				t.Errorf("page %d is %d characters", pages, n)
 			}
 			for _, n := range res.Downstream {
 				seenDown[n.Asset.ID]++
@@ -77,7 +79,7 @@ func TestWideAssetIsPaged(t *testing.T) {
 			}
 			p.Cursor = res.NextCursor
 		}
-		if pages != down/page.MaxLimit || len(seenDown) != down || len(seenUp) != up {
+		if pages < down/page.MaxLimit || len(seenDown) != down || len(seenUp) != up {
 			t.Fatalf("%d pages visited %d downstream and %d upstream", pages, len(seenDown), len(seenUp))
 		}
 		for id, n := range seenDown {

@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/page"
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -41,15 +43,18 @@ type Neighbor struct {
 
 // LineageResult is an asset with its direct upstream and downstream.
 type LineageResult struct {
-	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run"`
+	Asset      Asset      `json:"asset" jsonschema:"the asset, with its aliases and next run; its first 100 columns and 4,000 characters of SQL (columns_total, sql_chars say when there is more)"`
 	Upstream   []Neighbor `json:"upstream" jsonschema:"this page of the assets feeding this one, by id"`
 	Downstream []Neighbor `json:"downstream" jsonschema:"this page of the assets this one feeds, by id"`
 	// One cursor pages both lists at once: page n holds the n-th slice of
 	// each, so a list that ends early simply comes back empty.
-	UpstreamTotal   int    `json:"upstream_total" jsonschema:"assets feeding this one in all"`
-	DownstreamTotal int    `json:"downstream_total" jsonschema:"assets this one feeds in all"`
-	NextCursor      string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of upstream and downstream neighbours; absent on the last page"`
-	Summary         string `json:"summary" jsonschema:"short text for a person"`
+	UpstreamTotal   int `json:"upstream_total" jsonschema:"assets feeding this one in all"`
+	DownstreamTotal int `json:"downstream_total" jsonschema:"assets this one feeds in all"`
+	// What the answer leaves out of the asset itself (bound).
+	ColumnsTotal int    `json:"columns_total,omitempty" jsonschema:"the asset's columns in all, when asset.columns lists only the first 100"`
+	SQLChars     int    `json:"sql_chars,omitempty" jsonschema:"length of the asset's SQL, when asset.sql holds only its first 4,000 characters"`
+	NextCursor   string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page of upstream and downstream neighbours; absent on the last page"`
+	Summary      string `json:"summary" jsonschema:"short text for a person"`
 }
 
 // GetLineage returns an asset and its direct neighbours, read fresh from
@@ -77,15 +82,20 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 	if k := pg.After; k != nil {
 		upAfter, downAfter = neighborKey{k.Text(0), k.Int(1)}, neighborKey{k.Text(2), k.Int(3)}
 	}
-	var upLast, downLast neighborKey
+	var upKeys, downKeys []neighborKey
 	var upMore, downMore bool
-	if res.Upstream, res.UpstreamTotal, upLast, upMore, err = neighbors(ctx, g.db, r.seq, true, pg.Limit, upAfter); err != nil {
+	if res.Upstream, res.UpstreamTotal, upKeys, upMore, err = neighbors(ctx, g.db, r.seq, true, pg.Limit, upAfter); err != nil {
 		return nil, err
 	}
-	if res.Downstream, res.DownstreamTotal, downLast, downMore, err = neighbors(ctx, g.db, r.seq, false, pg.Limit, downAfter); err != nil {
+	if res.Downstream, res.DownstreamTotal, downKeys, downMore, err = neighbors(ctx, g.db, r.seq, false, pg.Limit, downAfter); err != nil {
 		return nil, err
 	}
-	res.NextCursor = pg.NextAfter(page.Key{upLast.prefix, upLast.seq, downLast.prefix, downLast.seq}, upMore || downMore)
+	// The answer's budget may end both lists early; each then goes on
+	// after its last neighbour listed.
+	res.bound(pg.Limit)
+	upLast, upCut := lastListed(upKeys, len(res.Upstream), upAfter)
+	downLast, downCut := lastListed(downKeys, len(res.Downstream), downAfter)
+	res.NextCursor = pg.NextAfter(page.Key{upLast.prefix, upLast.seq, downLast.prefix, downLast.seq}, upMore || downMore || upCut || downCut)
 	res.Summary = fmt.Sprintf("%s (%s on %s): %d upstream, %d downstream.", row.ID, row.Kind, row.Platform, res.UpstreamTotal, res.DownstreamTotal)
 	if res.NextCursor != "" {
 		res.Summary += fmt.Sprintf(" Listed %d and %d; next_cursor pages on.", len(res.Upstream), len(res.Downstream))
@@ -97,6 +107,72 @@ func (g *Graph) GetLineage(ctx context.Context, p LineageParams) (*LineageResult
 		res.Summary += " Next run: " + res.Asset.NextRun.Format("2006-01-02 15:04 MST") + "."
 	}
 	return res, nil
+}
+
+// What get_lineage lists: an asset may have thousands of columns and a
+// long SQL text, and each of a page's edges thousands of column mappings.
+const (
+	listedColumns, columnsBudget = 100, 8000
+	sqlChars, descriptionChars   = 4000, 4000
+	listedAliases                = 50
+	edgeMappings, mappingsBudget = 10, 600
+	neighborsBudget              = 25_000 // per direction
+)
+
+// bound cuts the asset's columns, SQL and aliases and each edge's column
+// mappings, and ends a page of neighbours early when it is long: both
+// lists are cut to the same length, since one cursor pages both. It
+// returns how many neighbours the page holds (of each list, at most).
+func (r *LineageResult) bound(limit int) int {
+	a := &r.Asset
+	if n := len(a.Columns); n > 0 {
+		if head := bound.Head(a.Columns, listedColumns, columnsBudget); len(head) < n {
+			a.Columns, r.ColumnsTotal = head, n
+		}
+	}
+	if len(a.SQL) > sqlChars {
+		r.SQLChars, a.SQL = len(a.SQL), clipRunes(a.SQL, sqlChars)
+	}
+	a.Description = clipRunes(a.Description, descriptionChars)
+	a.Aliases = a.Aliases[:min(len(a.Aliases), listedAliases)]
+	for _, list := range [][]Neighbor{r.Upstream, r.Downstream} {
+		for i := range list {
+			e := &list[i].Edge
+			if n := len(e.Columns); n > 0 {
+				if head := bound.Head(e.Columns, edgeMappings, mappingsBudget); len(head) < n {
+					e.Columns, e.ColumnsTotal = head, n
+				}
+			}
+		}
+	}
+	n := max(len(r.Upstream), len(r.Downstream))
+	for _, list := range [][]Neighbor{r.Upstream, r.Downstream} {
+		if k := len(bound.Head(list, limit, neighborsBudget)); k < len(list) {
+			n = min(n, k)
+		}
+	}
+	r.Upstream, r.Downstream = r.Upstream[:min(n, len(r.Upstream))], r.Downstream[:min(n, len(r.Downstream))]
+	return n
+}
+
+// lastListed is where a list's next page starts: after its last neighbour
+// listed (after, when none was), and whether the page left some out.
+func lastListed(keys []neighborKey, listed int, after neighborKey) (last neighborKey, cut bool) {
+	if listed == 0 {
+		return after, len(keys) > 0
+	}
+	return keys[listed-1], listed < len(keys)
+}
+
+// clipRunes cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // fillAsset adds the aliases and the next run to an asset read from a row.
@@ -144,15 +220,16 @@ var lineageKey = page.Keyset{page.Text, page.Int, page.Text, page.Int}
 // follow. The page is cut in SQL: an asset with 20,000 neighbours costs
 // one page of reads, not 20,000; and it starts after a key, not at a
 // count, so an edge added or removed between pages moves no other.
-func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit int, after neighborKey) ([]Neighbor, int, neighborKey, bool, error) {
+//
+// keys[i] is the cursor position of the i-th neighbour, so a page the
+// answer's budget ends early goes on from the last one listed.
+func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit int, after neighborKey) (out []Neighbor, total int, keys []neighborKey, more bool, err error) {
 	near, far := "to_seq", "from_seq"
 	if !up {
 		near, far = far, near
 	}
-	last := after
-	var total int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_edges WHERE "+near+" = ?", seq).Scan(&total); err != nil {
-		return nil, 0, last, false, err
+		return nil, 0, nil, false, err
 	}
 	prefix := fmt.Sprintf("SUBSTR(a.id, 1, %d)", neighborIDPrefix)
 	rows, err := q.QueryContext(ctx, "SELECT e.from_seq, e.to_seq, e.kind, e.sources, e.last_seen_ms, "+prefix+
@@ -160,7 +237,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit i
 		" WHERE e."+near+" = ? AND ("+prefix+", a.seq) > (?, ?) ORDER BY "+prefix+", a.seq LIMIT ?",
 		seq, after.prefix, after.seq, limit+1)
 	if err != nil {
-		return nil, 0, last, false, err
+		return nil, 0, nil, false, err
 	}
 	type edgeRow struct {
 		from, to int64
@@ -174,23 +251,17 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit i
 		var e edgeRow
 		if err := rows.Scan(&e.from, &e.to, &e.kind, &e.sources, &e.last, &e.prefix); err != nil {
 			rows.Close()
-			return nil, 0, last, false, err
+			return nil, 0, nil, false, err
 		}
 		edges = append(edges, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, 0, last, false, err
+		return nil, 0, nil, false, err
 	}
-	more := len(edges) > limit
+	more = len(edges) > limit
 	if more {
 		edges = edges[:limit]
-	}
-	if n := len(edges); n > 0 {
-		last = neighborKey{edges[n-1].prefix, edges[n-1].from}
-		if !up {
-			last.seq = edges[n-1].to
-		}
 	}
 	seqs := []int64{seq}
 	for _, e := range edges {
@@ -202,9 +273,9 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit i
 	}
 	assets, err := loadListRows(ctx, q, seqs)
 	if err != nil {
-		return nil, 0, last, false, err
+		return nil, 0, nil, false, err
 	}
-	out := make([]Neighbor, 0, len(edges))
+	out = make([]Neighbor, 0, len(edges))
 	for _, e := range edges {
 		other := e.to
 		if up {
@@ -216,7 +287,7 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit i
 		}
 		cols, err := edgeColumns(ctx, q, e.from, e.to)
 		if err != nil {
-			return nil, 0, last, false, err
+			return nil, 0, nil, false, err
 		}
 		edge := Edge{From: fa.ID, To: ta.ID, Kind: EdgeKind(e.kind), Columns: cols, LastSeen: store.FromMillis(e.last)}
 		for _, s := range strings.Split(e.sources, ",") {
@@ -225,8 +296,9 @@ func neighbors(ctx context.Context, q store.Querier, seq int64, up bool, limit i
 			}
 		}
 		out = append(out, Neighbor{Asset: oa.summary(), Edge: edge})
+		keys = append(keys, neighborKey{e.prefix, other})
 	}
-	return out, total, last, more, nil
+	return out, total, keys, more, nil
 }
 
 func edgeColumns(ctx context.Context, q store.Querier, from, to int64) ([]ColumnMapping, error) {
@@ -277,7 +349,7 @@ const (
 	searchScanCap   = 5000
 	maxSearchQuery  = 256
 	maxSearchTerms  = 16
-	maxSearchFilter = 50
+	MaxSearchFilter = 50
 	maxMatched      = 10
 )
 
@@ -295,13 +367,13 @@ func (g *Graph) SearchAssets(ctx context.Context, p SearchParams) (*SearchResult
 	if len(terms) > maxSearchTerms {
 		return nil, fmt.Errorf("query has %d words; at most %d", len(terms), maxSearchTerms)
 	}
-	if len(p.Kinds) > maxSearchFilter || len(p.Tags) > maxSearchFilter {
-		return nil, fmt.Errorf("kinds and tags take at most %d values each", maxSearchFilter)
+	if len(p.Kinds) > MaxSearchFilter || len(p.Tags) > MaxSearchFilter {
+		return nil, fmt.Errorf("kinds and tags take at most %d values each", MaxSearchFilter)
 	}
 	if len(terms) == 0 && len(p.Kinds) == 0 && len(p.Tags) == 0 {
 		return nil, fmt.Errorf("give a query, kinds or tags to search for")
 	}
-	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveKeysetWith(page.DefaultLimit, 5000, searchKey, "search_assets",
+	pg, err := page.Params{Limit: p.Limit, Cursor: p.Cursor}.ResolveKeysetWith(page.DefaultLimit, page.MaxLimit, searchKey, "search_assets",
 		strings.Join(terms, " "), strings.Join(p.Kinds, ","), strings.Join(p.Tags, ","))
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ const (
 const (
 	defaultTraceDepth = 10
 	defaultMaxPaths   = 20
-	maxTracePaths     = 100
+	MaxTracePaths     = 100
 )
 
 // TraceParams asks for the paths through an asset across platforms.
@@ -100,8 +100,8 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	}
 	maxPaths := defaultMaxPaths
 	switch {
-	case p.MaxPaths < 0 || p.MaxPaths > maxTracePaths:
-		return nil, fmt.Errorf("max_paths %d is out of range; use 1 to %d (0 means the default %d)", p.MaxPaths, maxTracePaths, defaultMaxPaths)
+	case p.MaxPaths < 0 || p.MaxPaths > MaxTracePaths:
+		return nil, fmt.Errorf("max_paths %d is out of range; use 1 to %d (0 means the default %d)", p.MaxPaths, MaxTracePaths, defaultMaxPaths)
 	case p.MaxPaths > 0:
 		maxPaths = p.MaxPaths
 	}

@@ -56,11 +56,11 @@ func TestTracePathsAreBounded(t *testing.T) {
 	}
 
 	// max_paths is honoured up to its maximum, and beyond it refused.
-	tr, err = g.Trace(ctx, TraceParams{Asset: "bench://a1", Direction: "down", MaxDepth: 1000, MaxAssets: 100_000, MaxPaths: maxTracePaths})
-	if err != nil || len(tr.Downstream) != maxTracePaths || tr.DownstreamTotal != leaves+1 {
-		t.Fatalf("max_paths %d: %v, %d listed of %d", maxTracePaths, err, len(tr.Downstream), tr.DownstreamTotal)
+	tr, err = g.Trace(ctx, TraceParams{Asset: "bench://a1", Direction: "down", MaxDepth: 1000, MaxAssets: 100_000, MaxPaths: MaxTracePaths})
+	if err != nil || len(tr.Downstream) != MaxTracePaths || tr.DownstreamTotal != leaves+1 {
+		t.Fatalf("max_paths %d: %v, %d listed of %d", MaxTracePaths, err, len(tr.Downstream), tr.DownstreamTotal)
 	}
-	if _, err := g.Trace(ctx, TraceParams{Asset: "bench://a1", MaxPaths: maxTracePaths + 1}); err == nil {
+	if _, err := g.Trace(ctx, TraceParams{Asset: "bench://a1", MaxPaths: MaxTracePaths + 1}); err == nil {
 		t.Error("max_paths over the maximum accepted")
 	}
 	// A short answer lists every path and says nothing was cut.

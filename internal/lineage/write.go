@@ -157,7 +157,32 @@ type ImportStats struct {
 	EdgesUpdated  int      `json:"edges_updated" jsonschema:"existing edges whose kind, sources or column lineage changed"`
 	Unchanged     bool     `json:"unchanged" jsonschema:"true when the graph already held everything (an idempotent re-import)"`
 	GraphVersion  int64    `json:"graph_version" jsonschema:"graph version after the write"`
-	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why"`
+	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why: the first 20 (warnings_total counts them all)"`
+	WarningsTotal int      `json:"warnings_total,omitempty" jsonschema:"parts of the input that were skipped, in all"`
+}
+
+// Bounds on an import's warnings: a manifest of 3,000 models on a package
+// the import does not take warns 3,000 times.
+const (
+	maxWarnings    = 20
+	warningsBudget = 4000
+)
+
+// AddWarnings records warnings: every one is counted, and the first ones
+// are kept within maxWarnings and warningsBudget characters. Every import
+// adds its warnings here, so no import's answer lists them all.
+func (s *ImportStats) AddWarnings(ws ...string) {
+	used := 0
+	for _, w := range s.Warnings {
+		used += len(w)
+	}
+	for _, w := range ws {
+		s.WarningsTotal++
+		if len(s.Warnings) < maxWarnings && (used+len(w) <= warningsBudget || len(s.Warnings) == 0) {
+			s.Warnings = append(s.Warnings, w)
+			used += len(w)
+		}
+	}
 }
 
 // Writer applies ingested facts inside one store transaction: the ingest
@@ -175,6 +200,12 @@ type Writer struct {
 	// kinds caches asset kinds the writer wrote or read, for the default
 	// edge kind of every link.
 	kinds map[int64]Kind
+	// cols caches asset column names the writer read (columnsOf), until
+	// it writes the asset: a note of thousands of edges out of one
+	// asset checks each edge against its columns, and decoding them per
+	// edge made a 4,000-edge note out of a 3,000-column topic take a
+	// minute.
+	cols map[int64][]string
 	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
@@ -889,6 +920,7 @@ func (w *Writer) saveAsset(r, was *assetRow) error {
 	if err != nil {
 		return fmt.Errorf("update asset %s: %w", r.ID, err)
 	}
+	delete(w.cols, r.Seq)
 	w.setKind(r.Seq, r.Kind)
 	w.changed = true
 	w.touchFacts()
@@ -976,6 +1008,7 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		if err := w.repoint(d.Seq, keep.Seq); err != nil {
 			return nil, nil, err
 		}
+		delete(w.cols, d.Seq)
 		if _, err := w.exec("DELETE FROM lineage_assets WHERE seq = ?", d.Seq); err != nil {
 			return nil, nil, err
 		}

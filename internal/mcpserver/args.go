@@ -328,6 +328,7 @@ func walkArg(s *jsonschema.Schema, path string, v any, probs *[]string) {
 	case []any:
 		if s.MaxItems != nil && len(v) > *s.MaxItems {
 			*probs = append(*probs, fmt.Sprintf("%s: %d items is too many; at most %d", name, len(v), *s.MaxItems))
+			return // its items are not worth checking one by one
 		}
 		if s.MinItems != nil && len(v) < *s.MinItems {
 			*probs = append(*probs, fmt.Sprintf("%s: at least %d items", name, *s.MinItems))
@@ -337,6 +338,10 @@ func walkArg(s *jsonschema.Schema, path string, v any, probs *[]string) {
 		}
 	case map[string]any:
 		defer missing(s, path, v, probs) // after the problems with what was given
+		if s.MaxProperties != nil && len(v) > *s.MaxProperties {
+			*probs = append(*probs, fmt.Sprintf("%s: %d entries is too many; at most %d", name, len(v), *s.MaxProperties))
+			return
+		}
 		keys := make([]string, 0, len(v))
 		for k := range v {
 			keys = append(keys, k)

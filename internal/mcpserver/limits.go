@@ -30,6 +30,15 @@ const (
 	MaxDocument = 16 << 20
 )
 
+// Limits on list and map inputs, enforced the same way: a list without
+// its own maximum gets MaxListItems, a map (an object of free keys: a
+// run's conf, a connector config) MaxMapEntries, and the description says
+// so. A tool whose domain caps a list lower states that cap (Items).
+const (
+	MaxListItems  = 1000
+	MaxMapEntries = 1000
+)
+
 // maxLengthByName gives the maximum for a property by its name; a key
 // "tool.property" applies to one tool only and wins over the bare name.
 var maxLengthByName = map[string]int{
@@ -88,6 +97,20 @@ func walkLimits(tool, name string, s *jsonschema.Schema) {
 		if s.Maximum == nil {
 			s.Maximum = ptr(500.0)
 		}
+	case hasType(s, "array"):
+		if s.MaxItems == nil {
+			s.MaxItems = ptr(MaxListItems)
+		}
+		if !strings.Contains(s.Description, "at most") {
+			s.Description = addSentence(s.Description, fmt.Sprintf("at most %d items", *s.MaxItems))
+		}
+	case hasType(s, "object") && isMap(s):
+		if s.MaxProperties == nil {
+			s.MaxProperties = ptr(MaxMapEntries)
+		}
+		if !strings.Contains(s.Description, "at most") {
+			s.Description = addSentence(s.Description, fmt.Sprintf("at most %d entries", *s.MaxProperties))
+		}
 	}
 	for prop, p := range s.Properties {
 		walkLimits(tool, prop, p)
@@ -98,6 +121,12 @@ func walkLimits(tool, name string, s *jsonschema.Schema) {
 	if s.AdditionalProperties != nil {
 		walkLimits(tool, name, s.AdditionalProperties)
 	}
+}
+
+// isMap: s is an object whose keys are free (additionalProperties is a
+// schema, not false), as a run's conf or a connector config is.
+func isMap(s *jsonschema.Schema) bool {
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Not == nil
 }
 
 func hasType(s *jsonschema.Schema, t string) bool {
@@ -145,6 +174,23 @@ func MaxLength(s *jsonschema.Schema, prop string, n int) {
 func Range(s *jsonschema.Schema, prop string, min, max float64) {
 	p := lookup(s, prop)
 	p.Minimum, p.Maximum = &min, &max
+}
+
+// Items sets the bounds of a list property (prop as for MaxLength): at
+// least min items (when min > 0) and at most max, so a longer list is
+// refused with the argument named before the handler runs. Use it to
+// advertise the cap a domain enforces.
+func Items(s *jsonschema.Schema, prop string, min, max int) {
+	p := lookup(s, prop)
+	if min > 0 {
+		p.MinItems = &min
+	}
+	p.MaxItems = &max
+}
+
+// Entries sets the most entries a map property may have.
+func Entries(s *jsonschema.Schema, prop string, max int) {
+	lookup(s, prop).MaxProperties = &max
 }
 
 func lookup(s *jsonschema.Schema, path string) *jsonschema.Schema {

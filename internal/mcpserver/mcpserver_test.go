@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -75,5 +76,36 @@ func TestPanicBecomesToolErrorAndServerKeepsServing(t *testing.T) {
 	a := tools.Tools[0].Annotations
 	if a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
 		t.Errorf("hints not explicit: %+v", a)
+	}
+}
+
+// TestOversizedAnswersFailInTests: in a test binary an answer over
+// bound.Answer characters is a protocol error naming the tool, so a test
+// that makes a tool answer that much fails whatever it asserts; one just
+// under is answered.
+func TestOversizedAnswersFailInTests(t *testing.T) {
+	type sizeIn struct {
+		N int `json:"n" jsonschema:"characters to answer"`
+	}
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "grow", Description: "answers n characters", ReadOnly: true, Idempotent: true,
+			InputSchema: InputSchema[sizeIn](func(s *jsonschema.Schema) { Range(s, "n", 0, 1e6) })},
+			func(ctx context.Context, in sizeIn) (*echoOut, string, error) {
+				return &echoOut{Word: strings.Repeat("w", in.N)}, "grew", nil
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "grow", Arguments: map[string]any{"n": 30_000}})
+	if err != nil || res.IsError {
+		t.Fatalf("an answer of about 30,000 characters: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "grow", Arguments: map[string]any{"n": 90_000}})
+	if err == nil || !strings.Contains(err.Error(), "tool grow answered") || !strings.Contains(err.Error(), "bound.Answer") {
+		t.Fatalf("an answer of about 90,000 characters: %v, want a protocol error naming the tool", err)
 	}
 }

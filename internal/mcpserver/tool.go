@@ -2,14 +2,18 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"runtime/debug"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/bound"
 )
 
 // Tool describes one tool. Every hint is stated, never left to the spec's
@@ -121,8 +125,46 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 	s.checkers.add(name, checker)
 	mt := t.mcpTool()
 	mt.InputSchema, mt.OutputSchema = s.listedSchemas(t.Name, in, out, reflect.TypeFor[In](), reflect.TypeFor[Out]())
-	s.MCP.AddTool(mt, typedHandler(wrapped, checker.resolved, resolver(out)))
+	handler := typedHandler(wrapped, checker.resolved, resolver(out))
+	if testing.Testing() {
+		handler = answerBackstop(handler)
+	}
+	s.MCP.AddTool(mt, handler)
 	s.tools = append(s.tools, name)
+}
+
+// answerBackstop fails, in a test binary, any answer over bound.Answer
+// characters (text and structured output), with a protocol error the
+// test cannot mistake for a tool's answer: each tool bounds its answer
+// in its domain result, and this catches one that forgot, in whichever
+// test first makes it answer that much. An agent never pays for it.
+func answerBackstop(h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		if n := answerLen(res); n > bound.Answer {
+			return nil, fmt.Errorf("tool %s answered %d characters, over the %d an answer may hold (bound.Answer): bound the list that grew in the tool's domain result", req.Params.Name, n, bound.Answer)
+		}
+		return res, nil
+	}
+}
+
+// answerLen is what a client hands the model: the text and the
+// structured output.
+func answerLen(res *mcp.CallToolResult) int {
+	n := 0
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			n += len(tc.Text)
+		}
+	}
+	if res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		n += len(raw)
+	}
+	return n
 }
 
 // Schema is a tool's input schema as its agent states it: the schema

@@ -103,6 +103,20 @@ var dbtOverrides = map[string]string{
 	"generate_docs_override": "boolean", "steps_override": "strings",
 }
 
+// Ranges of dbt Cloud's numeric overrides: threads as dbt runs them, and a
+// run timeout of at most a day (0 is dbt Cloud's "no timeout", which an
+// override has no reason to ask for).
+const (
+	MaxDBTThreads        = 64
+	MaxDBTTimeoutSeconds = 86_400
+)
+
+// dbtRanges are the inclusive ranges of the integer overrides.
+var dbtRanges = map[string][2]int64{
+	"threads_override":         {1, MaxDBTThreads},
+	"timeout_seconds_override": {1, MaxDBTTimeoutSeconds},
+}
+
 // DBTCloudParams lists the params a dbt Cloud run takes (its overrides).
 var DBTCloudParams = []string{"git_branch", "git_sha", "schema_override", "dbt_version_override", "target_name_override",
 	"threads_override", "timeout_seconds_override", "generate_docs_override", "steps_override"}
@@ -137,8 +151,31 @@ func (r *DBTCloudRunner) Validate(req RunRequest) error {
 			}
 			return invalid("dbt Cloud %s must be a %s, got %T", k, want, v)
 		}
+		if r, bounded := dbtRanges[k]; bounded {
+			if n := integerOf(v); n < r[0] || n > r[1] {
+				return invalid("dbt Cloud %s %d is out of range: give %d to %d", k, n, r[0], r[1])
+			}
+		}
 	}
 	return nil
+}
+
+// integerOf is the value of an integer isInteger accepted.
+func integerOf(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int32:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
 }
 
 func isInteger(v any) bool {

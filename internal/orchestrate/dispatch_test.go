@@ -451,6 +451,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{orchestrate.Params{Approval: orchestrate.Approval{ProposalID: p.ID}, System: orchestrate.DBTCloud, Target: "abc"}, "dbt Cloud job id \"abc\" is not valid"},
 			{orchestrate.Params{Approval: orchestrate.Approval{ProposalID: p.ID}, System: orchestrate.DBTCloud, Target: "40000",
 				Params: map[string]any{"threads_override": "four"}}, "threads_override must be a integer"},
+			{orchestrate.Params{Approval: orchestrate.Approval{ProposalID: p.ID}, System: orchestrate.DBTCloud, Target: "40000",
+				Params: map[string]any{"threads_override": 0}}, "threads_override 0 is out of range: give 1 to 64"},
+			{orchestrate.Params{Approval: orchestrate.Approval{ProposalID: p.ID}, System: orchestrate.DBTCloud, Target: "40000",
+				Params: map[string]any{"timeout_seconds_override": 1e7}}, "timeout_seconds_override 10000000 is out of range: give 1 to 86400"},
 			{orchestrate.Params{Approval: orchestrate.Approval{ProposalID: p.ID}, System: orchestrate.StepFunctions, Target: "usage-backfill"}, "state machine ARN \"usage-backfill\" is not valid"},
 		}
 		for _, c := range cases {

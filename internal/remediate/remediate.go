@@ -7,13 +7,16 @@
 package remediate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dataworkers/dw/internal/approvals"
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
@@ -101,6 +104,41 @@ type Result struct {
 	Caveats []string
 	FixedAt time.Time
 	Receipt approvals.Entry
+	// The totals count what Verify's answer lists only the first of
+	// (bound); the receipt entry holds every one.
+	AssertionsTotal, ChecksTotal, NotesTotal, UnjudgedTotal int
+}
+
+// What a verification's answer lists: failures first, then the rest, up
+// to a count and a budget of characters each. An incident on a wide
+// table re-runs thousands of checks; the receipt keeps them all.
+const (
+	listedResults, resultsBudget = 50, 20_000
+	listedNotes, notesBudget     = 20, 4000
+)
+
+// bound cuts the lists of a recorded verification for its answer, failures
+// first, keeping the totals.
+func (r *Result) bound() {
+	r.AssertionsTotal, r.ChecksTotal, r.NotesTotal = len(r.Assertions), len(r.Checks), len(r.Notes)
+	slices.SortStableFunc(r.Assertions, func(a, b AssertionResult) int { return cmp.Compare(passRank(a.Passed), passRank(b.Passed)) })
+	slices.SortStableFunc(r.Checks, func(a, b incidents.CheckResult) int { return cmp.Compare(passRank(a.Passed), passRank(b.Passed)) })
+	r.Assertions = bound.Head(r.Assertions, listedResults, resultsBudget)
+	r.Checks = bound.Head(r.Checks, listedResults, resultsBudget)
+	r.Notes = bound.Head(r.Notes, listedNotes, notesBudget)
+	if v := r.Verification; v != nil {
+		r.UnjudgedTotal = len(v.Unjudged)
+		cut := *v
+		cut.Unjudged = bound.Head(v.Unjudged, listedNotes, notesBudget)
+		r.Verification = &cut
+	}
+}
+
+func passRank(passed bool) int {
+	if passed {
+		return 1
+	}
+	return 0
 }
 
 // ErrTooEarly aborts a verification that has nothing to judge yet; the
@@ -172,6 +210,7 @@ func Verify(ctx context.Context, env *Env, p Params) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.bound()
 	return res, nil
 }
 

@@ -265,7 +265,7 @@ func (r *Runner) observeChanges(ctx context.Context, rc config.Routine, o *obser
 			}
 			f := Finding{Kind: "flink", Target: job, Asset: flink.Asset(job), Status: "ok", Detail: rep.Summary()}
 			var recorded []string
-			for _, rs := range rep.Record(ctx, &changelog.Log{DB: svc.DB, Clock: svc.Clock}, client.URL(), "dw watch ("+rc.Name+")") {
+			for _, rs := range flink.RecordRestores(ctx, &changelog.Log{DB: svc.DB, Clock: svc.Clock}, rep, client.URL(), "dw watch ("+rc.Name+")").Restores {
 				if rs.RecordError != "" {
 					o.fail("flink", job, errors.New(rs.RecordError))
 					continue

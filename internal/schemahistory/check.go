@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/dataworkers/dw/internal/bound"
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/compat"
 	"github.com/dataworkers/dw/internal/lineage"
@@ -40,8 +42,58 @@ type Check struct {
 	Readers      []lineage.AssetReader `json:"readers" jsonschema:"statements, jobs, models and reports reading a removed or changed field"`
 	LineageNote  string                `json:"lineage_note,omitempty" jsonschema:"what the readers answer cannot see (no lineage recorded, edges without column lineage)"`
 	SHA256       string                `json:"sha256" jsonschema:"SHA-256 of the schema's canonical form; an approval to register binds to it"`
-	Versions     []int                 `json:"versions" jsonschema:"the subject's existing versions compared against"`
+	Versions     []int                 `json:"versions" jsonschema:"the subject's existing versions compared against (the latest 100, when versions_total is larger)"`
 	NoColumnInfo []lineage.EdgeRef     `json:"no_column_lineage,omitempty" jsonschema:"edges followed in full because they carry no column lineage"`
+	// The totals count what the lists above name only the first (or the
+	// latest) of, when they are cut.
+	ChangesTotal  int `json:"changes_total,omitempty" jsonschema:"field-level changes in all, when changes lists only the first 100"`
+	ReadersTotal  int `json:"readers_total,omitempty" jsonschema:"readers in all, when readers lists only the first 50 (blast_radius_analysis of schema://<subject> with columns pages every one)"`
+	VersionsTotal int `json:"versions_total,omitempty" jsonschema:"existing versions in all, when versions lists only the latest 100"`
+}
+
+// What a check's answer lists of each list it counts.
+const (
+	listedChanges, listedReaders, listedVersions, listedMessages = 100, 50, 100, 20
+	readersBudget                                                = 30_000
+	readerFields, evidenceChars                                  = 20, 300
+	listedReasons                                                = 20
+)
+
+// bound cuts the check's lists to their first entries (the latest
+// versions), keeping the totals; the verdicts were reached on all of it.
+func (c *Check) bound() {
+	if n := len(c.Changes); n > listedChanges {
+		c.Changes, c.ChangesTotal = c.Changes[:listedChanges:listedChanges], n
+	}
+	if n := len(c.Versions); n > listedVersions {
+		c.Versions, c.VersionsTotal = c.Versions[n-listedVersions:], n
+	}
+	for i := range c.Readers {
+		r := &c.Readers[i]
+		r.Fields = r.Fields[:min(len(r.Fields), readerFields)]
+		r.Evidence = clipText(r.Evidence, evidenceChars)
+	}
+	if n := len(c.Readers); n > 0 {
+		if head := bound.Head(c.Readers, listedReaders, readersBudget); len(head) < n {
+			c.Readers, c.ReadersTotal = head, n
+		}
+	}
+	if len(c.Registry.Messages) > listedMessages {
+		c.Registry.Messages = c.Registry.Messages[:listedMessages]
+	}
+	c.Local = c.Local.Bounded(listedReasons)
+	c.NoColumnInfo = c.NoColumnInfo[:min(len(c.NoColumnInfo), listedReasons)]
+}
+
+// clipText cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // CheckParams is a proposed schema for a subject, as a person gave it.
@@ -180,6 +232,7 @@ func (k *Checker) Check(ctx context.Context, p *Proposed) (*Check, error) {
 		out.Compatible, out.Registry.Compatible = true, out.Registry.Reached
 		out.Verdict = fmt.Sprintf("compatible: no earlier version of %s (%s)", p.Subject, hist.Note)
 	}
+	out.bound()
 	return out, nil
 }
 

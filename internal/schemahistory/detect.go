@@ -63,10 +63,12 @@ func Detect(ctx context.Context, db *store.DB, whName, platform string, tab *war
 		}
 		fields = append(fields, fc)
 	}
+	// A table rebuilt with thousands of new columns is one change.
+	fields, details := changelog.FitFields(fields, nil)
 	svc := &changelog.Log{DB: db, Clock: clk}
 	res, err := svc.RecordChange(ctx, changelog.RecordChangeParams{
 		Key: fmt.Sprintf("table-snapshot:%s:%s:%s", whName, cur.Table, cur.SHA256),
-		At:  now, Kind: "schema_version", System: whName, Assets: []string{assetID}, Fields: fields,
+		At:  now, Kind: "schema_version", System: whName, Assets: []string{assetID}, Fields: fields, Details: details,
 		Source:  source,
 		Summary: textrule.Line(fmt.Sprintf("columns of %s changed since %s: %s", cur.Table, prev.TakenAt.Format("2006-01-02T15:04:05Z07:00"), DescribeChanges(cur.Changes))), // column names as the warehouse spells them
 	})

@@ -109,5 +109,6 @@ func VersionChange(stored []SubjectVersion, v SubjectVersion, source string) cha
 		}
 		params.Fields = append(params.Fields, fc)
 	}
+	params.Fields, params.Details = changelog.FitFields(params.Fields, params.Details)
 	return params
 }

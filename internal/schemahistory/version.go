@@ -3,6 +3,7 @@ package schemahistory
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -118,8 +119,10 @@ func RecordVersion(ctx context.Context, log *changelog.Log, registryURL string, 
 		details["previous_version"] = strconv.Itoa(f.Previous)
 	}
 	if len(other) > 0 {
-		details["other_changes"] = strings.Join(other, "; ")
+		details["other_changes"] = clipText(strings.Join(other, "; "), otherChangesChars)
 	}
+	// A version that rewrites thousands of fields is one change.
+	fields, details = changelog.FitFields(fields, details)
 	for k, val := range rec.Extra {
 		details[k] = val
 	}
@@ -169,13 +172,25 @@ func fieldChanges(changes []compat.Change) ([]changelog.FieldChange, []string) {
 	return fields, other
 }
 
-// describeFields is "removed response_bytes; added response_kib".
+// What a recorded version's summary names: a change's summary is one
+// line a person reads, not the whole diff.
+const (
+	summaryNames      = 5
+	otherChangesChars = 2000
+)
+
+// describeFields is "removed response_bytes; added response_kib", naming
+// the first few fields of each operation and counting the rest.
 func describeFields(fs []changelog.FieldChange) string {
 	var parts []string
 	for _, op := range changelog.FieldOps {
 		var names []string
+		n := 0
 		for _, f := range fs {
 			if f.How != op {
+				continue
+			}
+			if n++; n > summaryNames {
 				continue
 			}
 			if op == changelog.FieldRenamed {
@@ -183,6 +198,9 @@ func describeFields(fs []changelog.FieldChange) string {
 			} else {
 				names = append(names, f.Name)
 			}
+		}
+		if n > summaryNames {
+			names = append(names, fmt.Sprintf("%d more", n-summaryNames))
 		}
 		if len(names) > 0 {
 			verb := string(op)
@@ -207,6 +225,37 @@ type LatestVersion struct {
 	// Notes say what could not be read or recorded; the registry's answer
 	// stands without it.
 	Notes []string
+	// The totals count what the answer lists only the first (or latest)
+	// of; SchemaChars is the length of a schema text left out for its
+	// size (bound).
+	ChangesTotal, VersionsTotal, SchemaChars int
+}
+
+// What a latest version's answer holds: a schema text past maxSchemaText
+// characters is left out (the registry serves it whole), the first
+// listedChanges field changes, the latest listedVersions versions.
+const maxSchemaText = 20_000
+
+// bound cuts the version's answer to its bounds; the version was hashed,
+// diffed and recorded whole.
+func (lv *LatestVersion) bound() {
+	if f := lv.Facts; f != nil {
+		cut := *f
+		if n := len(f.Changes); n > listedChanges {
+			cut.Changes, lv.ChangesTotal = f.Changes[:listedChanges:listedChanges], n
+		}
+		if n := len(f.Versions); n > listedVersions {
+			cut.Versions, lv.VersionsTotal = f.Versions[n-listedVersions:], n
+		}
+		lv.Facts = &cut
+	}
+	if v := lv.Version; v != nil && len(v.Schema) > maxSchemaText {
+		cut := *v
+		lv.SchemaChars, cut.Schema = len(v.Schema), ""
+		lv.Version = &cut
+		lv.Notes = append(lv.Notes, fmt.Sprintf("the schema text (%d characters) is left out of this answer; the registry serves it whole: GET %s/subjects/%s/versions/%d/schema",
+			lv.SchemaChars, strings.TrimRight(lv.Registry, "/"), url.PathEscape(v.Subject), v.Version))
+	}
 }
 
 // Sources is how a registry workflow reaches what it needs, opened only
@@ -266,6 +315,7 @@ func ReadLatestVersion(ctx context.Context, src Sources, subject string) (*Lates
 	} else {
 		out.Change = ch
 	}
+	out.bound()
 	return out, nil
 }
 
@@ -284,7 +334,11 @@ func (lv *LatestVersion) Summary() string {
 			fmt.Fprintf(&b, "\nno field changes from version %d", f.Previous)
 		} else {
 			fmt.Fprintf(&b, "\nfrom version %d:", f.Previous)
-			for _, c := range f.Changes {
+			for i, c := range f.Changes {
+				if i == summaryNames*2 {
+					fmt.Fprintf(&b, "\n… %d field changes in all", max(lv.ChangesTotal, len(f.Changes)))
+					break
+				}
 				fmt.Fprintf(&b, "\n- %s", c)
 			}
 		}

@@ -159,7 +159,7 @@ func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOpt
 		return nil, err
 	}
 	res.ImportStats = stats
-	res.Warnings = append(res.Warnings, m.warnings...)
+	res.AddWarnings(m.warnings...)
 	return res, nil
 }
 

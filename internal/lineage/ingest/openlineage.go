@@ -251,7 +251,7 @@ func RunEvents(ctx context.Context, g *lineage.Graph, data []byte, opts OpenLine
 		warnings = append(warnings, p.warnings...)
 	}
 	res.ImportStats = stats
-	res.Warnings = append(res.Warnings, warnings...)
+	res.AddWarnings(warnings...)
 	res.Imported, res.Jobs, res.Datasets = len(plans), len(jobs), len(datasets)
 	return res, nil
 }
