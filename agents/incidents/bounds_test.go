@@ -182,10 +182,26 @@ func TestLargeListsAreBounded(t *testing.T) {
 			t.Errorf("%s on an incident with %d symptoms: %d characters", tool, mon.AnomaliesTotal, n)
 		}
 	}
+	// Weeks of re-runs leave a status change each: 600 events with long
+	// notes, about 300k characters if the timeline were listed whole.
+	for i := range 600 {
+		if _, err := s.db().ExecContext(s.ctx, `INSERT INTO incident_events (incident_id, at_ms, from_status, to_status, actor, note)
+			VALUES (?, ?, 'diagnosed', 'diagnosed', 'probe', ?)`, mon.Incidents[0].ID, now.UnixMilli()+int64(i),
+			fmt.Sprintf("re-run %d: %s", i, strings.Repeat("x", 480))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var closed IncidentOut
 	if n := sizedCall(t, cs, "close_incident", map[string]any{"incident": mon.Incidents[0].ID, "note": "probe data"}, &closed); n > maxAnswer ||
 		closed.SymptomsTotal < 1000 || len(closed.Incident.Symptoms) != symptomsHead+symptomsTail {
 		t.Errorf("close_incident: %d characters, %d of %d symptoms", n, len(closed.Incident.Symptoms), closed.SymptomsTotal)
+	}
+	tl := closed.Incident.Timeline
+	if closed.TimelineTotal < 602 || len(tl) != timelineHead+timelineTail {
+		t.Fatalf("close_incident timeline: %d of %d events", len(tl), closed.TimelineTotal)
+	}
+	if tl[0].To != incidents.StatusOpen || tl[len(tl)-1].To != incidents.StatusClosed {
+		t.Errorf("timeline shows %s … %s, want how it opened and the close", tl[0].To, tl[len(tl)-1].To)
 	}
 	var withPoints MonitorOut
 	if n := sizedCall(t, cs, "monitor_metrics", map[string]any{"metric": "probe_001", "backfill": true, "include_points": true,

@@ -116,6 +116,8 @@ type IncidentOut struct {
 	ProposalsTotal int `json:"proposals_total,omitempty" jsonschema:"the incident's proposals, in all"`
 	// The counts say how much get_incident left out of a long incident.
 	SymptomsTotal     int `json:"symptoms_total,omitempty" jsonschema:"symptoms in all; when more than 20, incident.symptoms lists the first 10 (the onset) and the latest 10"`
+	TimelineTotal     int `json:"timeline_total,omitempty" jsonschema:"timeline events in all; when more than 30, incident.timeline lists the first 5 (how it opened) and the latest 25"`
+	MergedFromTotal   int `json:"merged_from_total,omitempty" jsonschema:"duplicates merged into the incident, in all; when more than 50, incident.merged_from lists the latest 50"`
 	AssertionsOmitted int `json:"assertions_omitted,omitempty" jsonschema:"assertions left out of assertions (at most 50 are listed)"`
 }
 
@@ -125,6 +127,12 @@ const (
 	symptomsHead  = 10
 	symptomsTail  = 10
 	maxAssertions = 50
+	// An incident re-diagnosed or re-verified for weeks keeps a status
+	// change per run, and a feed that breaks daily can have hundreds of
+	// duplicates merged into it.
+	timelineHead  = 5
+	timelineTail  = 25
+	maxMergedFrom = 50
 )
 
 // bound shortens a long incident for the answer only; the incident in the
@@ -137,6 +145,14 @@ func (o *IncidentOut) bound() {
 	}
 	if n := len(o.Assertions); n > maxAssertions {
 		o.Assertions, o.AssertionsOmitted = o.Assertions[:maxAssertions], n-maxAssertions
+	}
+	if tl := o.Incident.Timeline; len(tl) > timelineHead+timelineTail {
+		o.TimelineTotal = len(tl)
+		o.Incident.Timeline = append(slices.Clip(tl[:timelineHead]), tl[len(tl)-timelineTail:]...)
+	}
+	if mf := o.Incident.MergedFrom; len(mf) > maxMergedFrom {
+		o.MergedFromTotal = len(mf)
+		o.Incident.MergedFrom = mf[len(mf)-maxMergedFrom:]
 	}
 	o.Proposals, o.ProposalsTotal = latestProposals(o.Proposals)
 }

@@ -22,7 +22,7 @@ var listed = map[string]listedTool{
 	"close_incident": {
 		inType: "github.com/dataworkers/dw/agents/incidents.CloseIn", outType: "github.com/dataworkers/dw/agents/incidents.IncidentOut",
 		in:  `{"type":"object","properties":{"incident":{"type":"string","description":"incident id, e.g. INC-3; at most 512 characters","maxLength":512},"note":{"type":"string","description":"why; required to dismiss an incident that was never verified (e.g. a false alarm: the metric's definition changed); at most 4096 characters","maxLength":4096},"duplicate_of":{"type":"string","description":"close as a duplicate of this incident (e.g. INC-3): its symptoms are merged into that one, and the close reason is duplicate, not dismissed; at most 512 characters","maxLength":512}},"required":["incident"],"additionalProperties":false}`,
-		out: `{"type":"object","properties":{"incident":{"type":"object"},"assertions":{"type":["null","array"],"items":{"type":"object"}},"proposals":{"type":["null","array"],"items":{"type":"object"}},"next":{"type":"string"},"proposals_total":{"type":"integer"},"symptoms_total":{"type":"integer"},"assertions_omitted":{"type":"integer"}}}`,
+		out: `{"type":"object","properties":{"incident":{"type":"object"},"assertions":{"type":["null","array"],"items":{"type":"object"}},"proposals":{"type":["null","array"],"items":{"type":"object"}},"next":{"type":"string"},"proposals_total":{"type":"integer"},"symptoms_total":{"type":"integer"},"timeline_total":{"type":"integer"},"merged_from_total":{"type":"integer"},"assertions_omitted":{"type":"integer"}}}`,
 	},
 	"define_metric": {
 		inType: "github.com/dataworkers/dw/internal/incidents.DefineMetricParams", outType: "github.com/dataworkers/dw/internal/incidents.MetricDefinition",
@@ -57,7 +57,7 @@ var listed = map[string]listedTool{
 	"get_incident": {
 		inType: "github.com/dataworkers/dw/agents/incidents.IncidentIn", outType: "github.com/dataworkers/dw/agents/incidents.IncidentOut",
 		in:  `{"type":"object","properties":{"incident":{"type":"string","description":"incident id, e.g. INC-3; at most 512 characters","maxLength":512}},"required":["incident"],"additionalProperties":false}`,
-		out: `{"type":"object","properties":{"incident":{"type":"object"},"assertions":{"type":["null","array"],"items":{"type":"object"}},"proposals":{"type":["null","array"],"items":{"type":"object"}},"next":{"type":"string"},"proposals_total":{"type":"integer"},"symptoms_total":{"type":"integer"},"assertions_omitted":{"type":"integer"}}}`,
+		out: `{"type":"object","properties":{"incident":{"type":"object"},"assertions":{"type":["null","array"],"items":{"type":"object"}},"proposals":{"type":["null","array"],"items":{"type":"object"}},"next":{"type":"string"},"proposals_total":{"type":"integer"},"symptoms_total":{"type":"integer"},"timeline_total":{"type":"integer"},"merged_from_total":{"type":"integer"},"assertions_omitted":{"type":"integer"}}}`,
 	},
 	"get_incident_history": {
 		inType: "github.com/dataworkers/dw/internal/incidents.HistoryParams", outType: "github.com/dataworkers/dw/internal/incidents.HistoryResult",
