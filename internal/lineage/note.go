@@ -248,10 +248,14 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 				res.Assets = append(res.Assets, cur)
 			}
 		}
+		// Edges whose fields this note gives: a job's SQL (or its
+		// assets-level reads_fields) must not overwrite them below.
+		given := map[[2]int64]bool{}
 		for _, e := range edges {
 			from, to := seqs[e.from], seqs[e.to]
 			cols := e.cols
 			if len(e.reads) > 0 {
+				given[[2]int64{from, to}] = true
 				fields, err := w.checkFields(from, ids[from], e.reads, e.label+".reads_fields")
 				if err != nil {
 					return err
@@ -282,7 +286,7 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 			if len(reads) == 0 && sqlText == "" {
 				continue
 			}
-			if err := w.recordReads(seqs[id], ids[seqs[id]], reads, sqlText, res); err != nil {
+			if err := w.recordReads(seqs[id], ids[seqs[id]], reads, sqlText, given, res); err != nil {
 				return err
 			}
 		}
@@ -361,8 +365,10 @@ func (w *Writer) checkMappings(seq int64, id string, ms []ColumnMapping, where s
 // Explicit fields must exist in some input; fields taken from SQL are
 // narrowed silently to each input's columns. An input none of whose known
 // columns are read keeps its edge without column lineage, so impact
-// answers stay conservative for it.
-func (w *Writer) recordReads(job int64, jobID string, reads []string, sqlText string, res *NoteResult) error {
+// answers stay conservative for it. An edge whose fields the same note gave
+// (edges[].reads_fields) keeps them: the job's SQL and assets-level fields
+// stand in only where nothing more specific was said.
+func (w *Writer) recordReads(job int64, jobID string, reads []string, sqlText string, given map[[2]int64]bool, res *NoteResult) error {
 	rows, err := w.tx.QueryContext(w.ctx, "SELECT from_seq FROM lineage_edges WHERE to_seq = ?", job)
 	if err != nil {
 		return err
@@ -415,6 +421,11 @@ func (w *Writer) recordReads(job int64, jobID string, reads []string, sqlText st
 			for _, f := range explicit {
 				matched[f] = true
 			}
+		}
+		if given[[2]int64{in, job}] {
+			// The note named this edge's fields itself: the more specific
+			// statement stands (explicit fields were still checked above).
+			continue
 		}
 		if len(fields) == 0 {
 			// This input is read, but not for these fields as far as its

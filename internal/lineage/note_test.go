@@ -176,3 +176,40 @@ func TestScheduleNextRun(t *testing.T) {
 		}
 	}
 }
+
+// A note that gives an edge's fields explicitly and the job's SQL too: the
+// fields given win for that edge (the SQL stands in only where no fields
+// are given), whether the SQL mentions other columns of the input or none.
+func TestRecordLineageEdgeReadsOutrankSQL(t *testing.T) {
+	cols := []Column{{Name: "usage_id"}, {Name: "account_id"}, {Name: "endpoint"}, {Name: "response_bytes"}, {Name: "event_time"}}
+	for name, sqlText := range map[string]string{
+		"sql mentions other columns": rollupSQL,
+		"sql mentions none":          "SELECT 1 AS one",
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				g, _ := newGraph(t, db)
+				res, err := g.RecordLineage(ctx, Note{
+					Path:  []string{"flink://usage-hourly-rollup", "kafka://prod/usage-hourly"},
+					Edges: []NoteEdge{{From: "schema://api-usage-value", To: "flink://usage-hourly-rollup", ReadsFields: []string{"endpoint"}}},
+					Assets: []NoteAsset{
+						{ID: "schema://api-usage-value", Columns: cols},
+						{ID: "flink://usage-hourly-rollup", SQL: sqlText},
+					},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := "schema://api-usage-value -> flink://usage-hourly-rollup"
+				if got := res.ReadsFields[key]; !slices.Equal(got, []string{"endpoint"}) {
+					t.Errorf("answer's fields read = %v, want [endpoint]", got)
+				}
+				got, _ := edgeCols(t, g, "schema://api-usage-value", "flink://usage-hourly-rollup")
+				if !slices.Equal(got, []ColumnMapping{{From: "endpoint"}}) {
+					t.Errorf("stored edge columns = %v, want the explicit [endpoint]", got)
+				}
+			})
+		})
+	}
+}
