@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -22,17 +21,18 @@ type DBTImport struct {
 // tests as expectations (RecordDBTTests) for the configured warehouses of
 // each test's platform (warehouses maps a platform such as duckdb to their
 // names). Everything that can be refused is refused before anything is
-// written: the tests are read first, and the graph import parses the whole
-// manifest before it writes. The expectations are written inside the
+// written: the manifest is parsed once, whole, for both its graph and its
+// tests, before anything is written. The expectations are written inside the
 // transaction that makes the graph import visible (ingest.DBTOptions.InSwap:
 // the import's one transaction, or its staged swap), so the two commit
 // together or not at all: a failed import leaves the old graph and the old
 // expectations as they were.
 func ImportDBT(ctx context.Context, g *lineage.Graph, data []byte, opts ingest.DBTOptions, warehouses map[string][]string, clk clock.Clock) (*DBTImport, error) {
-	tests, skipped, err := ingest.ReadDBTTests(bytes.NewReader(data))
+	pm, err := ingest.ParseDBTManifest(data)
 	if err != nil {
 		return nil, err
 	}
+	tests, skipped := pm.Tests()
 	at := clk.Now()
 	var rec *DBTRecord
 	opts.InSwap = func(tx *store.Tx, project string) error {
@@ -42,7 +42,7 @@ func ImportDBT(ctx context.Context, g *lineage.Graph, data []byte, opts ingest.D
 		}
 		return nil
 	}
-	res, err := ingest.DBTManifest(ctx, g, bytes.NewReader(data), opts)
+	res, err := pm.Import(ctx, g, opts)
 	if err != nil {
 		return nil, err
 	}

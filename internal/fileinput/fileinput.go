@@ -130,7 +130,7 @@ func ReadJSON(ctx context.Context, arg, path string, max int64) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkJSON(arg, path, data); err != nil {
+	if err := CheckJSON(arg, path, data); err != nil {
 		return nil, err
 	}
 	return data, nil
@@ -164,8 +164,12 @@ func sniff(data []byte) string {
 	return kind
 }
 
-// checkJSON checks data is one JSON value or a sequence of them.
-func checkJSON(arg, path string, data []byte) error {
+// CheckJSON checks data (read from path, named by the tool argument arg)
+// is one JSON value or a sequence of them, with ReadJSON's error: where
+// the syntax breaks, never the file's characters. A reader that parses the
+// document anyway can read it with ReadRegular and call this only when its
+// parse fails, sparing a pass over a good document.
+func CheckJSON(arg, path string, data []byte) error {
 	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM some editors write
 	if json.Valid(body) {
 		return nil

@@ -90,10 +90,18 @@ type dbtNode struct {
 		Tags         json.RawMessage `json:"tags"`
 		Meta         map[string]any  `json:"meta"`
 		Materialized string          `json:"materialized"`
+		// Enabled and Where are a test's (see ReadDBTTests).
+		Enabled *bool  `json:"enabled"`
+		Where   string `json:"where"`
 	} `json:"config"`
 	DependsOn struct {
 		Nodes []string `json:"nodes"`
 	} `json:"depends_on"`
+	// A test node's own fields, decoded in the same pass as every other
+	// node's so the tests need no second parse of the manifest.
+	ColumnName   string           `json:"column_name"`
+	AttachedNode string           `json:"attached_node"`
+	TestMetadata *dbtTestMetadata `json:"test_metadata"`
 	// tags and configTags are Tags and Config.Tags read (checkNode).
 	tags, configTags []string
 }
@@ -112,14 +120,48 @@ type dbtGroup struct {
 // swapped in when large) and idempotent; a malformed or unsupported
 // manifest names the JSON path that failed and changes nothing.
 func DBTManifest(ctx context.Context, g *lineage.Graph, r io.Reader, opts DBTOptions) (*DBTImportResult, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
+	pm, err := ReadDBTManifest(r)
+	if err != nil {
+		return nil, err
+	}
+	return pm.Import(ctx, g, opts)
+}
+
+// ParsedManifest is a dbt manifest read once, for both what it holds: the
+// graph (Import) and the generic tests (Tests). A caller wanting both parses
+// the document once instead of once for each.
+type ParsedManifest struct{ m *manifest }
+
+// maxManifestBytes bounds a manifest read from a reader.
+const maxManifestBytes = 512 << 20
+
+// ReadDBTManifest reads and parses a manifest from r (ParseDBTManifest).
+func ReadDBTManifest(r io.Reader) (*ParsedManifest, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxManifestBytes))
 	if err != nil {
 		return nil, fmt.Errorf("read dbt manifest: %w", err)
 	}
+	return ParseDBTManifest(data)
+}
+
+// ParseDBTManifest parses a manifest (schema v9 to v12) in one streaming
+// pass: its nodes, edges and test nodes. Nothing is written; a malformed or
+// unsupported manifest is refused with the JSON path that failed. data is
+// not kept.
+func ParseDBTManifest(data []byte) (*ParsedManifest, error) {
 	m, err := parseManifest(data)
 	if err != nil {
 		return nil, err
 	}
+	return &ParsedManifest{m: m}, nil
+}
+
+// Project is the manifest's dbt project name.
+func (p *ParsedManifest) Project() string { return p.m.project }
+
+// Import writes the manifest's graph (DBTManifest).
+func (p *ParsedManifest) Import(ctx context.Context, g *lineage.Graph, opts DBTOptions) (*DBTImportResult, error) {
+	m := p.m
 	res := &DBTImportResult{Project: m.project, SchemaVersion: fmt.Sprintf("v%d", m.version), DBTVersion: m.dbtVersion,
 		Adapter: m.adapter, Counts: map[string]int{}, Edges: len(m.edges)}
 	for _, n := range m.nodes {
@@ -172,6 +214,9 @@ type manifest struct {
 	groups     map[string]dbtGroup
 	edges      [][2]string
 	warnings   []string
+	// tests are the test nodes of the nodes section, in key order
+	// (ReadDBTTests maps them).
+	tests []*dbtNode
 }
 
 func jsonPathError(path string, err error) error {
@@ -366,6 +411,8 @@ func (d *decodedManifest) build() (*manifest, error) {
 			if ok {
 				m.nodes = append(m.nodes, e.node)
 				byID[e.node.UniqueID] = e.node
+			} else if isTestNode(section, e.node) {
+				m.tests = append(m.tests, e.node)
 			}
 		}
 	}
@@ -439,6 +486,12 @@ func checkNode(section, key string, n *dbtNode) (bool, error) {
 		return false, fmt.Errorf("dbt manifest %s.config.tags: %w", nodePath(section, key), err)
 	}
 	return true, nil
+}
+
+// isTestNode reports whether a section entry is a test ReadDBTTests
+// reads: a node of the nodes section whose resource type is test.
+func isTestNode(section string, n *dbtNode) bool {
+	return section == "nodes" && n.ResourceType == "test"
 }
 
 func nodePath(section, key string) string {
@@ -551,6 +604,8 @@ func parseManifestChecked(data []byte) (*manifest, error) {
 			if ok {
 				m.nodes = append(m.nodes, n)
 				byID[n.UniqueID] = n
+			} else if isTestNode(section, n) {
+				m.tests = append(m.tests, n)
 			}
 		}
 	}

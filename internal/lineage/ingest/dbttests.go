@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -27,24 +26,11 @@ type DBTTest struct {
 	Field string `json:"field,omitempty" jsonschema:"relationships: the referenced column"`
 }
 
-// dbtTestNode is the part of a test node the reader needs.
-type dbtTestNode struct {
-	UniqueID     string `json:"unique_id"`
-	ResourceType string `json:"resource_type"`
-	ColumnName   string `json:"column_name"`
-	AttachedNode string `json:"attached_node"`
-	TestMetadata *struct {
-		Name      string         `json:"name"`
-		Namespace *string        `json:"namespace"`
-		Kwargs    map[string]any `json:"kwargs"`
-	} `json:"test_metadata"`
-	DependsOn struct {
-		Nodes []string `json:"nodes"`
-	} `json:"depends_on"`
-	Config struct {
-		Enabled *bool  `json:"enabled"`
-		Where   string `json:"where"`
-	} `json:"config"`
+// dbtTestMetadata is a generic test's test_metadata (dbtNode.TestMetadata).
+type dbtTestMetadata struct {
+	Name      string         `json:"name"`
+	Namespace *string        `json:"namespace"`
+	Kwargs    map[string]any `json:"kwargs"`
 }
 
 // ReadDBTTests reads the generic tests of a dbt manifest (v9 to v12) that
@@ -53,37 +39,26 @@ type dbtTestNode struct {
 // rows) and tests on nodes without a warehouse relation are skipped; the
 // second result says which, so nothing is dropped silently.
 func ReadDBTTests(r io.Reader) ([]DBTTest, []string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 512<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read dbt manifest: %w", err)
-	}
-	m, err := parseManifest(data)
+	pm, err := ReadDBTManifest(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	var top struct {
-		Nodes map[string]json.RawMessage `json:"nodes"`
-	}
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, nil, jsonPathError("nodes", err)
-	}
-	byID := map[string]*dbtNode{}
+	tests, notes := pm.Tests()
+	return tests, notes, nil
+}
+
+// Tests are the manifest's generic tests an expectation can express, and
+// notes counting those skipped (ReadDBTTests), from the one parse.
+func (p *ParsedManifest) Tests() ([]DBTTest, []string) {
+	m := p.m
+	byID := make(map[string]*dbtNode, len(m.nodes))
 	for _, n := range m.nodes {
 		byID[n.UniqueID] = n
 	}
-	keys := make([]string, 0, len(top.Nodes))
-	for k := range top.Nodes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []DBTTest
 	skipped := map[string]int{}
-	for _, k := range keys {
-		var n dbtTestNode
-		if err := json.Unmarshal(top.Nodes[k], &n); err != nil {
-			return nil, nil, jsonPathError(fmt.Sprintf("nodes[%s]", safeName(k)), err)
-		}
-		if n.ResourceType != "test" || n.TestMetadata == nil {
+	for _, n := range m.tests {
+		if n.TestMetadata == nil {
 			continue // singular (SQL) tests have no metadata to map
 		}
 		md := n.TestMetadata
@@ -144,5 +119,5 @@ func ReadDBTTests(r io.Reader) ([]DBTTest, []string, error) {
 		notes = append(notes, fmt.Sprintf("%d %s test(s) not mapped to expectations", n, name))
 	}
 	sort.Strings(notes)
-	return out, notes, nil
+	return out, notes
 }
