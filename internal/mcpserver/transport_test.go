@@ -17,6 +17,9 @@ import (
 type slowIn struct {
 	Spin bool `json:"spin,omitempty" jsonschema:"burn CPU until cancelled instead of sleeping"`
 	MS   int  `json:"ms,omitempty" jsonschema:"how long to sleep"`
+	// Stubborn sleeps the whole time even when cancelled, as a handler
+	// waiting on a driver that does not watch its context does.
+	Stubborn bool `json:"stubborn,omitempty" jsonschema:"sleep the whole time even when cancelled"`
 }
 
 type slowOut struct {
@@ -61,6 +64,14 @@ func newUninitialized(t *testing.T, tr *StdioTransport) *harness {
 			})
 		Add(s, Tool{Name: "slow", Description: "takes its time", ReadOnly: true, Idempotent: true},
 			func(ctx context.Context, in slowIn) (*slowOut, string, error) {
+				if in.Stubborn {
+					time.Sleep(time.Duration(in.MS) * time.Millisecond)
+					if ctx.Err() != nil {
+						h.stopped.Add(1)
+						return nil, "", ctx.Err()
+					}
+					return &slowOut{Slept: in.MS}, "slept", nil
+				}
 				if in.Spin {
 					for ctx.Err() == nil {
 					}
@@ -600,6 +611,49 @@ func TestCancelledCallDoesNotDelayExit(t *testing.T) {
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("exit took %v", el)
 	}
+}
+
+// A call reusing the id of a cancelled call that has not stopped yet was
+// handed to the SDK, which still held the id and dropped the new call
+// unanswered; the cancelled call's late "context canceled" then went out
+// under that id, so the client took it as the new call's answer and
+// waited forever for its own. Now the new call is refused as a duplicate
+// at once, the cancelled call's answer is dropped (MCP sends none), and
+// the id is free again once the cancelled call has stopped.
+func TestIDOfACancelledCallIsHeldUntilItStops(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	h.send(callSlow(1, `{"ms":400,"stubborn":true}`))
+	time.Sleep(50 * time.Millisecond)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	h.send(echoCall(1, "too soon"))
+	r := h.next()
+	if string(r.ID) != "1" || r.Error == nil || r.Error.Code != -32600 {
+		t.Fatalf("reused id while the cancelled call runs: %s %+v %+v", r.ID, r.Error, r.Result)
+	}
+	// Once the cancelled call has stopped, its id is a new call's.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.stopped.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.stopped.Load() != 1 {
+		t.Fatal("the cancelled call never stopped")
+	}
+	for {
+		h.send(echoCall(1, "after"))
+		r := h.next()
+		if r.Error != nil && r.Error.Code == -32600 && time.Now().Before(deadline) {
+			// The handler returned; its answer is on its way to the
+			// transport, which frees the id when it drops it.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		var out echoOut
+		if string(r.ID) != "1" || r.Result == nil || r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil || out.Word != "after" {
+			t.Fatalf("id 1 after the cancelled call stopped: %s %+v %+v", r.ID, r.Error, r.Result)
+		}
+		break
+	}
+	h.echo(2, "nothing stray")
 }
 
 // The limit is on the message: one of exactly MaxMessageBytes is served,
