@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -450,6 +451,11 @@ func decodeChecked(m wire.Message) (jsonrpc.Message, json.RawMessage, int64, str
 		slog.Debug("jsonrpc decode failed", "err", err)
 		return nil, m.ID, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message"
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if problem := paramsProblem(req); problem != "" {
+			return nil, m.ID, jsonrpc.CodeInvalidParams, problem
+		}
+	}
 	return msg, nil, 0, ""
 }
 
@@ -597,6 +603,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok {
 		return c.writeLine(data)
 	}
+	if resp.Error != nil && len(data) > maxErrorAnswer {
+		data = clipErrorAnswer(data)
+	}
 	c.mu.Lock()
 	if c.abandoned[resp.ID] {
 		c.mu.Unlock()
@@ -625,6 +634,39 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.signalIfIdle()
 	c.mu.Unlock()
 	return err
+}
+
+// maxErrorAnswer bounds a JSON-RPC error answer. The transport words the
+// errors it can foresee (params.go), but an error from deeper in the SDK
+// may quote the request, which can be up to MaxMessageBytes; an error
+// never needs more than a few lines to say what was wrong.
+const maxErrorAnswer = 4096
+
+// maxErrorMessage is where clipErrorAnswer cuts an error's message.
+const maxErrorMessage = 1000
+
+// clipErrorAnswer cuts an error answer's message to maxErrorMessage
+// characters and drops its data, keeping its id and code.
+func clipErrorAnswer(data []byte) []byte {
+	var r struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return data
+	}
+	if utf8.RuneCountInString(r.Error.Message) > maxErrorMessage {
+		r.Error.Message = clip(r.Error.Message, maxErrorMessage) + " (cut: the whole message was longer)"
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func (c *lineConn) writeLine(data []byte) error {

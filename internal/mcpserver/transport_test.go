@@ -769,3 +769,62 @@ func TestDuplicateInFlightIDIsRefusedWithoutDisturbingTheFirstCall(t *testing.T)
 	}
 	h.echo(5, "id 5 is free again")
 }
+
+// Params the SDK cannot decode were answered in its words, naming Go types
+// and quoting the params whole ("unmarshaling \"{…}\" into a
+// *mcp.CallToolParamsRaw: json: cannot unmarshal … Go struct field
+// mcp.CallToolParamsRaw.name of type string"), so one wrong member of a
+// 10 MiB request got a 10 MiB answer. Now each is answered in the
+// protocol's words, naming the member and what is valid, and the server
+// keeps serving.
+func TestBadParamsAreAnsweredInWordsAndBounded(t *testing.T) {
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
+	pad := strings.Repeat("p", 10<<20)
+	for i, c := range []struct{ params, want string }{
+		{`{"name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
+		{`{"pad":"` + pad + `","name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
+		{`[1]`, "params of tools/call must be a JSON object, got a list"},
+		{`"x"`, "params of tools/call must be a JSON object, got text"},
+		{`{"name":"echo","arguments":{},"_meta":5}`, "params of tools/call: member '_meta' must be an object, got a number"},
+	} {
+		h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 100+i, c.params))
+		r := h.next()
+		if string(r.ID) != fmt.Sprint(100+i) || r.Error == nil || r.Error.Code != -32602 || r.Error.Message != c.want {
+			t.Errorf("params %.60s: got id %s %+v, want -32602 %q", c.params, r.ID, r.Error, c.want)
+		}
+	}
+	for i, c := range []struct{ method, params, want string }{
+		{"tools/list", `{"cursor":5}`, "params of tools/list: member 'cursor' must be text (a JSON string), got a number"},
+		{"ping", `[1]`, "params of ping must be a JSON object, got a list"},
+		{"logging/setLevel", `{"level":5}`, "params of logging/setLevel: member 'level' must be text (a JSON string), got a number"},
+	} {
+		h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, 200+i, c.method, c.params))
+		r := h.next()
+		if string(r.ID) != fmt.Sprint(200+i) || r.Error == nil || r.Error.Code != -32602 || r.Error.Message != c.want {
+			t.Errorf("%s %s: got id %s %+v, want -32602 %q", c.method, c.params, r.ID, r.Error, c.want)
+		}
+	}
+	h.echo(300, "still serving")
+}
+
+// An error the SDK words itself may quote the request: a tool name of
+// 2 MiB came back whole in "unknown tool …". Every error answer is cut to
+// a bounded size, keeping its id and code.
+func TestErrorAnswersAreBounded(t *testing.T) {
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
+	name := strings.Repeat("n", 2<<20)
+	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, name))
+	select {
+	case l := <-h.lines:
+		if len(l) > maxErrorAnswer {
+			t.Fatalf("error answer of %d bytes, want at most %d", len(l), maxErrorAnswer)
+		}
+		var r response
+		if err := json.Unmarshal([]byte(l), &r); err != nil || string(r.ID) != "7" || r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("answer %.300s (%v)", l, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no answer")
+	}
+	h.echo(8, "still serving")
+}
