@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type slowIn struct {
@@ -61,6 +63,21 @@ func newUninitialized(t *testing.T, tr *StdioTransport) *harness {
 		Add(s, Tool{Name: "echo", Description: "echoes", ReadOnly: true, Idempotent: true},
 			func(ctx context.Context, in echoIn) (*echoOut, string, error) {
 				return &echoOut{Word: in.Word}, "echoed", nil
+			})
+		AddRaw(s, Tool{Name: "ask", Description: "asks the person yes or no", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, *echoOut, error) {
+				if len(req.Params.InputResponses) == 0 {
+					return &mcp.CallToolResult{RequestState: "asked", InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{
+						Mode: "form", Message: "yes?", RequestedSchema: map[string]any{"type": "object",
+							"properties": map[string]any{"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}}},
+							"required":   []string{"answer"}}}}}, nil, nil
+				}
+				r, _ := req.Params.InputResponses["q"].(*mcp.ElicitResult)
+				if r == nil {
+					return nil, nil, fmt.Errorf("no answer")
+				}
+				answer, _ := r.Content["answer"].(string)
+				return nil, &echoOut{Word: r.Action + " " + answer}, nil
 			})
 		Add(s, Tool{Name: "slow", Description: "takes its time", ReadOnly: true, Idempotent: true},
 			func(ctx context.Context, in slowIn) (*slowOut, string, error) {
@@ -827,4 +844,78 @@ func TestErrorAnswersAreBounded(t *testing.T) {
 		t.Fatal("no answer")
 	}
 	h.echo(8, "still serving")
+}
+
+// On a session whose client answers no input requests itself (2025-06-18)
+// the SDK asks the client and, when that failed, answered the tool call
+// with its own error: a client refusing the form read `method not found:
+// "tools/call"`, one whose answer did not fit the form read Go type names.
+// Each is now the tool's error, saying nothing was done; an answer that
+// fits reaches the tool.
+func TestFailedFormAnswersAreToolErrors(t *testing.T) {
+	const notFit = "ask: the client could not be asked, or its answer did not fit the form (a client must declare the elicitation capability, and each field's answer must be one of the values it offers, as text); nothing was done or recorded, so the call can be made again"
+	// A client that never said it can show a form is not asked.
+	h := newHarness(t, &StdioTransport{})
+	h.send(`{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"ask","arguments":{"word":"w"}}}`)
+	if r := h.next(); r.Error != nil || r.Result == nil || !r.Result.IsError || r.Result.Content[0].Text != notFit {
+		t.Fatalf("no elicitation capability: %+v %+v", r.Error, r.Result)
+	}
+	h = newUninitialized(t, &StdioTransport{})
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := h.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	raw := func() map[string]json.RawMessage {
+		t.Helper()
+		select {
+		case l := <-h.lines:
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("not JSON: %.200s", l)
+			}
+			return m
+		case <-time.After(time.Minute):
+			t.Fatal("nothing written within a minute")
+		}
+		return nil
+	}
+	for i, c := range []struct {
+		name, answer string // the client's answer to elicitation/create, after its id
+		want         string
+	}{
+		{"refused", `"error":{"code":-32601,"message":"Method not found"}`,
+			"ask: the client could not ask the person (it answered the form request with error -32601: Method not found); nothing was done or recorded, so the call can be made again"},
+		{"not an object", `"result":"yes"`,
+			notFit},
+		{"outside the enum", `"result":{"action":"accept","content":{"answer":"YES"}}`,
+			notFit},
+		{"fits", `"result":{"action":"accept","content":{"answer":"yes"}}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := 50 + i
+			h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"word":"w"}}}`, id))
+			ask := raw()
+			var method string
+			if json.Unmarshal(ask["method"], &method) != nil || method != "elicitation/create" {
+				t.Fatalf("server asked %s, want elicitation/create: %s %s", ask["method"], ask["error"], ask["result"])
+			}
+			h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, ask["id"], c.answer))
+			h.t = t
+			r := h.next()
+			if string(r.ID) != fmt.Sprint(id) || r.Error != nil || r.Result == nil {
+				t.Fatalf("answer %s %+v %+v, want a tool result", r.ID, r.Error, r.Result)
+			}
+			if c.want == "" {
+				var out echoOut
+				if r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil || out.Word != "accept yes" {
+					t.Fatalf("a fitting answer: %+v", r.Result)
+				}
+				return
+			}
+			if !r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Text != c.want {
+				t.Fatalf("got %+v\nwant %q", r.Result, c.want)
+			}
+		})
+	}
 }
