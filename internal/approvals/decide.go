@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/store"
@@ -57,6 +58,9 @@ func (s *Service) Decide(ctx context.Context, proposalID string, by Decider, ver
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
+	if err := checkReason(reason); err != nil {
+		return nil, err
+	}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		p, err := loadProposal(ctx, tx, id)
 		if err != nil {
@@ -228,4 +232,26 @@ func MayDecide(p Proposal) []string {
 		return nil
 	}
 	return mayDecide(p)
+}
+
+// MaxReason bounds a decision's reason, in characters: the free-text
+// bound every tool argument has (mcpserver.MaxText). A reason reaches
+// Decide from channels no argument checker guards (the client's form
+// answer, a terminal argument, a Slack modal), and it is kept in the
+// receipt and shown whole in every view of it: a 3 MiB reason sent back
+// in the form made get_receipt and get_incident answer 3 MB each.
+const MaxReason = 4096
+
+// checkReason refuses a reason over MaxReason characters or holding what
+// checkText refuses in multi-line text (a NUL, which PostgreSQL cannot
+// store, other control characters, invisible formatting); nothing is
+// decided, so the person can say it again within the rule.
+func checkReason(reason string) error {
+	if n := utf8.RuneCountInString(reason); n > MaxReason {
+		return invalid("the reason is %d characters; at most %d: say why in a few sentences; nothing was decided", n, MaxReason)
+	}
+	if err := checkText("the reason", reason, true); err != nil {
+		return invalid("%v; nothing was decided", err)
+	}
+	return nil
 }

@@ -437,3 +437,38 @@ func TestNoOtherApprovalEntryPoint(t *testing.T) {
 		}
 	}
 }
+
+// A decision's reason came through unchecked from every channel: a 3 MiB
+// reason sent back in the client's form was sealed into the receipt, and
+// get_receipt and get_incident then answered 3 MB each; a NUL in it is
+// text PostgreSQL cannot store. A reason over MaxReason characters or
+// holding a control or invisible formatting character is refused, nothing
+// is decided, and the same person may decide again with a fit reason.
+func TestDecisionReasonIsBoundedAndPlain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := fixture(t, db)
+		p := mustPropose(t, s, holdDAG())
+		for name, reason := range map[string]string{
+			"too long":  strings.Repeat("r", MaxReason+1),
+			"NUL":       "looks fine\x00",
+			"bidi":      "approve \u202eevil",
+			"a control": "ok\x1b[2J",
+		} {
+			_, err := s.Decide(ctx, p.ID, term(t, s, "bob"), VerdictReject, reason)
+			var ie *InputError
+			if !errors.As(err, &ie) || !strings.Contains(ie.Msg, "nothing was decided") {
+				t.Errorf("%s: %v, want an input error saying nothing was decided", name, err)
+			}
+		}
+		got, err := s.Get(ctx, p.ID)
+		if err != nil || got.State != StatePending || got.Decision != nil {
+			t.Fatalf("after refused reasons: %+v, %v; want still pending", got, err)
+		}
+		reason := strings.Repeat("é", MaxReason) // characters, not bytes
+		d, err := s.Decide(ctx, p.ID, term(t, s, "bob"), VerdictApprove, "line one\n"+reason[:len(reason)-len("line one\n")*2])
+		if err != nil || d.State != StateApproved {
+			t.Fatalf("a reason within the rule: %+v, %v", d, err)
+		}
+	})
+}

@@ -2,10 +2,12 @@ package incidents
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
@@ -114,4 +116,23 @@ func TestComputeMetricOnDuckDB(t *testing.T) {
 			t.Fatalf("default window computed %+v", r.Points)
 		}
 	})
+}
+
+// The refusal of SQL that does not start with SELECT or WITH quoted its
+// first token whole: 65,000 control characters (no space, so one token)
+// came back as 260,000 characters. It names the start of the token only.
+func TestMetricSQLRefusalQuotesABoundedHead(t *testing.T) {
+	for _, sqlText := range []string{strings.Repeat("\x01", 65000), strings.Repeat("é", 65000), "DELETE" + strings.Repeat("x", 90000)} {
+		err := validateMetricSQL(sqlText)
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%.20q: %v, want a refusal", sqlText, err)
+		}
+		if n := utf8.RuneCountInString(err.Error()); n > 400 {
+			t.Errorf("%.20q: refusal of %d characters", sqlText, n)
+		}
+	}
+	err := validateMetricSQL("DROP TABLE x")
+	if err == nil || err.Error() != `metric SQL must be a single SELECT; found "DROP" (sql must start with SELECT or WITH: metrics are read-only queries)` {
+		t.Errorf("short head: %v", err)
+	}
 }

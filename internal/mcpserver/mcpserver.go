@@ -105,7 +105,7 @@ func newServer(a Agent, version string, logger *slog.Logger, ignoreListed bool) 
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	s := &Server{MCP: srv, Name: a.Name, Logger: logger, ignoreListed: ignoreListed}
-	srv.AddReceivingMiddleware(s.checkArgsMiddleware, s.listMiddleware)
+	srv.AddReceivingMiddleware(s.inputAnswerMiddleware, s.checkArgsMiddleware, s.listMiddleware)
 	if a.Register != nil {
 		if err := a.Register(s); err != nil {
 			return nil, fmt.Errorf("register %s tools: %w", a.Name, err)

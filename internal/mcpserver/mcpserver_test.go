@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,5 +110,44 @@ func TestOversizedAnswersFailInTests(t *testing.T) {
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "grow", Arguments: map[string]any{"n": 90_000}})
 	if err == nil || !strings.Contains(err.Error(), "tool grow answered") || !strings.Contains(err.Error(), "bound.Answer") {
 		t.Fatalf("an answer of about 90,000 characters: %v, want a protocol error naming the tool", err)
+	}
+}
+
+// A tool error that quotes its input at length (a refusal quoting 65,000
+// control characters spelled \x01 was 260,000 characters) is cut to
+// maxErrorText characters, and still matches what it wraps.
+func TestToolErrorsAreBounded(t *testing.T) {
+	sentinel := errors.New("bad input")
+	s, err := New(Agent{Name: "dw-test", Instructions: "test", Register: func(s *Server) error {
+		Add(s, Tool{Name: "refuse", Description: "refuses, quoting the word", ReadOnly: true, Idempotent: true,
+			InputSchema: InputSchema[echoIn](func(s *jsonschema.Schema) { MaxLength(s, "word", 65536) })},
+			func(ctx context.Context, in echoIn) (*echoOut, string, error) {
+				return nil, "", fmt.Errorf("%w: found %q", sentinel, in.Word)
+			})
+		return nil
+	}}, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	ctx := context.Background()
+	for _, c := range []struct {
+		word string
+		cut  bool
+	}{{"short", false}, {strings.Repeat("\x01", 60_000), true}} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refuse", Arguments: map[string]any{"word": c.word}})
+		if err != nil || !res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%.10q: %v %+v", c.word, err, res)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if n := utf8.RuneCountInString(text); n > maxErrorText+100 {
+			t.Errorf("%.10q: error of %d characters", c.word, n)
+		}
+		if cut := strings.HasSuffix(text, " (error cut at 4,000 characters)"); cut != c.cut {
+			t.Errorf("%.10q: cut %v, want %v: %.80q", c.word, cut, c.cut, text)
+		}
+	}
+	if e := boundError(fmt.Errorf("%w: %s", sentinel, strings.Repeat("x", 5000))); !errors.Is(e, sentinel) {
+		t.Errorf("a cut error no longer matches what it wraps: %v", e)
 	}
 }

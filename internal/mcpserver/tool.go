@@ -9,8 +9,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dataworkers/dw/internal/bound"
@@ -91,7 +93,7 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 		defer func() {
 			if p := recover(); p != nil {
 				logger.Error("tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
-				res, out, err = nil, nil, fmt.Errorf("internal error in %s: %v (the server keeps running; please report this)", name, p)
+				res, out, err = nil, nil, boundError(fmt.Errorf("internal error in %s: %v (the server keeps running; please report this)", name, p))
 			}
 		}()
 		ctx, end := begin(ctx, name, req) // progress.go: heartbeat, Progress and Log
@@ -99,6 +101,7 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 		start := time.Now()
 		res, out, err = h(ctx, req, in)
 		if err != nil {
+			err = boundError(err)
 			logger.Debug("tool error", "tool", name, "err", err)
 			Log(ctx, "warning", fmt.Sprintf("%s failed after %s: %v", name, time.Since(start).Round(time.Millisecond), err))
 			return res, out, err
@@ -132,6 +135,36 @@ func AddRaw[In, Out any](s *Server, t Tool, h RawHandler[In, Out]) {
 	s.MCP.AddTool(mt, handler)
 	s.tools = append(s.tools, name)
 }
+
+// maxErrorText bounds, in characters, a tool error's text (and the log
+// message that repeats it). Answers are bounded in each domain result, but
+// an error is worded wherever it arises and often quotes the input: a
+// quoted control character is four characters, so an argument of 65,536
+// came back as 260,000 (the metric SQL refusal). No error needs more
+// than a few lines to say what was wrong and what is valid.
+const maxErrorText = 4000
+
+// boundError cuts an error's text to maxErrorText characters, keeping it
+// matchable (errors.Is and As see the original). A JSON-RPC error is the
+// transport's to bound (clipErrorAnswer).
+func boundError(err error) error {
+	if _, ok := err.(*jsonrpc.Error); ok {
+		return err
+	}
+	msg := err.Error()
+	if utf8.RuneCountInString(msg) <= maxErrorText {
+		return err
+	}
+	return &cutError{err: err, msg: clip(msg, maxErrorText) + " (error cut at 4,000 characters)"}
+}
+
+type cutError struct {
+	err error
+	msg string
+}
+
+func (e *cutError) Error() string { return e.msg }
+func (e *cutError) Unwrap() error { return e.err }
 
 // answerBackstop fails, in a test binary, any answer over bound.Answer
 // characters (text and structured output), with a protocol error the

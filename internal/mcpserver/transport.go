@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,10 +124,16 @@ type lineConn struct {
 	// batchOf maps each call of an accepted batch, not yet answered, to
 	// its batch, whose answers are written together as one array.
 	batchOf map[jsonrpc.ID]*batch
-	// dropAnswer are cancelled calls of a batch: the batch's array went
-	// out without them, so the server's late answer (the SDK still sends
-	// one) is dropped once, as MCP says a cancelled request gets none.
-	dropAnswer map[jsonrpc.ID]bool
+	// cancelled are calls the client cancelled whose handler has not
+	// ended yet. MCP says a cancelled request gets no answer, but the SDK
+	// still sends one when the handler returns, so that answer is dropped
+	// here (a batch's array has already gone out without it). Until it
+	// comes the SDK still holds the id and drops unanswered a new call
+	// reusing it, so such a call is refused here as a duplicate: without
+	// this the client waited forever for the new call and got the
+	// cancelled one's "context canceled" as its answer. A cancelled call
+	// is not in pending: end of input does not wait for it.
+	cancelled map[jsonrpc.ID]bool
 	// initID is the id of the initialize call (initSeen once one came), so
 	// its answer tells the protocol version the session negotiated.
 	initID   jsonrpc.ID
@@ -143,18 +150,18 @@ type lineConn struct {
 
 func newLineConn(t *StdioTransport) *lineConn {
 	c := &lineConn{
-		t:          t,
-		max:        t.MaxMessageBytes,
-		drain:      t.DrainTimeout,
-		logger:     t.Logger,
-		events:     make(chan lineEvent),
-		pending:    map[jsonrpc.ID]bool{},
-		batchOf:    map[jsonrpc.ID]*batch{},
-		dropAnswer: map[jsonrpc.ID]bool{},
-		idle:       make(chan struct{}, 1),
-		abort:      make(chan struct{}),
-		ended:      make(chan struct{}),
-		closed:     make(chan struct{}),
+		t:         t,
+		max:       t.MaxMessageBytes,
+		drain:     t.DrainTimeout,
+		logger:    t.Logger,
+		events:    make(chan lineEvent),
+		pending:   map[jsonrpc.ID]bool{},
+		batchOf:   map[jsonrpc.ID]*batch{},
+		cancelled: map[jsonrpc.ID]bool{},
+		idle:      make(chan struct{}, 1),
+		abort:     make(chan struct{}),
+		ended:     make(chan struct{}),
+		closed:    make(chan struct{}),
 	}
 	if c.max <= 0 {
 		c.max = DefaultMaxMessageBytes
@@ -444,6 +451,11 @@ func decodeChecked(m wire.Message) (jsonrpc.Message, json.RawMessage, int64, str
 		slog.Debug("jsonrpc decode failed", "err", err)
 		return nil, m.ID, jsonrpc.CodeInvalidRequest, "not a valid JSON-RPC 2.0 message"
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if problem := paramsProblem(req); problem != "" {
+			return nil, m.ID, jsonrpc.CodeInvalidParams, problem
+		}
+	}
 	return msg, nil, 0, ""
 }
 
@@ -469,11 +481,10 @@ func (c *lineConn) track(msg jsonrpc.Message) (id jsonrpc.ID, dup bool, flush []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.IsCall() {
-		if c.pending[req.ID] {
+		if c.pending[req.ID] || c.cancelled[req.ID] {
 			return req.ID, true, nil
 		}
 		c.pending[req.ID] = true
-		delete(c.dropAnswer, req.ID) // a new call's answer is its own
 		return req.ID, false, nil
 	}
 	if req.Method == "notifications/cancelled" {
@@ -483,8 +494,8 @@ func (c *lineConn) track(msg jsonrpc.Message) (id jsonrpc.ID, dup bool, flush []
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && c.pending[id] {
 				c.settle(id)
+				c.cancelled[id] = true
 				if c.batchOf[id] != nil {
-					c.dropAnswer[id] = true
 					flush = c.answerLocked(id, nil)
 				}
 			}
@@ -592,15 +603,18 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok {
 		return c.writeLine(data)
 	}
+	if resp.Error != nil && len(data) > maxErrorAnswer {
+		data = clipErrorAnswer(data)
+	}
 	c.mu.Lock()
 	if c.abandoned[resp.ID] {
 		c.mu.Unlock()
 		return nil // already answered by answerAbandoned
 	}
-	if c.dropAnswer[resp.ID] {
-		delete(c.dropAnswer, resp.ID)
+	if c.cancelled[resp.ID] {
+		delete(c.cancelled, resp.ID) // the id is free for a new call now
 		c.mu.Unlock()
-		return nil // cancelled in a batch whose array is out
+		return nil // cancelled: MCP sends no answer
 	}
 	// The id leaves pending before the answer is written, as the SDK
 	// frees it before writing: a client may reuse an id the moment it
@@ -620,6 +634,39 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.signalIfIdle()
 	c.mu.Unlock()
 	return err
+}
+
+// maxErrorAnswer bounds a JSON-RPC error answer. The transport words the
+// errors it can foresee (params.go), but an error from deeper in the SDK
+// may quote the request, which can be up to MaxMessageBytes; an error
+// never needs more than a few lines to say what was wrong.
+const maxErrorAnswer = 4096
+
+// maxErrorMessage is where clipErrorAnswer cuts an error's message.
+const maxErrorMessage = 1000
+
+// clipErrorAnswer cuts an error answer's message to maxErrorMessage
+// characters and drops its data, keeping its id and code.
+func clipErrorAnswer(data []byte) []byte {
+	var r struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return data
+	}
+	if utf8.RuneCountInString(r.Error.Message) > maxErrorMessage {
+		r.Error.Message = clip(r.Error.Message, maxErrorMessage) + " (cut: the whole message was longer)"
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func (c *lineConn) writeLine(data []byte) error {

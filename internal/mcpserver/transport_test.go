@@ -12,11 +12,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type slowIn struct {
 	Spin bool `json:"spin,omitempty" jsonschema:"burn CPU until cancelled instead of sleeping"`
 	MS   int  `json:"ms,omitempty" jsonschema:"how long to sleep"`
+	// Stubborn sleeps the whole time even when cancelled, as a handler
+	// waiting on a driver that does not watch its context does.
+	Stubborn bool `json:"stubborn,omitempty" jsonschema:"sleep the whole time even when cancelled"`
 }
 
 type slowOut struct {
@@ -59,8 +64,31 @@ func newUninitialized(t *testing.T, tr *StdioTransport) *harness {
 			func(ctx context.Context, in echoIn) (*echoOut, string, error) {
 				return &echoOut{Word: in.Word}, "echoed", nil
 			})
+		AddRaw(s, Tool{Name: "ask", Description: "asks the person yes or no", ReadOnly: true, Idempotent: true},
+			func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, *echoOut, error) {
+				if len(req.Params.InputResponses) == 0 {
+					return &mcp.CallToolResult{RequestState: "asked", InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{
+						Mode: "form", Message: "yes?", RequestedSchema: map[string]any{"type": "object",
+							"properties": map[string]any{"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}}},
+							"required":   []string{"answer"}}}}}, nil, nil
+				}
+				r, _ := req.Params.InputResponses["q"].(*mcp.ElicitResult)
+				if r == nil {
+					return nil, nil, fmt.Errorf("no answer")
+				}
+				answer, _ := r.Content["answer"].(string)
+				return nil, &echoOut{Word: r.Action + " " + answer}, nil
+			})
 		Add(s, Tool{Name: "slow", Description: "takes its time", ReadOnly: true, Idempotent: true},
 			func(ctx context.Context, in slowIn) (*slowOut, string, error) {
+				if in.Stubborn {
+					time.Sleep(time.Duration(in.MS) * time.Millisecond)
+					if ctx.Err() != nil {
+						h.stopped.Add(1)
+						return nil, "", ctx.Err()
+					}
+					return &slowOut{Slept: in.MS}, "slept", nil
+				}
 				if in.Spin {
 					for ctx.Err() == nil {
 					}
@@ -602,6 +630,49 @@ func TestCancelledCallDoesNotDelayExit(t *testing.T) {
 	}
 }
 
+// A call reusing the id of a cancelled call that has not stopped yet was
+// handed to the SDK, which still held the id and dropped the new call
+// unanswered; the cancelled call's late "context canceled" then went out
+// under that id, so the client took it as the new call's answer and
+// waited forever for its own. Now the new call is refused as a duplicate
+// at once, the cancelled call's answer is dropped (MCP sends none), and
+// the id is free again once the cancelled call has stopped.
+func TestIDOfACancelledCallIsHeldUntilItStops(t *testing.T) {
+	h := newHarness(t, &StdioTransport{})
+	h.send(callSlow(1, `{"ms":400,"stubborn":true}`))
+	time.Sleep(50 * time.Millisecond)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	h.send(echoCall(1, "too soon"))
+	r := h.next()
+	if string(r.ID) != "1" || r.Error == nil || r.Error.Code != -32600 {
+		t.Fatalf("reused id while the cancelled call runs: %s %+v %+v", r.ID, r.Error, r.Result)
+	}
+	// Once the cancelled call has stopped, its id is a new call's.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.stopped.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.stopped.Load() != 1 {
+		t.Fatal("the cancelled call never stopped")
+	}
+	for {
+		h.send(echoCall(1, "after"))
+		r := h.next()
+		if r.Error != nil && r.Error.Code == -32600 && time.Now().Before(deadline) {
+			// The handler returned; its answer is on its way to the
+			// transport, which frees the id when it drops it.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		var out echoOut
+		if string(r.ID) != "1" || r.Result == nil || r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil || out.Word != "after" {
+			t.Fatalf("id 1 after the cancelled call stopped: %s %+v %+v", r.ID, r.Error, r.Result)
+		}
+		break
+	}
+	h.echo(2, "nothing stray")
+}
+
 // The limit is on the message: one of exactly MaxMessageBytes is served,
 // one byte more is refused, and the next line is read as usual.
 func TestMessageSizeLimitIsExact(t *testing.T) {
@@ -714,4 +785,137 @@ func TestDuplicateInFlightIDIsRefusedWithoutDisturbingTheFirstCall(t *testing.T)
 		t.Fatalf("the first call's answer %s (%v)", slow.Result.StructuredContent, err)
 	}
 	h.echo(5, "id 5 is free again")
+}
+
+// Params the SDK cannot decode were answered in its words, naming Go types
+// and quoting the params whole ("unmarshaling \"{…}\" into a
+// *mcp.CallToolParamsRaw: json: cannot unmarshal … Go struct field
+// mcp.CallToolParamsRaw.name of type string"), so one wrong member of a
+// 10 MiB request got a 10 MiB answer. Now each is answered in the
+// protocol's words, naming the member and what is valid, and the server
+// keeps serving.
+func TestBadParamsAreAnsweredInWordsAndBounded(t *testing.T) {
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
+	pad := strings.Repeat("p", 10<<20)
+	for i, c := range []struct{ params, want string }{
+		{`{"name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
+		{`{"pad":"` + pad + `","name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
+		{`[1]`, "params of tools/call must be a JSON object, got a list"},
+		{`"x"`, "params of tools/call must be a JSON object, got text"},
+		{`{"name":"echo","arguments":{},"_meta":5}`, "params of tools/call: member '_meta' must be an object, got a number"},
+	} {
+		h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 100+i, c.params))
+		r := h.next()
+		if string(r.ID) != fmt.Sprint(100+i) || r.Error == nil || r.Error.Code != -32602 || r.Error.Message != c.want {
+			t.Errorf("params %.60s: got id %s %+v, want -32602 %q", c.params, r.ID, r.Error, c.want)
+		}
+	}
+	for i, c := range []struct{ method, params, want string }{
+		{"tools/list", `{"cursor":5}`, "params of tools/list: member 'cursor' must be text (a JSON string), got a number"},
+		{"ping", `[1]`, "params of ping must be a JSON object, got a list"},
+		{"logging/setLevel", `{"level":5}`, "params of logging/setLevel: member 'level' must be text (a JSON string), got a number"},
+	} {
+		h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, 200+i, c.method, c.params))
+		r := h.next()
+		if string(r.ID) != fmt.Sprint(200+i) || r.Error == nil || r.Error.Code != -32602 || r.Error.Message != c.want {
+			t.Errorf("%s %s: got id %s %+v, want -32602 %q", c.method, c.params, r.ID, r.Error, c.want)
+		}
+	}
+	h.echo(300, "still serving")
+}
+
+// An error the SDK words itself may quote the request: a tool name of
+// 2 MiB came back whole in "unknown tool …". Every error answer is cut to
+// a bounded size, keeping its id and code.
+func TestErrorAnswersAreBounded(t *testing.T) {
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
+	name := strings.Repeat("n", 2<<20)
+	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, name))
+	select {
+	case l := <-h.lines:
+		if len(l) > maxErrorAnswer {
+			t.Fatalf("error answer of %d bytes, want at most %d", len(l), maxErrorAnswer)
+		}
+		var r response
+		if err := json.Unmarshal([]byte(l), &r); err != nil || string(r.ID) != "7" || r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("answer %.300s (%v)", l, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no answer")
+	}
+	h.echo(8, "still serving")
+}
+
+// On a session whose client answers no input requests itself (2025-06-18)
+// the SDK asks the client and, when that failed, answered the tool call
+// with its own error: a client refusing the form read `method not found:
+// "tools/call"`, one whose answer did not fit the form read Go type names.
+// Each is now the tool's error, saying nothing was done; an answer that
+// fits reaches the tool.
+func TestFailedFormAnswersAreToolErrors(t *testing.T) {
+	const notFit = "ask: the client could not be asked, or its answer did not fit the form (a client must declare the elicitation capability, and each field's answer must be one of the values it offers, as text); nothing was done or recorded, so the call can be made again"
+	// A client that never said it can show a form is not asked.
+	h := newHarness(t, &StdioTransport{})
+	h.send(`{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"ask","arguments":{"word":"w"}}}`)
+	if r := h.next(); r.Error != nil || r.Result == nil || !r.Result.IsError || r.Result.Content[0].Text != notFit {
+		t.Fatalf("no elicitation capability: %+v %+v", r.Error, r.Result)
+	}
+	h = newUninitialized(t, &StdioTransport{})
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := h.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	raw := func() map[string]json.RawMessage {
+		t.Helper()
+		select {
+		case l := <-h.lines:
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("not JSON: %.200s", l)
+			}
+			return m
+		case <-time.After(time.Minute):
+			t.Fatal("nothing written within a minute")
+		}
+		return nil
+	}
+	for i, c := range []struct {
+		name, answer string // the client's answer to elicitation/create, after its id
+		want         string
+	}{
+		{"refused", `"error":{"code":-32601,"message":"Method not found"}`,
+			"ask: the client could not ask the person (it answered the form request with error -32601: Method not found); nothing was done or recorded, so the call can be made again"},
+		{"not an object", `"result":"yes"`,
+			notFit},
+		{"outside the enum", `"result":{"action":"accept","content":{"answer":"YES"}}`,
+			notFit},
+		{"fits", `"result":{"action":"accept","content":{"answer":"yes"}}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := 50 + i
+			h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"word":"w"}}}`, id))
+			ask := raw()
+			var method string
+			if json.Unmarshal(ask["method"], &method) != nil || method != "elicitation/create" {
+				t.Fatalf("server asked %s, want elicitation/create: %s %s", ask["method"], ask["error"], ask["result"])
+			}
+			h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, ask["id"], c.answer))
+			h.t = t
+			r := h.next()
+			if string(r.ID) != fmt.Sprint(id) || r.Error != nil || r.Result == nil {
+				t.Fatalf("answer %s %+v %+v, want a tool result", r.ID, r.Error, r.Result)
+			}
+			if c.want == "" {
+				var out echoOut
+				if r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil || out.Word != "accept yes" {
+					t.Fatalf("a fitting answer: %+v", r.Result)
+				}
+				return
+			}
+			if !r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Text != c.want {
+				t.Fatalf("got %+v\nwant %q", r.Result, c.want)
+			}
+		})
+	}
 }
