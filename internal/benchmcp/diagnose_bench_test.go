@@ -98,7 +98,7 @@ func seedChangeLog(ctx context.Context, db *store.DB, n int, end time.Time) erro
 
 // windowFloorQuery is the floor's read: the columns ranking a change
 // needs (id, time, kind, assets, fields, state_skipped), which is the read
-// diagnose_incident makes (changelog.LoadWindowBrief), answered from the
+// diagnose_incident makes (changelog.EachInWindowBrief), answered from the
 // same covering index (migration 0015); windowFloorPlan holds it to that.
 const windowFloorQuery = `SELECT id, at_ms, kind, assets, fields, state_skipped FROM incident_changes
 	WHERE at_ms >= ? AND at_ms < ? ORDER BY at_ms, id`

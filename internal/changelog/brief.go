@@ -3,8 +3,11 @@ package changelog
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dataworkers/dw/internal/store"
 )
@@ -22,78 +25,227 @@ const briefWindowQuery = `SELECT id, at_ms, kind, assets, fields, state_skipped 
 // scores every one and puts ten into words, and reading and decoding the
 // words of all of them was most of its cost.
 func LoadWindowBrief(ctx context.Context, q store.Querier, from, to time.Time) ([]Change, error) {
-	var n int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM incident_changes WHERE at_ms >= ? AND at_ms < ?",
-		store.Millis(from), store.Millis(to)).Scan(&n); err != nil {
-		return nil, fmt.Errorf("count changes: %w", err)
-	}
+	var out []Change
+	err := EachInWindowBrief(ctx, q, from, to, func(c *Change) error {
+		out = append(out, *c.Clone())
+		return nil
+	})
+	return out, err
+}
+
+// EachInWindowBrief calls fn with each change in [from, to), in time then
+// id order, read as LoadWindowBrief reads them, and stops at fn's first
+// error. The change and its slices are fn's only during the call (the next
+// row is read into them): Clone keeps one. A diagnosis scores each change
+// as it is read and keeps a handful, so a month of changes is never held
+// at once (holding 100k of them, sized by a count that scanned the index a
+// second time, cost as much as reading them).
+func EachInWindowBrief(ctx context.Context, q store.Querier, from, to time.Time, fn func(*Change) error) error {
 	rows, err := q.QueryContext(ctx, briefWindowQuery, store.Millis(from), store.Millis(to))
 	if err != nil {
-		return nil, fmt.Errorf("read changes: %w", err)
+		return fmt.Errorf("read changes: %w", err)
 	}
 	defer rows.Close()
-	// Sized by the count (a write racing it only costs a regrowth): a
-	// month of changes grown by doubling copied the slice a dozen times.
-	out := make([]Change, 0, n)
+	var c Change
+	var atMs int64
+	var kind, assets, fields string
+	var skipped int
+	var assetBuf []string
+	var fieldBuf []FieldChange
 	for rows.Next() {
-		var c Change
-		var atMs int64
-		var kind, assets, fields string
-		var skipped int
 		if err := rows.Scan(&c.ID, &atMs, &kind, &assets, &fields, &skipped); err != nil {
-			return nil, fmt.Errorf("read change: %w", err)
+			return fmt.Errorf("read change: %w", err)
 		}
 		c.At, c.Kind, c.StateSkipped = store.FromMillis(atMs), ChangeKind(kind), skipped != 0
-		if c.Assets = plainStrings(assets); c.Assets == nil {
+		var ok bool
+		if c.Assets, ok = plainStrings(assetBuf[:0], assets); ok {
+			assetBuf = c.Assets
+		} else {
+			c.Assets = nil
 			if err := decodeJSON(assets, &c.Assets); err != nil {
-				return nil, fmt.Errorf("change %d assets: %w", c.ID, err)
+				return fmt.Errorf("change %d assets: %w", c.ID, err)
 			}
 			if c.Assets == nil {
 				c.Assets = []string{}
 			}
 		}
-		if fields == "[]" {
-			c.Fields = []FieldChange{}
-		} else if err := decodeJSON(fields, &c.Fields); err != nil {
-			return nil, fmt.Errorf("change %d fields: %w", c.ID, err)
+		if c.Fields, ok = plainFields(fieldBuf[:0], fields); ok {
+			fieldBuf = c.Fields
+		} else {
+			c.Fields = nil
+			if err := decodeJSON(fields, &c.Fields); err != nil {
+				return fmt.Errorf("change %d fields: %w", c.ID, err)
+			}
 		}
-		out = append(out, c)
+		if err := fn(&c); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
+}
+
+// Clone is a copy of the change that shares nothing with it.
+func (c *Change) Clone() *Change {
+	d := *c
+	if c.Assets != nil {
+		d.Assets = slices.Clone(c.Assets)
+	}
+	if c.Fields != nil {
+		d.Fields = slices.Clone(c.Fields)
+	}
+	if c.Details != nil {
+		d.Details = maps.Clone(c.Details)
+	}
+	return &d
 }
 
 // plainStrings decodes a JSON array of strings without escapes (how asset
-// ids are stored), or returns nil for anything else, which the caller
-// decodes in full.
-func plainStrings(s string) []string {
-	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' || strings.IndexByte(s, '\\') >= 0 {
-		return nil
+// ids are stored) appended to out, or returns false for anything else,
+// which the caller decodes in full. An empty array is an empty, non-nil
+// slice, as encoding/json decodes it.
+func plainStrings(out []string, s string) ([]string, bool) {
+	// encoding/json turns invalid UTF-8 into U+FFFD: left to it.
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' || strings.IndexByte(s, '\\') >= 0 || !utf8.ValidString(s) {
+		return nil, false
 	}
-	body := strings.TrimSpace(s[1 : len(s)-1])
-	if body == "" {
-		return []string{}
+	body := trimWS(s[1 : len(s)-1])
+	if out == nil {
+		out = make([]string, 0, strings.Count(body, ",")+1)
 	}
-	out := make([]string, 0, strings.Count(body, ",")+1)
 	for body != "" {
-		if body[0] != '"' {
-			return nil
+		v, rest, ok := plainString(body)
+		if !ok {
+			return nil, false
 		}
-		end := strings.IndexByte(body[1:], '"')
-		if end < 0 {
-			return nil
-		}
-		out = append(out, body[1:1+end])
-		body = strings.TrimSpace(body[2+end:])
-		if body == "" {
+		out = append(out, v)
+		if body = trimWS(rest); body == "" {
 			break
 		}
 		if body[0] != ',' {
-			return nil
+			return nil, false
 		}
-		body = strings.TrimSpace(body[1:])
-		if body == "" {
-			return nil // a trailing comma is not JSON
+		if body = trimWS(body[1:]); body == "" {
+			return nil, false // a trailing comma is not JSON
 		}
 	}
-	return out
+	return out, true
 }
+
+// plainFields decodes a JSON array of field changes as RecordChange stores
+// them (objects of the lower-case keys asset, name, how, new_name and
+// detail, string values without escapes) appended to out, or returns false
+// for anything else, which the caller decodes in full. A month of changes
+// holds tens of thousands of field lists, and encoding/json's reflection
+// was a fifth of reading them.
+func plainFields(out []FieldChange, s string) ([]FieldChange, bool) {
+	// encoding/json turns invalid UTF-8 into U+FFFD: left to it.
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' || strings.IndexByte(s, '\\') >= 0 || !utf8.ValidString(s) {
+		return nil, false
+	}
+	body := trimWS(s[1 : len(s)-1])
+	if out == nil {
+		out = make([]FieldChange, 0, strings.Count(body, "{"))
+	}
+	for body != "" {
+		fc, rest, ok := plainField(body)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, fc)
+		if body = trimWS(rest); body == "" {
+			break
+		}
+		if body[0] != ',' {
+			return nil, false
+		}
+		if body = trimWS(body[1:]); body == "" {
+			return nil, false // a trailing comma is not JSON
+		}
+	}
+	return out, true
+}
+
+// plainField decodes one object of plainFields from the start of s and
+// returns what follows it.
+func plainField(s string) (FieldChange, string, bool) {
+	var fc FieldChange
+	if s == "" || s[0] != '{' {
+		return fc, s, false
+	}
+	s = trimWS(s[1:])
+	if s != "" && s[0] == '}' {
+		return fc, s[1:], true
+	}
+	for {
+		var key, val string
+		var ok bool
+		if key, s, ok = plainString(s); !ok {
+			return fc, s, false
+		}
+		if s = trimWS(s); s == "" || s[0] != ':' {
+			return fc, s, false
+		}
+		if val, s, ok = plainString(trimWS(s[1:])); !ok {
+			return fc, s, false
+		}
+		switch key {
+		case "asset":
+			fc.Asset = val
+		case "name":
+			fc.Name = val
+		case "how":
+			fc.How = FieldOp(val)
+		case "new_name":
+			fc.NewName = val
+		case "detail":
+			fc.Detail = val
+		default:
+			// encoding/json matches keys without regard to case and
+			// skips unknown ones: left to it.
+			return fc, s, false
+		}
+		if s = trimWS(s); s == "" {
+			return fc, s, false
+		}
+		switch s[0] {
+		case '}':
+			return fc, s[1:], true
+		case ',':
+			s = trimWS(s[1:])
+		default:
+			return fc, s, false
+		}
+	}
+}
+
+// plainString reads a JSON string without escapes from the start of s.
+func plainString(s string) (string, string, bool) {
+	if s == "" || s[0] != '"' {
+		return "", s, false
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return "", s, false
+	}
+	v := s[1 : 1+end]
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 {
+			return "", s, false // a control character is not JSON
+		}
+	}
+	return v, s[2+end:], true
+}
+
+// trimWS trims JSON's white space (strings.TrimSpace trims more, such as
+// a vertical tab, which JSON refuses).
+func trimWS(s string) string {
+	for s != "" && isWS(s[0]) {
+		s = s[1:]
+	}
+	for s != "" && isWS(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func isWS(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }

@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -62,7 +63,7 @@ func TestPlainStrings(t *testing.T) {
 		`x`:                   nil,
 		`["kafka://p/t", ""]`: {"kafka://p/t", ""},
 	} {
-		if got := plainStrings(in); !reflect.DeepEqual(got, want) {
+		if got, ok := plainStrings(nil, in); ok != (want != nil) || !reflect.DeepEqual(got, want) {
 			t.Errorf("plainStrings(%s) = %#v, want %#v", in, got, want)
 		}
 	}
@@ -115,6 +116,81 @@ func TestRecordChangeTouchingManyAssetsOnBoth(t *testing.T) {
 		}
 		if len(brief) != 1 || !reflect.DeepEqual(brief[0].Assets, assets) {
 			t.Fatalf("window read %d changes; want the one with its %d assets", len(brief), len(assets))
+		}
+	})
+}
+
+func TestPlainFields(t *testing.T) {
+	for in, want := range map[string][]FieldChange{
+		`[]`:   {},
+		`[ ]`:  {},
+		`[{}]`: {{}},
+		`[{"asset":"kafka://p/t","name":"amount","how":"removed"}]`: {{Asset: "kafka://p/t", Name: "amount", How: FieldRemoved}},
+		`[{"name":"a","how":"renamed","new_name":"b","detail":"x -> y"}, {"name":"c","how":"added"}]`: {
+			{Name: "a", How: FieldRenamed, NewName: "b", Detail: "x -> y"}, {Name: "c", How: FieldAdded}},
+		`[{"name":"a","name":"b"}]`:      {{Name: "b"}}, // the last of a repeated key, as encoding/json
+		`[{"Name":"a"}]`:                 nil,           // keys in another case are left to encoding/json
+		`[{"name":"a","extra":"x"}]`:     nil,
+		`[{"name":"a\"b"}]`:              nil,
+		`[{"name":null}]`:                nil,
+		`[{"name":"a"},]`:                nil,
+		`[{"name":"a"} {"name":"b"}]`:    nil,
+		`[{"name":"a",}]`:                nil,
+		"[{\"name\":\"a\tb\"}]":          nil,
+		"[{\"name\":\"\xff\"}]":          nil,
+		`null`:                           nil,
+		`[{"name":"a"}`:                  nil,
+		`[{"name":"a","how":"removed"}]`: {{Name: "a", How: FieldRemoved}},
+	} {
+		if got, ok := plainFields(nil, in); ok != (want != nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("plainFields(%s) = %#v, want %#v", in, got, want)
+		}
+	}
+}
+
+// Whatever plainFields decodes, encoding/json decodes the same way: it
+// only takes the common case off encoding/json's hands.
+func FuzzPlainFields(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"asset":"kafka://p/t","name":"amount","how":"removed"}]`,
+		`[{"name":"a","how":"renamed","new_name":"b"}, {"name":"c","how":"added","detail":"d"}]`, `[{}]`, `[{"name":"a","name":"b"}]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := plainFields(nil, s)
+		if !ok {
+			return
+		}
+		// Appended to what a buffer held, the same fields follow it.
+		buf := []FieldChange{{Name: "earlier"}}
+		if again, ok := plainFields(buf[:1], s); !ok || !reflect.DeepEqual(again[1:], got) || again[0].Name != "earlier" {
+			t.Fatalf("plainFields(%q) after a field: %#v, alone %#v", s, again, got)
+		}
+		var want []FieldChange
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatalf("plainFields(%q) decoded %#v, encoding/json refuses it: %v", s, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("plainFields(%q) = %#v, encoding/json %#v", s, got, want)
+		}
+	})
+}
+
+// Whatever plainStrings decodes, encoding/json decodes the same way.
+func FuzzPlainStrings(f *testing.F) {
+	for _, s := range []string{`[]`, `["a"]`, `["a,b", "c"]`, `["kafka://p/t", ""]`, "[\v]", `[ "a" , "b" ]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := plainStrings(nil, s)
+		if !ok {
+			return
+		}
+		var want []string
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatalf("plainStrings(%q) decoded %#v, encoding/json refuses it: %v", s, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("plainStrings(%q) = %#v, encoding/json %#v", s, got, want)
 		}
 	})
 }

@@ -242,6 +242,109 @@ type pastCause struct {
 }
 
 func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) ([]Cause, int, error) {
+	r, err := newRanker(ctx, db, g, inc, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Score every change in numbers as the window is read, then put into
+	// words only the ones kept: a window can hold a hundred thousand
+	// changes, of which ten are kept, so none but those and the ones whose
+	// score is still open (below) is held. The field-reader walk (a
+	// downstream walk from each changed asset, the costly part on a large
+	// graph) is done lazily, branch and bound: a change whose fields
+	// factor depends on it is first scored with that factor at its upper
+	// bound and set aside; the exactly scored ones go straight into the
+	// ranking. The set-aside ones are then taken best bound first, walked
+	// only until the MaxCauses-th exact score beats the next bound. The
+	// order is total (ties go to the change nearer the onset, then to the
+	// lower id), so the ranking is exactly the one walking every change
+	// and sorting them all would give.
+	type ranked struct {
+		conf float64
+		gap  time.Duration
+		id   int64
+	}
+	before := func(a, b ranked) bool {
+		if a.conf != b.conf {
+			return a.conf > b.conf
+		}
+		if a.gap != b.gap {
+			return a.gap < b.gap
+		}
+		return a.id < b.id
+	}
+	order := make([]ranked, 0, opts.MaxCauses+1)
+	keep := func(c ranked) {
+		if len(order) == opts.MaxCauses && !before(c, order[len(order)-1]) {
+			return
+		}
+		at := sort.Search(len(order), func(i int) bool { return before(c, order[i]) })
+		order = slices.Insert(order, at, c)
+		if len(order) > opts.MaxCauses {
+			order = order[:opts.MaxCauses]
+		}
+	}
+	type open struct {
+		ranked
+		c *changelog.Change
+	}
+	var opened []open
+	considered := 0
+	r.bound = boundWalks
+	err = changelog.EachInWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond), func(c *changelog.Change) error {
+		considered++
+		r.walked = true
+		score, err := r.rank(c)
+		if err != nil {
+			return err
+		}
+		rc := ranked{score, absDuration(inc.Onset.Sub(c.At)), c.ID}
+		if r.walked {
+			keep(rc)
+		} else if len(order) < opts.MaxCauses || before(rc, order[len(order)-1]) {
+			// Only a bound that beats the ranking so far can enter it;
+			// the change is kept for its walk (the read reuses c).
+			opened = append(opened, open{rc, c.Clone()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	r.bound = false
+	sort.Slice(opened, func(i, j int) bool { return before(opened[i].ranked, opened[j].ranked) })
+	for _, o := range opened {
+		if len(order) == opts.MaxCauses && before(order[len(order)-1], o.ranked) {
+			break // no change left can enter the ranking
+		}
+		score, err := r.rank(o.c)
+		if err != nil {
+			return nil, 0, err
+		}
+		o.conf = score
+		keep(o.ranked)
+	}
+	causes := make([]Cause, len(order))
+	for rank, o := range order {
+		c, found, err := changelog.ByID(ctx, db, o.id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !found {
+			return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", o.id)
+		}
+		if causes[rank], err = r.score(&c, true); err != nil {
+			return nil, 0, err
+		}
+		causes[rank].Rank = rank + 1
+	}
+	calibrate(causes)
+	return causes, considered, nil
+}
+
+// newRanker gathers what scoring every change shares: the symptoms'
+// upstream and downstream, the field walks' scope and earlier incidents.
+func newRanker(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) (*ranker, error) {
 	r := &ranker{ctx: ctx, g: g, opts: opts, inc: inc, symptoms: map[string][]Symptom{}, readers: map[string][]FieldReader{}}
 	for _, s := range inc.Symptoms {
 		r.symptoms[s.Asset] = append(r.symptoms[s.Asset], s)
@@ -253,10 +356,10 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		// job on the way to the symptoms can make a broken field a cause,
 		// so a walk never needs to leave it (see fields).
 		if r.up, r.scope, err = g.UpstreamScope(ctx, inc.Assets, opts.MaxDepth); err != nil {
-			return nil, 0, fmt.Errorf("walk lineage upstream of %s: %w", strings.Join(inc.Assets, ", "), err)
+			return nil, fmt.Errorf("walk lineage upstream of %s: %w", strings.Join(inc.Assets, ", "), err)
 		}
 		if r.down, err = g.Downstream(ctx, inc.Assets, opts.MaxDepth); err != nil {
-			return nil, 0, fmt.Errorf("walk lineage downstream of %s: %w", strings.Join(inc.Assets, ", "), err)
+			return nil, fmt.Errorf("walk lineage downstream of %s: %w", strings.Join(inc.Assets, ", "), err)
 		}
 		if r.up == nil {
 			r.up = map[string]Hop{}
@@ -272,89 +375,9 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	}
 	var err error
 	if r.history, err = pastTopCauses(ctx, db, inc); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	// Every change in the window is scored, ten are put into words: the
-	// window is read with what scoring needs, the kept ones in full below.
-	changes, err := changelog.LoadWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
-	if err != nil {
-		return nil, 0, err
-	}
-	// Score every change in numbers, then put into words only the ones
-	// kept: a window can hold thousands of changes. The field-reader walk
-	// (a downstream walk from each changed asset, the costly part on a
-	// large graph) is done lazily, branch and bound: every change is first
-	// scored with its fields factor at its upper bound, and changes are
-	// then taken best bound first, walked only until the MaxCauses-th
-	// exact score beats the next bound. The ranking is exactly the one
-	// walking every change would give.
-	type ranked struct {
-		conf  float64
-		gap   time.Duration
-		id    int64
-		i     int
-		exact bool
-	}
-	before := func(a, b ranked) bool {
-		if a.conf != b.conf {
-			return a.conf > b.conf
-		}
-		if a.gap != b.gap {
-			return a.gap < b.gap
-		}
-		return a.id < b.id
-	}
-	cands := make([]ranked, len(changes))
-	r.bound = boundWalks
-	for i, c := range changes {
-		r.walked = true
-		cause, err := r.score(c, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		cands[i] = ranked{cause.score, absDuration(inc.Onset.Sub(c.At)), c.ID, i, r.walked}
-	}
-	r.bound = false
-	sort.Slice(cands, func(i, j int) bool { return before(cands[i], cands[j]) })
-	order := make([]ranked, 0, opts.MaxCauses+1)
-	for _, c := range cands {
-		if len(order) == opts.MaxCauses && before(order[len(order)-1], c) {
-			break // no change left can enter the ranking
-		}
-		if !c.exact {
-			cause, err := r.score(changes[c.i], false)
-			if err != nil {
-				return nil, 0, err
-			}
-			c.conf, c.exact = cause.score, true
-		}
-		at, _ := slices.BinarySearchFunc(order, c, func(a, b ranked) int {
-			if before(a, b) {
-				return -1
-			}
-			return 1
-		})
-		order = slices.Insert(order, at, c)
-		if len(order) > opts.MaxCauses {
-			order = order[:opts.MaxCauses]
-		}
-	}
-	causes := make([]Cause, len(order))
-	for rank, o := range order {
-		c, found, err := changelog.ByID(ctx, db, changes[o.i].ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		if !found {
-			return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", changes[o.i].ID)
-		}
-		if causes[rank], err = r.score(c, true); err != nil {
-			return nil, 0, err
-		}
-		causes[rank].Rank = rank + 1
-	}
-	calibrate(causes)
-	return causes, len(changes), nil
+	return r, nil
 }
 
 // boundWalks turns on the lazy field-reader walk in rankCauses; tests turn
@@ -480,11 +503,12 @@ func nameList(names []string, n int) string {
 
 // score computes a change's factors and confidence and, when explain is
 // set, its path and evidence.
-func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
-	// The cause carries the change as answers list it (its first assets
-	// and fields); the scoring below reads the whole change, c.
-	cause := Cause{Change: c.Bounded(), At: c.At, Distance: -1}
+func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
+	cause := Cause{At: c.At, Distance: -1}
 	if explain {
+		// The cause carries the change as answers list it (its first
+		// assets and fields); the scoring below reads the whole change, c.
+		cause.Change = c.Bounded()
 		cause.Path, cause.Readers = []string{}, []string{}
 	}
 	ev := &evidence{explain: explain}
@@ -568,6 +592,9 @@ func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 	}
 
 	cause.score = round3(rawScore(*f))
+	if !explain {
+		return cause, nil // ranking needs the score only
+	}
 	// The confidence is set over the whole ranking (calibrate).
 	cause.Confidence = cause.score
 	cause.NotCredible = missingLegs(cause)
@@ -580,11 +607,18 @@ func (r *ranker) score(c changelog.Change, explain bool) (Cause, error) {
 	return cause, nil
 }
 
+// rank is a change's score as score computes it, without the words: the
+// pass over every change in the window.
+func (r *ranker) rank(c *changelog.Change) (float64, error) {
+	cause, err := r.score(c, false)
+	return cause.score, err
+}
+
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // relate finds the changed asset nearest the symptoms, sets the relation
 // and distance, and returns that asset.
-func (r *ranker) relate(cause *Cause, c changelog.Change) (string, int) {
+func (r *ranker) relate(cause *Cause, c *changelog.Change) (string, int) {
 	best, bestD := "", math.MaxInt
 	for _, a := range c.Assets {
 		if h, ok := r.up[a]; ok && h.Distance < bestD {
@@ -614,7 +648,7 @@ func (r *ranker) relate(cause *Cause, c changelog.Change) (string, int) {
 
 // explainRelation fills the path and says how the changed asset relates to
 // the symptoms.
-func (r *ranker) explainRelation(cause *Cause, c changelog.Change, changed string, ev *evidence) {
+func (r *ranker) explainRelation(cause *Cause, c *changelog.Change, changed string, ev *evidence) {
 	switch cause.Relation {
 	case RelationSame:
 		cause.Path = []string{changed}
@@ -651,7 +685,7 @@ func (r *ranker) where(asset string) string {
 }
 
 // fields scores whether jobs on the path read what the change broke.
-func (r *ranker) fields(cause *Cause, c changelog.Change, ev *evidence) error {
+func (r *ranker) fields(cause *Cause, c *changelog.Change, ev *evidence) error {
 	f := &cause.Factors
 	if len(c.Fields) == 0 {
 		f.Fields = 0.5
@@ -753,7 +787,7 @@ func (r *ranker) fieldReaders(asset string, names []string) ([]FieldReader, erro
 	return got, nil
 }
 
-func breaksFields(c changelog.Change) bool {
+func breaksFields(c *changelog.Change) bool {
 	for _, f := range c.Fields {
 		if f.How.Breaks() {
 			return true
@@ -765,48 +799,57 @@ func breaksFields(c changelog.Change) bool {
 // fitOf scores how a kind of change explains a kind of symptom. readBreak
 // is true when a job on the path reads a field the change removed, renamed
 // or retyped.
-func fitOf(c changelog.Change, k SymptomKind, readBreak bool) float64 {
+func fitOf(c *changelog.Change, k SymptomKind, readBreak bool) float64 {
 	breaking := breaksFields(c)
-	type row map[SymptomKind]float64
+	// A row is a short list, not a map: fitOf runs for every change in
+	// the window, and building a map on each call costs more than looking
+	// through a few pairs.
+	type fit struct {
+		k SymptomKind
+		v float64
+	}
+	type row []fit
 	pick := func(m row, def float64) float64 {
-		if v, ok := m[k]; ok {
-			return v
+		for _, e := range m {
+			if e.k == k {
+				return e.v
+			}
 		}
 		return def
 	}
 	switch c.Kind {
 	case changelog.ChangeSchemaVersion:
 		if breaking {
-			return pick(row{SymptomNulls: 1, SymptomValue: 0.6, SymptomVolume: 0.5, SymptomDivergence: 0.5}, 0.3)
+			return pick(row{{SymptomNulls, 1}, {SymptomValue, 0.6}, {SymptomVolume, 0.5}, {SymptomDivergence, 0.5}}, 0.3)
 		}
-		return pick(row{SymptomNulls: 0.4}, 0.3)
+		return pick(row{{SymptomNulls, 0.4}}, 0.3)
 	case changelog.ChangeRestore:
 		if c.StateSkipped {
-			return pick(row{SymptomValue: 1, SymptomDivergence: 0.8, SymptomVolume: 0.5, SymptomUniqueness: 0.5, SymptomFreshness: 0.4, SymptomLoadLag: 0.4}, 0.3)
+			return pick(row{{SymptomValue, 1}, {SymptomDivergence, 0.8}, {SymptomVolume, 0.5}, {SymptomUniqueness, 0.5}, {SymptomFreshness, 0.4}, {SymptomLoadLag, 0.4}}, 0.3)
 		}
-		return pick(row{SymptomVolume: 0.6, SymptomUniqueness: 0.6, SymptomValue: 0.5, SymptomFreshness: 0.5, SymptomLoadLag: 0.5, SymptomDivergence: 0.4}, 0.2)
+		return pick(row{{SymptomVolume, 0.6}, {SymptomUniqueness, 0.6}, {SymptomValue, 0.5}, {SymptomFreshness, 0.5}, {SymptomLoadLag, 0.5}, {SymptomDivergence, 0.4}}, 0.2)
 	case changelog.ChangePipeline:
-		return pick(row{SymptomVolume: 1, SymptomFreshness: 0.8, SymptomLoadLag: 0.8}, 0.5)
+		return pick(row{{SymptomVolume, 1}, {SymptomFreshness, 0.8}, {SymptomLoadLag, 0.8}}, 0.5)
 	case changelog.ChangePartitioning:
-		return pick(row{SymptomUniqueness: 1, SymptomDivergence: 0.9, SymptomVolume: 0.5, SymptomValue: 0.5, SymptomLoadLag: 0.4}, 0.3)
+		return pick(row{{SymptomUniqueness, 1}, {SymptomDivergence, 0.9}, {SymptomVolume, 0.5}, {SymptomValue, 0.5}, {SymptomLoadLag, 0.4}}, 0.3)
 	case changelog.ChangeConnector:
 		if breaking && k == SymptomNulls {
 			return 0.9
 		}
-		return pick(row{SymptomFreshness: 0.9, SymptomLoadLag: 0.9, SymptomVolume: 0.8, SymptomNulls: 0.6, SymptomUniqueness: 0.6}, 0.4)
+		return pick(row{{SymptomFreshness, 0.9}, {SymptomLoadLag, 0.9}, {SymptomVolume, 0.8}, {SymptomNulls, 0.6}, {SymptomUniqueness, 0.6}}, 0.4)
 	case changelog.ChangeConfig:
-		return pick(row{SymptomFreshness: 0.6, SymptomLoadLag: 0.6, SymptomVolume: 0.6}, 0.4)
+		return pick(row{{SymptomFreshness, 0.6}, {SymptomLoadLag, 0.6}, {SymptomVolume, 0.6}}, 0.4)
 	}
 	// deploy, release
 	if breaking && k == SymptomNulls {
 		return 0.8
 	}
-	return pick(row{SymptomNulls: 0.5}, 0.4)
+	return pick(row{{SymptomNulls, 0.5}}, 0.4)
 }
 
 // fitReason says in words why a kind of change fits a kind of symptom as
 // well as fitOf scored it.
-func fitReason(c changelog.Change, k SymptomKind, readBreak bool) string {
+func fitReason(c *changelog.Change, k SymptomKind, readBreak bool) string {
 	breaking := breaksFields(c)
 	switch c.Kind {
 	case changelog.ChangeSchemaVersion:
