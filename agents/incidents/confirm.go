@@ -9,6 +9,7 @@ import (
 	"github.com/dataworkers/dw/internal/approvals"
 	"github.com/dataworkers/dw/internal/mcpserver"
 	"github.com/dataworkers/dw/internal/mcpserver/mcpconfirm"
+	"github.com/dataworkers/dw/internal/textrule"
 )
 
 // ConfirmIn names the proposal to put to the person at this client.
@@ -86,13 +87,15 @@ func (h *handlers) askApprover(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	text := outcome.Message
 	if text == "" {
-		text = fmt.Sprintf("%s: nothing recorded", in.Proposal)
+		text = fmt.Sprintf("%s: nothing recorded", textrule.Quote(in.Proposal))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
 // refusal is a tool error result: the model reads why nothing happened.
+// The id is the client's text, quoted: a bidirectional override or a
+// newline in it must not rearrange what a person reads beside it.
 func refusal(proposal string, err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-		Text: fmt.Sprintf("not approved: %s: %v", proposal, err)}}}
+		Text: fmt.Sprintf("not approved: %s: %v", textrule.Quote(proposal), err)}}}
 }

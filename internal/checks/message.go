@@ -377,11 +377,7 @@ func summarize(rep *Report, plan *ScanPlan) {
 	var which []string
 	for _, r := range rep.Results {
 		if r.Status == Learning && len(which) < 5 {
-			name := string(r.Metric)
-			if r.Dimension != "" {
-				name += "(" + r.Dimension + ")"
-			}
-			which = append(which, name)
+			which = append(which, r.label())
 		}
 	}
 	if learning > len(which) {
@@ -496,4 +492,18 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// label names a result for a person: its metric and dimension, or the
+// check's own name when a result carries no metric (an expectation that
+// could not be judged), so a list of them never shows blanks.
+func (r MetricResult) label() string {
+	name := string(r.Metric)
+	if name == "" {
+		return r.Check
+	}
+	if r.Dimension != "" {
+		name += "(" + r.Dimension + ")"
+	}
+	return name
 }
