@@ -96,6 +96,9 @@ func TestTypedHandlerAnswersAsTheSDKWould(t *testing.T) {
 	}
 	for i, args := range cases {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			// Ours sends an answer's text as its Go type marshalled it (field
+			// order, integers exact) where the SDK marshals it again from a
+			// map, so texts are compared as JSON values.
 			want, wantErr := callJSON(sdkSession, args)
 			got, gotErr := callJSON(oursSession, args)
 			if got != want || gotErr != wantErr {
@@ -128,11 +131,49 @@ func callJSON(cs *mcp.ClientSession, args any) (answer, errText string) {
 	if err != nil {
 		return "", err.Error()
 	}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			var v map[string]any
+			if json.Unmarshal([]byte(tc.Text), &v) == nil {
+				b, _ := json.Marshal(v)
+				tc.Text = string(b)
+			}
+		}
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return "", err.Error()
 	}
 	return string(raw), ""
+}
+
+// An answer's text is its Go value as marshalled: a 63-bit integer stays
+// exact (a map of float64 would round it) and fields keep their order.
+func TestAnswerTextKeepsTheTypedValue(t *testing.T) {
+	in := func() *jsonschema.Schema { return inferSchema[parityIn]() }
+	s := mcp.NewServer(&mcp.Implementation{Name: "parity"}, nil)
+	s.AddTool(&mcp.Tool{Name: "parity", Description: "parity", InputSchema: in(), OutputSchema: outputSchema[parityOut]()},
+		typedHandler(parityHandler, resolver(in), resolver(outputSchema[parityOut])))
+	res, err := connectPlain(t, s).CallTool(context.Background(), &mcp.CallToolParams{Name: "parity", Arguments: map[string]any{"name": "x"}})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var got struct {
+		Big json.Number `json:"big"`
+	}
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Big.String() != "4611686018427387905" {
+		t.Errorf("big is %s in the text, want 4611686018427387905 exactly", got.Big)
+	}
+	want, _ := json.Marshal(parityOut{Name: "x", Items: []parityItem{{N: 0}}, Big: 1<<62 + 1})
+	if text != string(want) {
+		t.Errorf("text is %s, want the typed value %s", text, want)
+	}
 }
 
 // Arguments are held to the SDK's nesting bound, the same one the
