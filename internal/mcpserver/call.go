@@ -22,7 +22,9 @@ import (
 // mcp.AddTool's does, in the same order and with the same words (go-sdk
 // v1.8.0, mcp/server.go toolForErr and mcp/tool.go applySchema), with the
 // schemas resolved on the tool's first call instead; call_test.go holds
-// the two side by side.
+// the two side by side. One difference is meant: an answer whose schema
+// gives no default is sent as its Go type marshalled it, not marshalled
+// again from a map, so its text keeps field order and exact integers.
 
 // resolver resolves a schema once, when first asked, with the options the
 // SDK uses.
