@@ -39,6 +39,12 @@ func resolver(schema func() *jsonschema.Schema) func() (*jsonschema.Resolved, er
 // the output schema, in StructuredContent (and in the text when h left
 // none).
 func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jsonschema.Resolved, error)) mcp.ToolHandler {
+	// Whether the answer's schema gives a default is known once: the
+	// schema does not change after it is resolved.
+	outFills := sync.OnceValue(func() bool {
+		r, err := output()
+		return err != nil || r == nil || hasDefault(r.Schema())
+	})
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args json.RawMessage
 		if req.Params.Arguments != nil {
@@ -48,7 +54,7 @@ func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jso
 		if err != nil {
 			return nil, fmt.Errorf("input schema of %s: %w", req.Params.Name, err)
 		}
-		args, err = applySchema(args, inResolved, false)
+		args, err = applySchema(args, inResolved, false, true)
 		if err != nil {
 			var errRes mcp.CallToolResult
 			errRes.SetError(fmt.Errorf("validating \"arguments\": %v", err))
@@ -93,7 +99,7 @@ func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jso
 		if err != nil {
 			return nil, fmt.Errorf("output schema of %s: %w", req.Params.Name, err)
 		}
-		outJSON, err := applySchema(outbytes, outResolved, true)
+		outJSON, err := applySchema(outbytes, outResolved, true, outFills())
 		if err != nil {
 			return nil, fmt.Errorf("validating tool output: %w", err)
 		}
@@ -109,8 +115,9 @@ func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jso
 
 // applySchema fills in the schema's defaults and validates data against
 // it, as the SDK does: arguments as an object (none is {}), an answer as
-// any JSON value (null is {} for an object schema).
-func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput bool) (json.RawMessage, error) {
+// any JSON value (null is {} for an object schema). fills is false when
+// the schema gives no default anywhere (see hasDefault).
+func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput, fills bool) (json.RawMessage, error) {
 	if resolved == nil {
 		return data, nil
 	}
@@ -129,7 +136,7 @@ func applySchema(data json.RawMessage, resolved *jsonschema.Resolved, forOutput 
 		}
 	}
 	appliedDefaults := false
-	if forOutput && unmarshaled != nil && !hasDefault(resolved.Schema()) {
+	if forOutput && unmarshaled != nil && !fills {
 		// An answer's schema is inferred from its Go type, which carries no
 		// defaults, so there is nothing to fill in: the answer is checked
 		// and sent as its handler's type marshalled it, instead of being

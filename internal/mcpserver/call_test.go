@@ -190,3 +190,27 @@ func TestSDKUnmarshalNesting(t *testing.T) {
 		t.Fatalf("%d levels: %v, want %v", wire.MaxNesting+1, err, errMaxDepthExceeded)
 	}
 }
+
+// An answer is re-marshalled only when its schema could fill something
+// in: a default anywhere under it, however deep.
+func TestHasDefault(t *testing.T) {
+	withDefault := func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "integer", Default: json.RawMessage("3")}
+	}
+	cases := map[string]struct {
+		s    *jsonschema.Schema
+		want bool
+	}{
+		"inferred answer": {outputSchema[parityOut](), false},
+		"top property":    {&jsonschema.Schema{Properties: map[string]*jsonschema.Schema{"n": withDefault()}}, true},
+		"list item property": {&jsonschema.Schema{Properties: map[string]*jsonschema.Schema{"xs": {Type: "array",
+			Items: &jsonschema.Schema{Properties: map[string]*jsonschema.Schema{"n": withDefault()}}}}}, true},
+		"map value": {&jsonschema.Schema{AdditionalProperties: withDefault()}, true},
+		"one of":    {&jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "string"}, withDefault()}}, true},
+	}
+	for name, c := range cases {
+		if got := hasDefault(c.s); got != c.want {
+			t.Errorf("%s: hasDefault is %v, want %v", name, got, c.want)
+		}
+	}
+}
