@@ -183,7 +183,8 @@ func (s *Service) OpenRequestState(ctx context.Context, state string) (RequestSt
 	if err != nil {
 		return rs, err
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: an edited last character must not decode to the same signature.
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil || !hmac.Equal(got, sign(key, enc)) {
 		return rs, invalid("the request state was not issued by this store (signature mismatch); nothing was decided")
 	}

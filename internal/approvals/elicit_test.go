@@ -271,3 +271,30 @@ func TestElicitationFormCutsLongLists(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestStateEditedAnywhereIsRefused: a request state with any one
+// character changed, its signature's last one included (whose unused low
+// bits a lenient decoder ignores), opens as nothing.
+func TestRequestStateEditedAnywhereIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, _ := fixture(t, db)
+		p := mustPropose(t, s, holdDAG())
+		state, err := s.SealRequestState(ctx, *p, p.Approver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.OpenRequestState(ctx, state); err != nil {
+			t.Fatalf("the state as sealed: %v", err)
+		}
+		for i := range state {
+			for _, d := range []byte{1, 2, 4} {
+				edited := []byte(state)
+				edited[i] ^= d
+				if _, err := s.OpenRequestState(ctx, string(edited)); !IsInputError(err) {
+					t.Fatalf("character %d of %d edited (^%d): %v; want refused as input", i, len(state), d, err)
+				}
+			}
+		}
+	})
+}

@@ -276,6 +276,11 @@ const (
 	idLen = 4
 )
 
+// cursorEncoding is strict so a cursor has exactly one spelling: the
+// lenient decoder ignores the unused low bits of the last character, and an
+// edited last character would then decode to the same bytes and pass.
+var cursorEncoding = base64.RawURLEncoding.Strict()
+
 // ErrBadCursor is wrapped by every cursor error.
 var ErrBadCursor = errors.New("not a next_cursor this list gave")
 
@@ -309,7 +314,7 @@ func macIn(key []byte, domain, scope string, payload []byte) []byte {
 // encode lays a cursor out as key id, offset (uvarint), MAC over both.
 func encode(key []byte, scope string, offset int) string {
 	payload := binary.AppendUvarint(keyID(key), uint64(offset))
-	return base64.RawURLEncoding.EncodeToString(append(payload, mac(key, scope, payload)...))
+	return cursorEncoding.EncodeToString(append(payload, mac(key, scope, payload)...))
 }
 
 func badCursor() error {
@@ -322,7 +327,7 @@ func open(key []byte, cursor string) (payload, sum []byte, err error) {
 	if len(cursor) > MaxCursorLen {
 		return nil, nil, badCursor()
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	raw, err := cursorEncoding.DecodeString(cursor)
 	if err != nil || len(raw) <= idLen+macLen {
 		return nil, nil, badCursor()
 	}
@@ -441,7 +446,7 @@ func encodeKey(key []byte, ks Keyset, scope string, k Key) string {
 			panic(fmt.Sprintf("page: unknown key kind %q", kind))
 		}
 	}
-	return base64.RawURLEncoding.EncodeToString(append(payload, macIn(key, keysetDomain+string(ks), scope, payload)...))
+	return cursorEncoding.EncodeToString(append(payload, macIn(key, keysetDomain+string(ks), scope, payload)...))
 }
 
 func decodeKey(key []byte, ks Keyset, scope, cursor string) (Key, error) {
