@@ -26,7 +26,7 @@ const briefWindowQuery = `SELECT id, at_ms, kind, assets, fields, state_skipped 
 // words of all of them was most of its cost.
 func LoadWindowBrief(ctx context.Context, q store.Querier, from, to time.Time) ([]Change, error) {
 	var out []Change
-	err := EachInWindowBrief(ctx, q, from, to, func(c *Change) error {
+	err := EachInWindowBrief(ctx, q, from, to, nil, func(c *Change) error {
 		out = append(out, *c.Clone())
 		return nil
 	})
@@ -40,7 +40,12 @@ func LoadWindowBrief(ctx context.Context, q store.Querier, from, to time.Time) (
 // as it is read and keeps a handful, so a month of changes is never held
 // at once (holding 100k of them, sized by a count that scanned the index a
 // second time, cost as much as reading them).
-func EachInWindowBrief(ctx context.Context, q store.Querier, from, to time.Time, fn func(*Change) error) error {
+//
+// skip, when not nil, is asked first about each change with its id, time,
+// kind, assets and state_skipped but no fields: a change it skips is
+// neither decoded further nor given to fn. Most changes in a diagnosis's
+// window are settled by their assets alone.
+func EachInWindowBrief(ctx context.Context, q store.Querier, from, to time.Time, skip func(*Change) bool, fn func(*Change) error) error {
 	rows, err := q.QueryContext(ctx, briefWindowQuery, store.Millis(from), store.Millis(to))
 	if err != nil {
 		return fmt.Errorf("read changes: %w", err)
@@ -67,6 +72,12 @@ func EachInWindowBrief(ctx context.Context, q store.Querier, from, to time.Time,
 			}
 			if c.Assets == nil {
 				c.Assets = []string{}
+			}
+		}
+		if skip != nil {
+			c.Fields = nil
+			if skip(&c) {
+				continue
 			}
 		}
 		if c.Fields, ok = plainFields(fieldBuf[:0], fields); ok {

@@ -194,3 +194,53 @@ func FuzzPlainStrings(f *testing.F) {
 		}
 	})
 }
+
+// skip sees each change before its fields are decoded, and a change it
+// skips never reaches fn; the others reach fn whole, in order.
+func TestEachInWindowBriefSkip(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := &Log{DB: db, Clock: clock.NewFake(tue(15, 0))}
+		for i, p := range []RecordChangeParams{
+			schemaV12(),
+			{At: tue(13, 0), Kind: "deploy", System: "flink", Assets: []string{"flink://a"}, Summary: "skipped"},
+			{At: tue(13, 30), Kind: "restore", System: "flink", Assets: []string{"kafka://prod/b"}, StateSkipped: true, Summary: "kept"},
+		} {
+			if _, err := s.RecordChange(ctx, p); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+		}
+		from, to := tue(12, 0), tue(15, 0)
+		all, err := LoadWindowBrief(ctx, db, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked []int64
+		var got []Change
+		err = EachInWindowBrief(ctx, db, from, to, func(c *Change) bool {
+			if c.Fields != nil {
+				t.Errorf("change %d: skip was given decoded fields %v", c.ID, c.Fields)
+			}
+			asked = append(asked, c.ID)
+			return len(c.Assets) == 1 && c.Assets[0] == "flink://a"
+		}, func(c *Change) error {
+			got = append(got, *c.Clone())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3 || len(asked) != 3 {
+			t.Fatalf("skip was asked about %d of %d changes", len(asked), len(all))
+		}
+		var want []Change
+		for _, c := range all {
+			if c.Assets[0] != "flink://a" {
+				want = append(want, c)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("fn got %+v, want %+v", got, want)
+		}
+	})
+}

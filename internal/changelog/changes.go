@@ -53,6 +53,32 @@ func ByID(ctx context.Context, q store.Querier, id int64) (c Change, found bool,
 	return chs[0], true, nil
 }
 
+// ByIDs reads the changes with these ids, with their details, in one
+// query (a diagnosis puts its ten kept causes into words); an id with no
+// change is absent from the map.
+func ByIDs(ctx context.Context, q store.Querier, ids []int64) (map[int64]Change, error) {
+	out := make(map[int64]Change, len(ids))
+	// In chunks, well under every engine's limit on bound values.
+	const chunk = 500
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), chunk)]
+		ids = ids[len(part):]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ")
+		chs, err := queryChanges(ctx, q, true, changeSelect+" WHERE id IN ("+marks+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chs {
+			out[c.ID] = c
+		}
+	}
+	return out, nil
+}
+
 // ChangeKind is what sort of change was made.
 type ChangeKind string
 

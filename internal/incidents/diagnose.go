@@ -135,7 +135,7 @@ type Diagnosis struct {
 // across re-diagnoses.
 func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opts DiagnoseOptions) (*Diagnosis, error) {
 	opts = opts.withDefaults()
-	inc, err := loadIncident(ctx, db, incidentID)
+	inc, err := readIncident(ctx, db, incidentID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +151,24 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 	}
 	now := opts.Clock.Now().UTC()
 	err = db.InTx(ctx, func(tx *store.Tx) error {
-		cur, err := loadIncident(ctx, tx, inc.ID)
+		// Every write to an incident moves its version, so an unchanged
+		// version means the incident is as read above and need not be
+		// read again; a changed one is read and checked.
+		cur := inc
+		version, err := incidentVersion(ctx, tx, inc.ID)
 		if err != nil {
 			return err
 		}
-		if !CanMove(cur.Status, StatusDiagnosed) {
-			return invalid("incident %s became %s during the diagnosis; diagnose it again if needed", cur.ID, cur.Status)
-		}
-		if len(cur.Symptoms) != len(inc.Symptoms) {
-			return fmt.Errorf("incident %s gained symptoms during the diagnosis; diagnose it again", cur.ID)
+		if version != inc.version {
+			if cur, err = readIncident(ctx, tx, inc.ID, false); err != nil {
+				return err
+			}
+			if !CanMove(cur.Status, StatusDiagnosed) {
+				return invalid("incident %s became %s during the diagnosis; diagnose it again if needed", cur.ID, cur.Status)
+			}
+			if len(cur.Symptoms) != len(inc.Symptoms) {
+				return fmt.Errorf("incident %s gained symptoms during the diagnosis; diagnose it again", cur.ID)
+			}
 		}
 		from := cur.Status
 		// A re-diagnosis refreshes the causes and never moves the
@@ -234,6 +243,15 @@ type ranker struct {
 	// walked is false. See rankCauses.
 	bound  bool
 	walked bool
+	// cut is the score the last of a full ranking holds (cutting is true
+	// once it is full): a change whose lineage and timing already keep
+	// it below cut, with every other factor at its most, is not scored
+	// further. In a large window most changes are unrelated to the
+	// symptoms or days old, and for them that is the whole scoring.
+	cut     float64
+	cutting bool
+	// cutOff counts the changes the cut spared scoring in full.
+	cutOff int
 }
 
 type pastCause struct {
@@ -246,6 +264,13 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if err != nil {
 		return nil, 0, err
 	}
+	return r.rankWindow(ctx, db)
+}
+
+// rankWindow ranks the changes in the incident's window.
+func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
+	inc, opts := r.inc, r.opts
+	var err error
 	// Score every change in numbers as the window is read, then put into
 	// words only the ones kept: a window can hold a hundred thousand
 	// changes, of which ten are kept, so none but those and the ones whose
@@ -258,7 +283,10 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	// only until the MaxCauses-th exact score beats the next bound. The
 	// order is total (ties go to the change nearer the onset, then to the
 	// lower id), so the ranking is exactly the one walking every change
-	// and sorting them all would give.
+	// and sorting them all would give. Once the ranking is full, a change
+	// whose lineage and timing alone keep it under the last kept score
+	// (every other factor at its most) is not scored further (see cut):
+	// in a large window that is most changes.
 	type ranked struct {
 		conf float64
 		gap  time.Duration
@@ -283,6 +311,9 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		if len(order) > opts.MaxCauses {
 			order = order[:opts.MaxCauses]
 		}
+		if len(order) == opts.MaxCauses {
+			r.cut, r.cutting = order[len(order)-1].conf, boundWalks
+		}
 	}
 	type open struct {
 		ranked
@@ -291,7 +322,19 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	var opened []open
 	considered := 0
 	r.bound = boundWalks
-	err = changelog.EachInWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond), func(c *changelog.Change) error {
+	// Once the ranking is full, a change whose lineage alone keeps it
+	// under the cut is counted and not decoded further (see cut).
+	settled := func(c *changelog.Change) bool {
+		if !r.cutting {
+			return false
+		}
+		if _, rel, dist := r.relation(c); !r.below(lineageFactor(rel, dist), 1) {
+			return false
+		}
+		considered++
+		return true
+	}
+	err = changelog.EachInWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond), settled, func(c *changelog.Change) error {
 		considered++
 		r.walked = true
 		score, err := r.rank(c)
@@ -324,12 +367,17 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 		o.conf = score
 		keep(o.ranked)
 	}
+	ids := make([]int64, len(order))
+	for i, o := range order {
+		ids[i] = o.id
+	}
+	kept, err := changelog.ByIDs(ctx, db, ids)
+	if err != nil {
+		return nil, 0, err
+	}
 	causes := make([]Cause, len(order))
 	for rank, o := range order {
-		c, found, err := changelog.ByID(ctx, db, o.id)
-		if err != nil {
-			return nil, 0, err
-		}
+		c, found := kept[o.id]
 		if !found {
 			return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", o.id)
 		}
@@ -518,26 +566,23 @@ func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
 
 	// Lineage.
 	changed, dist := r.relate(&cause, c)
-	switch cause.Relation {
-	case RelationSame:
-		f.Lineage = 1
-	case RelationUpstream:
-		f.Lineage = math.Max(0.4, 1-0.08*float64(dist-1))
-	case RelationDownstream:
-		f.Lineage = 0.05
-	default:
-		f.Lineage = 0.2
-	}
+	f.Lineage = lineageFactor(cause.Relation, dist)
 
 	// Timing.
 	after := c.At.Sub(onsetEnd)
 	switch {
 	case lead > 0:
-		f.Timing = math.Pow(0.5, float64(lead)/float64(timingHalf))
+		// 0.5^x as 2^-x: the same value, and several times quicker than
+		// math.Pow for a factor computed for most changes in the window.
+		f.Timing = math.Exp2(-float64(lead) / float64(timingHalf))
 	case after <= 0 || c.At.Equal(onset):
 		f.Timing = 1
 	default:
 		f.Timing = 0.9 - 0.2*math.Min(1, float64(after)/float64(r.opts.Grace))
+	}
+	if !explain && r.below(f.Lineage, f.Timing) {
+		cause.score = -1
+		return cause, nil
 	}
 
 	if explain {
@@ -607,6 +652,19 @@ func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
 	return cause, nil
 }
 
+// below reports whether a change with these lineage and timing factors
+// scores under the ranking's cut whatever its other factors: its most,
+// fit, fields and history at 1, goes through the same sum as its score
+// (so rounding cannot put the bound under the score). Equal to the cut it
+// could still enter on a tie, so it is not below.
+func (r *ranker) below(lineage, timing float64) bool {
+	if r.cutting && round3(rawScore(Factors{Lineage: lineage, Fit: 1, Timing: timing, Fields: 1, History: 1})) < r.cut {
+		r.cutOff++
+		return true
+	}
+	return false
+}
+
 // rank is a change's score as score computes it, without the words: the
 // pass over every change in the window.
 func (r *ranker) rank(c *changelog.Change) (float64, error) {
@@ -619,6 +677,17 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // relate finds the changed asset nearest the symptoms, sets the relation
 // and distance, and returns that asset.
 func (r *ranker) relate(cause *Cause, c *changelog.Change) (string, int) {
+	changed, rel, dist := r.relation(c)
+	cause.Relation = rel
+	if rel == RelationSame || rel == RelationUpstream {
+		cause.Distance = dist
+	}
+	return changed, dist
+}
+
+// relation is the changed asset nearest the symptoms, its relation to them
+// and its distance (-1 when unrelated).
+func (r *ranker) relation(c *changelog.Change) (string, string, int) {
 	best, bestD := "", math.MaxInt
 	for _, a := range c.Assets {
 		if h, ok := r.up[a]; ok && h.Distance < bestD {
@@ -626,12 +695,10 @@ func (r *ranker) relate(cause *Cause, c *changelog.Change) (string, int) {
 		}
 	}
 	if best != "" {
-		cause.Distance = bestD
-		cause.Relation = RelationUpstream
 		if bestD == 0 {
-			cause.Relation = RelationSame
+			return best, RelationSame, 0
 		}
-		return best, bestD
+		return best, RelationUpstream, bestD
 	}
 	for _, a := range c.Assets {
 		if h, ok := r.down[a]; ok && h.Distance < bestD {
@@ -639,11 +706,22 @@ func (r *ranker) relate(cause *Cause, c *changelog.Change) (string, int) {
 		}
 	}
 	if best != "" {
-		cause.Relation = RelationDownstream
-		return best, bestD
+		return best, RelationDownstream, bestD
 	}
-	cause.Relation = RelationUnrelated
-	return "", -1
+	return "", RelationUnrelated, -1
+}
+
+// lineageFactor scores a relation to the symptoms; see Diagnose.
+func lineageFactor(rel string, dist int) float64 {
+	switch rel {
+	case RelationSame:
+		return 1
+	case RelationUpstream:
+		return math.Max(0.4, 1-0.08*float64(dist-1))
+	case RelationDownstream:
+		return 0.05
+	}
+	return 0.2
 }
 
 // explainRelation fills the path and says how the changed asset relates to

@@ -372,6 +372,14 @@ func (s *Service) GetIncident(ctx context.Context, id string) (*Incident, error)
 }
 
 func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident, error) {
+	return readIncident(ctx, q, rawID, true)
+}
+
+// readIncident is loadIncident, or without the timeline and the causes
+// when whole is false: a diagnosis replaces the causes and does not show
+// the timeline (which grows one event per diagnosis), and reading and
+// decoding both on every diagnosis was a share of its fixed cost.
+func readIncident(ctx context.Context, q store.Querier, rawID string, whole bool) (*Incident, error) {
 	id := normalizeID(rawID)
 	inc := &Incident{ID: id}
 	var st, causes, proposals, verification string
@@ -391,6 +399,9 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 	inc.ResolvedAt = inc.VerifiedAt
 	if inc.ResolvedAt.IsZero() {
 		inc.ResolvedAt = inc.ClosedAt
+	}
+	if !whole {
+		causes = "[]"
 	}
 	if err := decodeJSON(causes, &inc.Causes); err != nil {
 		return nil, fmt.Errorf("incident %s causes: %w", id, err)
@@ -424,8 +435,10 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 	}
 	sort.Strings(inc.Assets)
 	inc.OnsetEnd = onsetEnd(inc.Onset, inc.Symptoms)
-	if inc.Timeline, err = loadEvents(ctx, q, id); err != nil {
-		return nil, err
+	if whole {
+		if inc.Timeline, err = loadEvents(ctx, q, id); err != nil {
+			return nil, err
+		}
 	}
 	if inc.Attributed, err = loadAttribution(ctx, q, id); err != nil {
 		return nil, err
@@ -435,6 +448,16 @@ func loadIncident(ctx context.Context, q store.Querier, rawID string) (*Incident
 		return nil, err
 	}
 	return inc, nil
+}
+
+// incidentVersion is an incident's version as stored: every write to the
+// incident moves it (save, and the symptoms ReportSymptoms adds).
+func incidentVersion(ctx context.Context, q store.Querier, id string) (int64, error) {
+	var v int64
+	if err := q.QueryRowContext(ctx, "SELECT version FROM incidents WHERE id = ?", id).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read incident %s: %w", id, err)
+	}
+	return v, nil
 }
 
 // onsetEnd is the end of the first anomalous bucket: the earliest end of

@@ -143,3 +143,111 @@ func TestStreamedRankingMatchesFullSort(t *testing.T) {
 		}
 	})
 }
+
+// The cut (a change whose lineage and timing keep it under the last kept
+// score is not scored further) keeps exactly the full sort's ranking on
+// windows built for it: most changes unrelated to the symptom, downstream
+// of it or days old; times on a coarse grid and many changes that score
+// their bound exactly (a removed symptomatic column, of the kind that was
+// the top cause before), so scores tie on the cut; the symptom in the
+// middle of the graph so there is a downstream. Several windows, each of
+// which must cut some changes, so the rule is exercised, not only present.
+func TestCutRankingMatchesFullSort(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		const layers, width = 7, 6
+		asset := func(l, i int) string { return fmt.Sprintf("duckdb://l%d.t%02d", l, i) }
+		rng := rand.New(rand.NewPCG(41, 7))
+		g := newMemGraph()
+		for l := 1; l < layers; l++ {
+			for i := range width {
+				g.edge(asset(l-1, rng.IntN(width)), asset(l, i))
+				g.edge(asset(l-1, rng.IntN(width)), asset(l, i))
+			}
+		}
+		for range 20 {
+			l, i := rng.IntN(layers-1), rng.IntN(width)
+			if out := g.out[asset(l, i)]; len(out) > 0 {
+				g.reads(asset(l, i), out[rng.IntN(len(out))], "f1", "")
+			}
+		}
+		symptom := asset(layers/2, 4)
+		s, clk := newService(t, db, tue(14, 0), g)
+		kinds := []changelog.ChangeKind{changelog.ChangeDeploy, changelog.ChangeSchemaVersion, changelog.ChangeSchemaVersion,
+			changelog.ChangeRestore, changelog.ChangePipeline, changelog.ChangeConnector, changelog.ChangePartitioning}
+		cut := 0
+		// Each window is ten days after the last, past its lookback.
+		for w := range 4 {
+			onset := tue(14, 0).Add(time.Duration(w) * 10 * 24 * time.Hour)
+			// An earlier incident on the symptom whose top cause removed
+			// the column, so such changes score the history factor too.
+			earlier := onset.Add(-5 * 24 * time.Hour)
+			clk.Set(earlier.Add(time.Hour))
+			mustRecord(t, s, changelog.RecordChangeParams{At: earlier.Add(-10 * time.Minute), Kind: "schema_version", System: "seeded",
+				Assets: []string{symptom}, Fields: []changelog.FieldChange{{Name: "f1", How: changelog.FieldRemoved}}, Summary: "the earlier cause"})
+			old := mustReport(t, s, Symptom{Kind: SymptomNulls, Asset: symptom, Column: "f1", Observed: 0.3, At: earlier}).Incidents[0].ID
+			if _, err := Diagnose(ctx, db, g, old, DiagnoseOptions{Clock: clk}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Transition(ctx, TransitionParams{IncidentID: old, To: "closed", Note: "seeded"}); err != nil {
+				t.Fatal(err)
+			}
+			clk.Set(onset.Add(time.Hour))
+			for i := range 300 {
+				a := asset(rng.IntN(layers), rng.IntN(width))
+				if rng.IntN(3) == 0 { // no lineage reaches it
+					a = fmt.Sprintf("duckdb://elsewhere.t%03d", rng.IntN(100))
+				}
+				p := changelog.RecordChangeParams{
+					// Hour steps over the lookback, some in the grace.
+					At:   onset.Add(-time.Duration(rng.IntN(73)) * time.Hour).Add(time.Duration(rng.IntN(2)) * 10 * time.Minute),
+					Kind: string(kinds[rng.IntN(len(kinds))]), System: "seeded", Assets: []string{a}, Summary: fmt.Sprintf("change %d.%d", w, i),
+				}
+				p.StateSkipped = p.Kind == string(changelog.ChangeRestore) && rng.IntN(2) == 0
+				switch rng.IntN(3) {
+				case 0, 1:
+					p.Fields = []changelog.FieldChange{{Name: "f1", How: changelog.FieldRemoved}}
+				}
+				mustRecord(t, s, p)
+			}
+			id := mustReport(t, s, Symptom{Kind: SymptomNulls, Asset: symptom, Column: "f1", Observed: 0.2, At: onset}).Incidents[0].ID
+			for _, maxCauses := range []int{1, 2, 3, 5, DefaultMaxCauses} {
+				opts := DiagnoseOptions{Clock: clk, MaxCauses: maxCauses}
+				d, err := Diagnose(ctx, db, g, id, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inc, err := loadIncident(ctx, db, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := referenceRanking(t, db, g, inc, opts)
+				if len(d.Causes) != len(want) {
+					t.Fatalf("window %d, max %d: %d causes, the full sort keeps %d", w, maxCauses, len(d.Causes), len(want))
+				}
+				for i, wc := range want {
+					if got := d.Causes[i]; got.Change.ID != wc.Change.ID || got.score != wc.score || got.Factors != wc.Factors {
+						t.Fatalf("window %d, max %d, rank %d: change %d (score %.3f, %+v), full sort change %d (%.3f, %+v)",
+							w, maxCauses, i+1, got.Change.ID, got.score, got.Factors, wc.Change.ID, wc.score, wc.Factors)
+					}
+				}
+				r, err := newRanker(ctx, db, g, inc, opts.withDefaults())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, considered, err := r.rankWindow(ctx, db); err != nil {
+					t.Fatal(err)
+				} else if r.cutOff == considered {
+					t.Fatalf("window %d, max %d: the cut spared all %d changes", w, maxCauses, considered)
+				}
+				cut += r.cutOff
+			}
+			if _, err := s.Transition(ctx, TransitionParams{IncidentID: id, To: "closed", Note: "seeded"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cut == 0 {
+			t.Fatal("the cut spared no change in any window: the windows do not exercise it")
+		}
+	})
+}

@@ -200,6 +200,9 @@ type nameTable struct {
 	aliases map[int32][]string
 	rows    map[int64]*assetRow
 	refs    map[string]resolved
+	// exact holds findAsset's answers (no partial-name match, unlike
+	// refs), for the field-reader walks a diagnosis makes per change.
+	exact map[string]resolved
 }
 
 // maxCached bounds a table's entries (ids, rows and references together).
@@ -207,10 +210,10 @@ const maxCached = 200_000
 
 func (t *nameTable) reset() {
 	t.ids, t.aliased, t.aliases = map[int32]string{}, map[int32]bool{}, map[int32][]string{}
-	t.rows, t.refs = map[int64]*assetRow{}, map[string]resolved{}
+	t.rows, t.refs, t.exact = map[int64]*assetRow{}, map[string]resolved{}, map[string]resolved{}
 }
 
-func (t *nameTable) full() bool { return len(t.ids)+len(t.rows)+len(t.refs) > maxCached }
+func (t *nameTable) full() bool { return len(t.ids)+len(t.rows)+len(t.refs)+len(t.exact) > maxCached }
 
 // nameTables caches one table per live index; the weak key lets an index
 // that is no longer used be collected, and its cleanup drops the entry.
@@ -391,6 +394,31 @@ func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, re
 	return r, nil
 }
 
+// indexFind is findAsset through the index's table: a reference found
+// once is not looked up in the store again for this graph version. One
+// not found is asked again each time (the store may learn it, and the
+// table stays bounded by what exists).
+func indexFind(ctx context.Context, ix *graphindex.Index, q store.Querier, ref string) (resolved, bool, error) {
+	t := tableOf(ix)
+	t.mu.Lock()
+	r, ok := t.exact[ref]
+	t.mu.Unlock()
+	if ok {
+		return r, true, nil
+	}
+	r, ok, err := findAsset(ctx, q, ref)
+	if err != nil || !ok {
+		return r, ok, err
+	}
+	t.mu.Lock()
+	if t.full() {
+		t.reset()
+	}
+	t.exact[ref] = r
+	t.mu.Unlock()
+	return r, true, nil
+}
+
 func scanPairs(ctx context.Context, q store.Querier, query string, args []any, fn func(int64, string)) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -440,7 +468,13 @@ func (g *Graph) FieldReadersWithin(ctx context.Context, asset string, fields []s
 	if asset == "" {
 		return nil, fmt.Errorf("asset is required: give an id like schema://api-usage-value")
 	}
-	r, ok, err := findAsset(ctx, g.db, asset)
+	idx, err := g.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Through the index's table: a diagnosis walks from each changed
+	// asset, and a warm one resolves none of them in the store again.
+	r, ok, err := indexFind(ctx, idx, g.db, asset)
 	if err != nil {
 		return nil, err
 	}
@@ -455,10 +489,6 @@ func (g *Graph) FieldReadersWithin(ctx context.Context, asset string, fields []s
 	}
 	if len(start) == 0 {
 		return nil, fmt.Errorf("fields: give at least one field name of %s", r.id)
-	}
-	idx, err := g.Index(ctx)
-	if err != nil {
-		return nil, err
 	}
 	n, ok := idx.Node(r.seq)
 	if !ok {
