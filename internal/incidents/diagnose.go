@@ -150,16 +150,21 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 		return nil, err
 	}
 	now := opts.Clock.Now().UTC()
+	read := *inc
+	var saved *Incident
 	err = db.InTx(ctx, func(tx *store.Tx) error {
 		// Every write to an incident moves its version, so an unchanged
 		// version means the incident is as read above and need not be
-		// read again; a changed one is read and checked.
-		cur := inc
+		// read again; a changed one is read and checked. Each attempt
+		// (InTx retries a serialization failure) starts from a copy of
+		// that read, so a rolled-back attempt leaves nothing behind.
+		cp := read
+		cur := &cp
 		version, err := incidentVersion(ctx, tx, inc.ID)
 		if err != nil {
 			return err
 		}
-		if version != inc.version {
+		if version != read.version {
 			if cur, err = readIncident(ctx, tx, inc.ID, false); err != nil {
 				return err
 			}
@@ -189,12 +194,13 @@ func Diagnose(ctx context.Context, db *store.DB, g Graph, incidentID string, opt
 		if cur.Attributed != nil {
 			note += fmt.Sprintf("; the cause %s named stays: %s", cur.Attributed.Actor, cur.Attributed.Change.Summary)
 		}
-		inc = cur
+		saved = cur
 		return save(ctx, tx, cur, from, opts.Actor, note, now)
 	})
 	if err != nil {
 		return nil, err
 	}
+	inc = saved
 	d := &Diagnosis{IncidentID: inc.ID, Status: inc.Status, Onset: inc.Onset, OnsetEnd: inc.OnsetEnd, Assets: inc.Assets,
 		Window: Window{Start: inc.Onset.Add(-opts.Lookback), End: inc.OnsetEnd.Add(opts.Grace)}, Considered: considered,
 		Verdict: verdictOf(inc), Causes: causes, Attributed: inc.Attributed}
@@ -572,8 +578,9 @@ func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
 	after := c.At.Sub(onsetEnd)
 	switch {
 	case lead > 0:
-		// 0.5^x as 2^-x: the same value, and several times quicker than
-		// math.Pow for a factor computed for most changes in the window.
+		// 0.5^x as 2^-x: equal to within the last bit (none of 10M
+		// random leads rounds to another third decimal), and several
+		// times quicker than math.Pow for a factor of most changes.
 		f.Timing = math.Exp2(-float64(lead) / float64(timingHalf))
 	case after <= 0 || c.At.Equal(onset):
 		f.Timing = 1
