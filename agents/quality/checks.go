@@ -94,7 +94,7 @@ var runQualityCheckTool = mcpserver.Tool{
 	Description: "Checks a warehouse table in one scan: row count, null rate per column, key uniqueness, freshness, load lag, accepted values, ranges and row assertions, " +
 		"optionally per hour or day over a window (e.g. period today, bucket hour). Each metric is judged against the table's own history (median and MAD, seasonal by hour of week, " +
 		"a rule for rates that were always zero); the judged period never trains its own baseline. " +
-		"A longer window (a backfill of history: more than two days by hour, or two months by day) runs a day (a month) at a time, reporting progress and recording each as it finishes, so a stopped backfill keeps what it did and the same call again continues. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
+		"A longer window (a backfill of history: more than two days by hour, or two months by day) runs three days of hours (a month of days) at a time, reporting progress and recording each as it finishes, so a stopped backfill keeps what it did and the same call again continues. Says pass, fail or anomalous per check with observed value, expected range and history used, " +
 		"and names the problem: volume, nulls, uniqueness, freshness, or a value problem that needs a team metric. Failed or anomalous checks open or join an incident. " +
 		"The answer lists at most 40 results (those that are not a pass first) and per bucketed result the first buckets that are not a pass and the latest ones, with counts of the rest.",
 	ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true,

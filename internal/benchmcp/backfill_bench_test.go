@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dataworkers/dw/internal/checks"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
 )
 
@@ -171,10 +172,10 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			t := time.Now()
 			res := backfillCall(b, agent, args)
 			row.Product = append(row.Product, time.Since(t))
-			// One statement per day (the table's key is inferred, so no
+			// One statement per chunk (the table's key is inferred, so no
 			// window-wide distinct count runs).
-			if res.Statements != backfillDays || res.Buckets != backfillDays*24 {
-				b.Fatalf("the backfill ran %d statements over %d buckets; want one per day over %d hourly buckets", res.Statements, res.Buckets, backfillDays*24)
+			if res.Statements != len(floor) || res.Buckets != backfillDays*24 {
+				b.Fatalf("the backfill ran %d statements over %d buckets; want one per chunk (%d) over %d hourly buckets", res.Statements, res.Buckets, len(floor), backfillDays*24)
 			}
 			var took time.Duration
 			for _, st := range floor {
@@ -185,8 +186,8 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			row.Floor = append(row.Floor, took)
 			row.RSSMiB = max(row.RSSMiB, TreeMem(agent.Pid()).RSSMiB)
 			mu.Lock()
-			if real := counted(events); real < backfillDays {
-				b.Fatalf("%d progress notifications with a total during the backfill, want one per day (%d): %q", real, backfillDays, events)
+			if real := counted(events); real < len(floor) {
+				b.Fatalf("%d progress notifications with a total during the backfill, want one per chunk (%d): %q", real, len(floor), events)
 			}
 			for k := 1; k < len(reported); k++ {
 				slowest = max(slowest, reported[k].Sub(reported[k-1]))
@@ -207,8 +208,8 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 	// by how much.
 	inside := med(row.Product) < 60*time.Second
 	row.Met = &inside
-	row.Note = strings.Join(notes, "; ") + fmt.Sprintf("; one statement per day (GROUP BY hour), the floor chunked the same; median %s against the 60 s default statement timeout; slowest chunk %s (%.0f%% of that timeout; one statement and its recording, the longest gap between two progress reports), the floor's slowest statement %s",
-		med(row.Product).Round(time.Millisecond), slowest.Round(time.Millisecond), 100*slowest.Seconds()/60, floorSlowest.Round(time.Millisecond))
+	row.Note = strings.Join(notes, "; ") + fmt.Sprintf("; one statement per %d hours (GROUP BY hour), the floor chunked the same; median %s against the 60 s default statement timeout; slowest chunk %s (%.0f%% of that timeout; one statement and its recording, the longest gap between two progress reports), the floor's slowest statement %s",
+		int(checks.ChunkSpan(checks.Hour)/time.Hour), med(row.Product).Round(time.Millisecond), slowest.Round(time.Millisecond), 100*slowest.Seconds()/60, floorSlowest.Round(time.Millisecond))
 	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-chunk-ms")
 	row.Report(b)
 }
@@ -274,13 +275,17 @@ func counted(events []string) int {
 
 // backfillFloorSQL is the scan an engineer would write by hand for the
 // profile the check infers for this table (eventsChecks), chunked as the
-// backfill is: a statement per day, so each stays inside a statement
+// backfill is: a statement per chunk, so each stays inside a statement
 // timeout, each computing every check's aggregates per hour.
 func backfillFloorSQL() []floorStatement {
 	var out []floorStatement
-	for d := 0; d < backfillDays; d++ {
-		from := backfillStart.Add(time.Duration(d) * 24 * time.Hour)
-		out = append(out, floorSQL(eventsChecks(), from, from.Add(24*time.Hour), true, false))
+	end := backfillStart.Add(backfillDays * 24 * time.Hour)
+	for from := backfillStart; from.Before(end); from = from.Add(checks.ChunkSpan(checks.Hour)) {
+		to := from.Add(checks.ChunkSpan(checks.Hour))
+		if to.After(end) {
+			to = end
+		}
+		out = append(out, floorSQL(eventsChecks(), from, to, true, false))
 	}
 	return out
 }

@@ -175,7 +175,7 @@ func qualityRows() []qualityRow {
 	}
 	last := backfillDays - 1
 	dayFloor, dayPer := floor(day(last), day(last+1), true)
-	// A 21-day check is a backfill (one statement per day, each hour
+	// A 21-day check is a backfill (one statement per chunk, each hour
 	// recorded): the window's distinct counts and quantiles are left to
 	// the buckets, so its floor has none either.
 	weeksFloor, weeksPer := floor(day(0), day(21), false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -31,10 +32,11 @@ func visits(dupAt int) string {
 
 var visitsStart = time.Date(2025, 3, 6, 0, 0, 0, 0, time.UTC)
 
-// A five-day hourly window is a backfill: one statement per day, a
-// progress report after each, every hour recorded, and the same
-// per-bucket values a single scan of the window gives.
-func TestBackfillRunsADayAtATimeAndRecordsEveryHour(t *testing.T) {
+// A five-day hourly window is a backfill: one statement per three days
+// (two), a progress report after each, every hour recorded, the same
+// per-bucket values a single scan of the window gives, and each day's
+// window values as a check of that day alone records them.
+func TestBackfillRunsInChunksAndRecordsEveryHourAndDay(t *testing.T) {
 	wh := &countingWarehouse{Warehouse: openFixture(t, visits(-1))}
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -48,11 +50,11 @@ func TestBackfillRunsADayAtATimeAndRecordsEveryHour(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := wh.queries.Load() - before; n != 5 || rep.Statements != 5 {
-			t.Fatalf("backfill ran %d queries (%d statements), want one per day (5)", n, rep.Statements)
+		if n := wh.queries.Load() - before; n != 2 || rep.Statements != 2 {
+			t.Fatalf("backfill ran %d queries (%d statements), want one per three days (2)", n, rep.Statements)
 		}
-		// The plan, then each day, of 6 steps, increasing.
-		want := [][2]int{{1, 6}, {2, 6}, {3, 6}, {4, 6}, {5, 6}, {6, 6}}
+		// The plan, then each chunk, of 3 steps, increasing.
+		want := [][2]int{{1, 3}, {2, 3}, {3, 3}}
 		if !slices.Equal(reports, want) {
 			t.Fatalf("progress %v, want %v", reports, want)
 		}
@@ -115,16 +117,113 @@ func TestBackfillRunsADayAtATimeAndRecordsEveryHour(t *testing.T) {
 				t.Fatalf("%s: backfill recorded %v (%v), one scan %v", k, g, ok, v)
 			}
 		}
-		// The window's row count adds up from the days.
+		// The window's row count adds up from the chunks.
 		if r := resultFor(t, rep, "row_count", MetricRowCount); r.Observed == nil || *r.Observed != 4800 {
 			t.Fatalf("window rows %v, want 4800", deref(r.Observed))
 		}
+		checkDays(t, wh, db, now, visitsStart, 5)
 	})
 }
 
-// A backfill cancelled between days keeps the days it recorded, says how
-// to continue, and the same request run again scans only the rest.
-func TestBackfillCancelledKeepsItsDaysAndARerunContinues(t *testing.T) {
+// A window that starts and ends inside a day gives the days it holds
+// whole their points, a day its two chunks split added up from both, and
+// the two part days none.
+func TestBackfillAddsUpDaysAcrossChunks(t *testing.T) {
+	wh := openFixture(t, visits(-1))
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := visitsStart.Add(6 * 24 * time.Hour)
+		env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(now)}
+		// Chunks 23:00 on the 6th to 23:00 on the 9th, then to 05:00 on
+		// the 11th: the 9th is split between them, its last hour alone in
+		// the second.
+		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06T23:00:00Z", Until: "2025-03-11T05:00:00Z"}
+		if _, err := RunCheck(context.Background(), env, req); err != nil {
+			t.Fatal(err)
+		}
+		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 4)
+	})
+}
+
+// checkDays requires that db holds window:24h points for exactly the n
+// days from first, each day's the same series and values as that day
+// scanned alone by a backfill's chunk (the values that add up from
+// hours), and each of them the value a one-day check records.
+func checkDays(t *testing.T, wh warehouse.Warehouse, db *store.DB, now, first time.Time, n int) {
+	t.Helper()
+	ctx := context.Background()
+	asset := "duckdb://shop.visits"
+	all, err := baseline.LoadAsset(ctx, db, asset, visitsStart.Add(-24*time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for s, ps := range all {
+		if s.Grain == "window:24h" {
+			for _, p := range ps {
+				got[s.Metric+" "+s.Dimension+" "+p.At.Format(time.RFC3339)] = p.Value
+			}
+		}
+	}
+	table, err := warehouse.Resolve(ctx, wh, "shop.visits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, _ := Profile(table, wh.Dialect())
+	want := map[string]float64{}
+	ref := storetest.SQLite(t)
+	for d := range n {
+		day := Window{Column: "event_time", Start: first.Add(time.Duration(d) * 24 * time.Hour), Grain: Hour}
+		day.End = day.Start.Add(24 * time.Hour)
+		alone, err := plan(table, wh.Dialect(), specs, day, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scan, err := Run(ctx, wh, alone, RunOptions{Clock: clock.NewFake(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range scan.Observations {
+			if o.Total && o.Metric != MetricStaleness {
+				want[o.Metric+" "+o.Dimension+" "+day.Start.Format(time.RFC3339)] = o.Value
+			}
+		}
+		one, err := Plan(table, wh.Dialect(), specs, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scan, err = Run(ctx, wh, one, RunOptions{Clock: clock.NewFake(now)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Evaluate(ctx, ref, scan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(want) < 3*n || len(got) != len(want) {
+		t.Fatalf("%d day points recorded, want %d (%d days): %v", len(got), len(want), n, got)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Fatalf("%s: recorded %v (%v), the day alone %v", k, g, ok, v)
+		}
+	}
+	day, err := baseline.LoadAsset(ctx, ref, asset, visitsStart.Add(-24*time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, ps := range day {
+		for _, p := range ps {
+			k := s.Metric + " " + s.Dimension + " " + p.At.Format(time.RFC3339)
+			if g, ok := got[k]; ok && s.Grain == "window:24h" && math.Abs(g-p.Value) > 1e-12 {
+				t.Fatalf("%s: recorded %v, a check of the day %v", k, g, p.Value)
+			}
+		}
+	}
+}
+
+// A backfill cancelled between chunks keeps the hours and days it
+// recorded, says how to continue, and the same request run again scans
+// only the rest.
+func TestBackfillCancelledKeepsItsChunksAndARerunContinues(t *testing.T) {
 	wh := &countingWarehouse{Warehouse: openFixture(t, visits(-1))}
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		now := visitsStart.Add(6 * 24 * time.Hour)
@@ -132,13 +231,13 @@ func TestBackfillCancelledKeepsItsDaysAndARerunContinues(t *testing.T) {
 		defer cancel()
 		env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(now), Agent: "dw-quality", Tool: "run_quality_check",
 			Progress: func(done, _ int, _ string) {
-				if done == 3 { // the plan and two days
+				if done == 2 { // the plan and one chunk
 					cancel()
 				}
 			}}
 		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06", Until: "2025-03-11"}
 		_, err := RunCheck(ctx, env, req)
-		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 2 of 5 chunks") {
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 1 of 2 chunks") {
 			t.Fatalf("cancelled backfill: %v", err)
 		}
 		asset := "duckdb://shop.visits"
@@ -146,19 +245,20 @@ func TestBackfillCancelledKeepsItsDaysAndARerunContinues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(points) != 48 || !points[47].At.Equal(visitsStart.Add(47*time.Hour)) {
-			t.Fatalf("%d hours kept after the cancel, want the first 48", len(points))
+		if len(points) != 72 || !points[71].At.Equal(visitsStart.Add(71*time.Hour)) {
+			t.Fatalf("%d hours kept after the cancel, want the first 72", len(points))
 		}
+		checkDays(t, wh, db, now, visitsStart, 3)
 		env.Progress = nil
 		before := wh.queries.Load()
 		rep, err := RunCheck(context.Background(), env, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := wh.queries.Load() - before; n != 3 || rep.Statements != 3 {
-			t.Fatalf("the re-run ran %d queries (%d statements), want the 3 days left", n, rep.Statements)
+		if n := wh.queries.Load() - before; n != 1 || rep.Statements != 1 {
+			t.Fatalf("the re-run ran %d queries (%d statements), want the chunk left", n, rep.Statements)
 		}
-		if !slices.ContainsFunc(rep.Inferred, func(s string) bool { return strings.HasPrefix(s, "resumed: 2 of 5 chunks") }) {
+		if !slices.ContainsFunc(rep.Inferred, func(s string) bool { return strings.HasPrefix(s, "resumed: 1 of 2 chunks") }) {
 			t.Fatalf("the re-run does not say it resumed: %q", rep.Inferred)
 		}
 		points, err = baseline.Load(context.Background(), db, baseline.Series{Asset: asset, Metric: MetricRowCount, Grain: "hour"}, visitsStart, now)
@@ -168,6 +268,7 @@ func TestBackfillCancelledKeepsItsDaysAndARerunContinues(t *testing.T) {
 		if len(points) != 120 {
 			t.Fatalf("%d hours recorded after the re-run, want 120", len(points))
 		}
+		checkDays(t, wh, db, now, visitsStart, 5)
 	})
 }
 
@@ -189,8 +290,8 @@ func TestBackfillJudgesADeclaredKeyAcrossTheWindow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rep.Statements != 6 {
-					t.Fatalf("%d statements, want a day each and the window's key", rep.Statements)
+				if rep.Statements != 3 {
+					t.Fatalf("%d statements, want one per chunk (2) and the window's key", rep.Statements)
 				}
 				r := resultFor(t, rep, "uniqueness(visit_id)", MetricDuplicateRate)
 				if got := r.Status == Fail; got != tc.fail {

@@ -74,8 +74,10 @@ type Scan struct {
 
 	// total is the window's row of aggregates (the ROLLUP row, the only
 	// row, or combined from the buckets), kept for a backfill to combine
-	// its chunks.
+	// its chunks; rows holds each bucket's row by its start (Unix ms), for
+	// a backfill to add up the days its chunks cover.
 	total []any
+	rows  map[int64][]any
 }
 
 // RunOptions says who runs a scan, for the warehouse's cost labels.
@@ -155,7 +157,7 @@ func Run(ctx context.Context, wh warehouse.Warehouse, plan *ScanPlan, opts RunOp
 	if plan.bucketed() && !plan.rollup {
 		combineBuckets(plan, buckets, total)
 	}
-	scan.total = total
+	scan.total, scan.rows = total, buckets
 	if plan.bucketed() {
 		scan.Buckets = bucketGrid(plan.Window, scan.ObservedAt, buckets)
 		for _, b := range scan.Buckets {

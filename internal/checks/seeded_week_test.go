@@ -213,7 +213,7 @@ type fixedClock time.Time
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
 // After a first backfill of three weeks of hours, the day's check: every
-// whole-day value the backfill's daily chunks have (row counts, null and
+// whole-day value that adds up from the backfill's hours (row counts, null and
 // zero shares, load lag) has a history of days, not "0 earlier points";
 // a result that passed on its hours says so, and never "not judged"
 // first; exactly the results not judged (status learning) say "not

@@ -50,8 +50,11 @@ func TestCurrencyMixThatFlipsIsFlagged(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A day is one scan; a longer window is a backfill, one
-			// statement per day.
-			want := max(1, int(until.Sub(since)/(24*time.Hour)))
+			// statement per chunk.
+			want := 1
+			if span := until.Sub(since); span > 48*time.Hour {
+				want = int((span + ChunkSpan(Hour) - 1) / ChunkSpan(Hour))
+			}
 			if n := wh.queries.Load() - before; n != int64(want) || rep.Statements != want {
 				t.Fatalf("the profile took %d queries (%d statements), want %d", n, rep.Statements, want)
 			}

@@ -49,6 +49,23 @@ func referenceRanking(t *testing.T, db *store.DB, g Graph, inc *Incident, opts D
 	return all[:min(len(all), opts.MaxCauses)]
 }
 
+// seededLayers is a layered graph of layers × width assets, each below
+// the first layer with one or two parents drawn from the layer above (an
+// edge is stored once, so two equal draws make one edge).
+func seededLayers(rng *rand.Rand, layers, width int, asset func(l, i int) string) *memGraph {
+	g := newMemGraph()
+	for l := 1; l < layers; l++ {
+		for i := range width {
+			p1, p2 := rng.IntN(width), rng.IntN(width)
+			g.edge(asset(l-1, p1), asset(l, i))
+			if p2 != p1 {
+				g.edge(asset(l-1, p2), asset(l, i))
+			}
+		}
+	}
+	return g
+}
+
 // Ranking while reading the window (exact scores straight into the
 // ranking, field walks only for the bounds that could still enter it)
 // keeps exactly the changes, in the order, with the scores and readers
@@ -61,16 +78,7 @@ func TestStreamedRankingMatchesFullSort(t *testing.T) {
 		const layers, width = 8, 12
 		asset := func(l, i int) string { return fmt.Sprintf("duckdb://l%d.t%02d", l, i) }
 		rng := rand.New(rand.NewPCG(18, 3))
-		g := newMemGraph()
-		for l := 1; l < layers; l++ {
-			for i := range width {
-				p1, p2 := rng.IntN(width), rng.IntN(width)
-				g.edge(asset(l-1, p1), asset(l, i))
-				if p2 != p1 {
-					g.edge(asset(l-1, p2), asset(l, i))
-				}
-			}
-		}
+		g := seededLayers(rng, layers, width, asset)
 		// Jobs on many edges read some of the fields the changes remove.
 		for range 60 {
 			l, i := rng.IntN(layers-1), rng.IntN(width)
@@ -158,13 +166,7 @@ func TestCutRankingMatchesFullSort(t *testing.T) {
 		const layers, width = 7, 6
 		asset := func(l, i int) string { return fmt.Sprintf("duckdb://l%d.t%02d", l, i) }
 		rng := rand.New(rand.NewPCG(41, 7))
-		g := newMemGraph()
-		for l := 1; l < layers; l++ {
-			for i := range width {
-				g.edge(asset(l-1, rng.IntN(width)), asset(l, i))
-				g.edge(asset(l-1, rng.IntN(width)), asset(l, i))
-			}
-		}
+		g := seededLayers(rng, layers, width, asset)
 		for range 20 {
 			l, i := rng.IntN(layers-1), rng.IntN(width)
 			if out := g.out[asset(l, i)]; len(out) > 0 {
