@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dataworkers/dw/internal/baseline"
-	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
@@ -65,10 +64,18 @@ func backfillChunks(t *warehouse.Table, d warehouse.Dialect, w Window) (Window, 
 		return w, nil
 	}
 	span := ChunkSpan(v.Grain)
+	// Chunks of hours end on UTC midnights, so each whole day of the
+	// window lies in one chunk and adds up from that chunk's hours alone
+	// (daySamples): a backfill stopped after a chunk has recorded every
+	// day the chunk finished, and a re-run that skips the chunk loses none.
+	end := v.Start.Add(span)
+	if v.Grain == Hour {
+		end = v.Start.Truncate(24 * time.Hour).Add(span)
+	}
 	var out []Window
-	for s := v.Start; s.Before(v.End); s = s.Add(span) {
+	for s := v.Start; s.Before(v.End); s, end = end, end.Add(span) {
 		c := v
-		c.Start, c.End = s, s.Add(span)
+		c.Start, c.End = s, end
 		if c.End.After(v.End) {
 			c.End = v.End
 		}
@@ -130,7 +137,6 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 	}
 	progress(1, fmt.Sprintf("backfill of %s planned: %d chunks of %s", table.Ref, len(cws), chunkText(w.Grain)))
 	total := make([]any, len(full.aggs))
-	days := newDayTotals(full, now)
 	var all []judged
 	statements, skipped := 0, 0
 	var bytes int64
@@ -161,14 +167,17 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 				obs = append(obs, o)
 			}
 		}
-		js, err := ev.judge(ctx, obs)
+		// The chunk's days are recorded with its hours, in one
+		// transaction: a chunk a re-run skips has both.
+		days, err := daySamples(full, cw, scan, now)
+		if err != nil {
+			return nil, err
+		}
+		js, err := ev.judge(ctx, obs, days...)
 		if err != nil {
 			return nil, stopped(err)
 		}
 		all = append(all, js...)
-		if err := days.record(ctx, env, scan); err != nil {
-			return nil, stopped(err)
-		}
 		combineInto(full, total, scan.total)
 		statements += len(cp.Statements)
 		bytes += scan.BytesScanned
@@ -223,78 +232,54 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 	return rep, nil
 }
 
-// dayTotals adds a backfill's hours up to its whole calendar days (UTC)
-// and records each day's window values as that day's points, the ones a
-// check of "today" or "yesterday" records for its window: without them a
-// table's first backfill gives every hour a history but its days none,
-// and the next day's check has "0 earlier points" for each whole-day
-// value. A day is added up across the chunks it spans, so where the
-// window and its chunks start does not matter. Only values that add up
-// from hours are recorded (counts, rates and sums; medians, percentiles
-// and text profiles need a ROLLUP the chunks leave out, and stay judged by
-// the hour); staleness is a moment's value, not a day's.
-type dayTotals struct {
-	plan *ScanPlan
-	now  time.Time
-	// hours counts the hours of each pending day scanned so far, and rows
-	// keeps their rows; a day is recorded once all 24 are in. A day that
-	// is partly in a chunk a resumed run skipped never completes: the
-	// earlier run recorded it, if it saw the whole day.
-	hours map[time.Time]int
-	rows  map[time.Time]map[int64][]any
-}
-
-func newDayTotals(p *ScanPlan, now time.Time) *dayTotals {
-	return &dayTotals{plan: p, now: now, hours: map[time.Time]int{}, rows: map[time.Time]map[int64][]any{}}
-}
-
-// record takes one chunk's scan and records the days it completes.
-func (d *dayTotals) record(ctx context.Context, env Env, scan *Scan) error {
-	w := d.plan.Window
-	if w.Grain != Hour {
-		return nil
+// daySamples is each whole calendar day (UTC) of a chunk of hours, once
+// it is over, as that day's points: the window values a check of "today"
+// or "yesterday" records for its window. Without them a table's first
+// backfill gives every hour a history but its days none, and the next
+// day's check has "0 earlier points" for each whole-day value. A day adds
+// up from its 24 hours in the chunk's scan (backfillChunks keeps a day in
+// one chunk). Only values that add up from hours are recorded (counts,
+// rates and sums; medians, percentiles and text profiles need a ROLLUP the
+// chunks leave out, and stay judged by the hour); a check judged over the
+// whole window (windowOnly) has no day of its own in the chunks, and
+// staleness is a moment's value, not a day's.
+func daySamples(p *ScanPlan, cw Window, scan *Scan, now time.Time) ([]baseline.Sample, error) {
+	if cw.Grain != Hour {
+		return nil, nil
 	}
-	var done []time.Time
-	for _, b := range scan.Buckets {
-		day := b.Truncate(24 * time.Hour)
-		if day.Before(w.Start) || day.Add(24*time.Hour).After(w.End) || day.Add(24*time.Hour).After(d.now) {
-			continue // a day the window does not hold whole, or one not over
+	const day = 24 * time.Hour
+	var out []baseline.Sample
+	for d := cw.Start.Truncate(day); !d.Add(day).After(cw.End) && !d.Add(day).After(now); d = d.Add(day) {
+		if d.Before(cw.Start) {
+			continue // the part of a day before the window
 		}
-		if d.rows[day] == nil {
-			d.rows[day] = map[int64][]any{}
+		hours := make(map[int64][]any, 24)
+		for h := d; h.Before(d.Add(day)); h = h.Add(time.Hour) {
+			if r := scan.rows[h.UnixMilli()]; r != nil {
+				hours[h.UnixMilli()] = r
+			}
 		}
-		if r := scan.rows[b.UnixMilli()]; r != nil {
-			d.rows[day][b.UnixMilli()] = r
-		}
-		if d.hours[day]++; d.hours[day] == 24 {
-			done = append(done, day)
-		}
-	}
-	var samples []baseline.Sample
-	for _, day := range done {
-		row := make([]any, len(d.plan.aggs))
-		combineBuckets(d.plan, d.rows[day], row)
-		delete(d.rows, day)
-		delete(d.hours, day)
-		for ci := range d.plan.Checks {
-			obs, err := observe(d.plan, ci, row, time.Time{}, true, d.now)
+		row := make([]any, len(p.aggs))
+		combineBuckets(p, hours, row)
+		for ci, pc := range p.Checks {
+			if windowOnly(pc.Spec) {
+				continue
+			}
+			obs, err := observe(p, ci, row, time.Time{}, true, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, o := range obs {
-				if o.Metric == MetricStaleness || (o.Metric == MetricRowCount && d.plan.rewritten) {
+				if o.Metric == MetricStaleness || (o.Metric == MetricRowCount && p.rewritten) {
 					continue
 				}
-				samples = append(samples, baseline.Sample{
-					Series: baseline.Series{Asset: d.plan.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: grainLabel(24 * time.Hour)},
-					Point:  baseline.Point{At: day, Value: o.Value}})
+				out = append(out, baseline.Sample{
+					Series: baseline.Series{Asset: p.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: grainLabel(day)},
+					Point:  baseline.Point{At: d, Value: o.Value}})
 			}
 		}
 	}
-	if len(samples) == 0 {
-		return nil
-	}
-	return env.DB.InTx(ctx, func(tx *store.Tx) error { return baseline.Record(ctx, tx, d.now, samples...) })
+	return out, nil
 }
 
 // combineInto adds one chunk's window row into the backfill's: counts and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -126,21 +127,88 @@ func TestBackfillRunsInChunksAndRecordsEveryHourAndDay(t *testing.T) {
 }
 
 // A window that starts and ends inside a day gives the days it holds
-// whole their points, a day its two chunks split added up from both, and
-// the two part days none.
-func TestBackfillAddsUpDaysAcrossChunks(t *testing.T) {
-	wh := openFixture(t, visits(-1))
+// whole their points and the two part days none, also when it is stopped
+// after its first chunk and run again: chunks end on midnights, so the
+// stopped run has recorded the days of the chunk it finished, and the
+// re-run, which skips that chunk, the rest.
+func TestBackfillFromInsideADayRecordsEveryWholeDay(t *testing.T) {
+	wh := &countingWarehouse{Warehouse: openFixture(t, visits(-1))}
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		now := visitsStart.Add(6 * 24 * time.Hour)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(now),
+			Progress: func(done, _ int, _ string) {
+				if done == 2 { // the plan and the first chunk
+					cancel()
+				}
+			}}
+		// Chunks 05:00 on the 6th to midnight on the 9th, then to 05:00
+		// on the 11th.
+		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06T05:00:00Z", Until: "2025-03-11T05:00:00Z"}
+		if _, err := RunCheck(ctx, env, req); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled backfill: %v", err)
+		}
+		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 2)
+		env.Progress = nil
+		before := wh.queries.Load()
+		rep, err := RunCheck(context.Background(), env, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := wh.queries.Load() - before; n != 1 || rep.Statements != 1 {
+			t.Fatalf("the re-run ran %d queries (%d statements), want the chunk left", n, rep.Statements)
+		}
+		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 4)
+	})
+}
+
+// A day is recorded once it is over: with the clock in the last hour of a
+// day, every hour of it has begun (and is in the scan), but the day is not
+// a day's worth yet.
+func TestBackfillRecordsNoDayBeforeItEnds(t *testing.T) {
+	wh := openFixture(t, visits(-1))
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := visitsStart.Add(4*24*time.Hour + 23*time.Hour + 30*time.Minute)
 		env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(now)}
-		// Chunks 23:00 on the 6th to 23:00 on the 9th, then to 05:00 on
-		// the 11th: the 9th is split between them, its last hour alone in
-		// the second.
-		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06T23:00:00Z", Until: "2025-03-11T05:00:00Z"}
+		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06", Until: "2025-03-12"}
 		if _, err := RunCheck(context.Background(), env, req); err != nil {
 			t.Fatal(err)
 		}
-		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 4)
+		checkDays(t, wh, db, now, visitsStart, 4)
+	})
+}
+
+// A check judged over the whole window by a statement of its own (here a
+// relationship, whose orphans no chunk counts) records no day from the
+// chunks, while the counts beside it do.
+func TestBackfillDaysLeaveWindowChecksOut(t *testing.T) {
+	wh := openFixture(t, visits(-1), `CREATE TABLE shop.channels AS SELECT * FROM (VALUES ('web'), ('app')) v(name)`)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := visitsStart.Add(6 * 24 * time.Hour)
+		env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(now)}
+		req := CheckRequest{Table: "shop.visits", Bucket: "hour", Since: "2025-03-06", Until: "2025-03-11",
+			Checks: []Spec{{Kind: KindRowCount}, {Kind: KindRelationship, Column: "channel", To: "shop.channels", Field: "name"}}}
+		rep, err := RunCheck(context.Background(), env, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resultFor(t, rep, "relationships(channel -> shop.channels.name)", MetricOrphanRate); r.Observed == nil || math.Abs(*r.Observed-1.0/3) > 1e-9 {
+			t.Fatalf("window orphan rate %v, want a third (every api row)", deref(r.Observed))
+		}
+		all, err := baseline.LoadAsset(context.Background(), db, "duckdb://shop.visits", visitsStart.Add(-24*time.Hour), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		days := map[string]int{}
+		for s, ps := range all {
+			if s.Grain == "window:24h" {
+				days[s.Metric] += len(ps)
+			}
+		}
+		if want := map[string]int{MetricRowCount: 5}; !maps.Equal(days, want) {
+			t.Fatalf("day points by metric %v, want %v", days, want)
+		}
 	})
 }
 

@@ -403,11 +403,12 @@ func newEvaluator(ctx context.Context, db *store.DB, plan *ScanPlan, now time.Ti
 	return &evaluator{db: db, plan: plan, now: now, history: history}, nil
 }
 
-// judge judges observations and records their points in one transaction.
-func (e *evaluator) judge(ctx context.Context, observations []Observation) ([]judged, error) {
+// judge judges observations and records their points, with extra ones,
+// in one transaction.
+func (e *evaluator) judge(ctx context.Context, observations []Observation, extra ...baseline.Sample) ([]judged, error) {
 	plan, now, history, db := e.plan, e.now, e.history, e.db
 	var all []judged
-	var samples []baseline.Sample
+	samples := extra
 	gap := -1.0 // the usual gap between rows, once a staleness needs it
 	rows := newBucketRows(history[baseline.Series{Asset: plan.Asset, Metric: MetricRowCount, Grain: string(plan.Window.Grain)}], observations)
 	for _, o := range observations {
