@@ -97,9 +97,12 @@ func seedChangeLog(ctx context.Context, db *store.DB, n int, end time.Time) erro
 }
 
 // windowFloorQuery is the floor's read: the columns ranking a change
-// needs (id, time, kind, assets, fields, state_skipped), which is the read
-// diagnose_incident makes (changelog.EachInWindowBrief), answered from the
-// same covering index (migration 0015); windowFloorPlan holds it to that.
+// needs (id, time, kind, assets, fields, state_skipped), answered from the
+// covering index diagnose_incident reads the window's keys from
+// (changelog.EachKeyInWindow; migration 0015); windowFloorPlan holds it to
+// that. The product reads three of its columns for every change and the
+// rest only for the few changes whose bound could place them: the floor
+// stays the read that ranks every change as it stands.
 const windowFloorQuery = `SELECT id, at_ms, kind, assets, fields, state_skipped FROM incident_changes
 	WHERE at_ms >= ? AND at_ms < ? ORDER BY at_ms, id`
 

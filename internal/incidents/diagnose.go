@@ -244,20 +244,17 @@ type ranker struct {
 	readers  map[string][]FieldReader
 	// scope is the symptoms' upstream set the field-reader walks stay in.
 	scope Scope
-	// bound skips the field-reader walk while scoring: a change whose
+	// bounding skips the field-reader walk while scoring: a change whose
 	// fields factor depends on it gets its upper bound (fields = 1) and
-	// walked is false. See rankCauses.
-	bound  bool
-	walked bool
-	// cut is the score the last of a full ranking holds (cutting is true
-	// once it is full): a change whose lineage and timing already keep
-	// it below cut, with every other factor at its most, is not scored
-	// further. In a large window most changes are unrelated to the
-	// symptoms or days old, and for them that is the whole scoring.
-	cut     float64
-	cutting bool
-	// cutOff counts the changes the cut spared scoring in full.
-	cutOff int
+	// walked is false. See rankWindow.
+	bounding bool
+	walked   bool
+	// unread counts the changes rankWindow bounded from their keys and
+	// never read in full.
+	unread int
+	// kinds holds each change kind's most fit and its history factor,
+	// for bound.
+	kinds map[changelog.ChangeKind]struct{ fit, history float64 }
 }
 
 type pastCause struct {
@@ -273,121 +270,88 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	return r.rankWindow(ctx, db)
 }
 
-// rankWindow ranks the changes in the incident's window.
+// rankWindow ranks the changes in the incident's window, best first, in
+// a total order: score, then nearness to the onset, then the lower id.
+//
+// Every change is bounded from its time, kind and assets alone (the
+// first read: its lineage, timing and history factors, the best fit its
+// kind can have, the fields factor at its most; see bound), and only the
+// changes whose bound could still place them are read in full and scored
+// further, best bound first (branch and bound): a change read in full is
+// bounded again with its field-reader walk (a downstream walk from each
+// changed asset, the costly part on a large graph) left out, and walked
+// only when that bound is still the best left. A bound is never under the
+// score, and a change keeps its nearness and id, so when the best entry
+// left is an exact score, no change left can rank above it: the ranking
+// is exactly the one scoring every change and sorting them all gives. A
+// window can hold a hundred thousand changes, of which ten are kept; most
+// are unrelated to the symptoms or days old, and are never read again.
 func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
 	inc, opts := r.inc, r.opts
-	var err error
-	// Score every change in numbers as the window is read, then put into
-	// words only the ones kept: a window can hold a hundred thousand
-	// changes, of which ten are kept, so none but those and the ones whose
-	// score is still open (below) is held. The field-reader walk (a
-	// downstream walk from each changed asset, the costly part on a large
-	// graph) is done lazily, branch and bound: a change whose fields
-	// factor depends on it is first scored with that factor at its upper
-	// bound and set aside; the exactly scored ones go straight into the
-	// ranking. The set-aside ones are then taken best bound first, walked
-	// only until the MaxCauses-th exact score beats the next bound. The
-	// order is total (ties go to the change nearer the onset, then to the
-	// lower id), so the ranking is exactly the one walking every change
-	// and sorting them all would give. Once the ranking is full, a change
-	// whose lineage and timing alone keep it under the last kept score
-	// (every other factor at its most) is not scored further (see cut):
-	// in a large window that is most changes.
-	type ranked struct {
-		conf float64
-		gap  time.Duration
-		id   int64
-	}
-	before := func(a, b ranked) bool {
-		if a.conf != b.conf {
-			return a.conf > b.conf
-		}
-		if a.gap != b.gap {
-			return a.gap < b.gap
-		}
-		return a.id < b.id
-	}
-	order := make([]ranked, 0, opts.MaxCauses+1)
-	keep := func(c ranked) {
-		if len(order) == opts.MaxCauses && !before(c, order[len(order)-1]) {
-			return
-		}
-		at := sort.Search(len(order), func(i int) bool { return before(c, order[i]) })
-		order = slices.Insert(order, at, c)
-		if len(order) > opts.MaxCauses {
-			order = order[:opts.MaxCauses]
-		}
-		if len(order) == opts.MaxCauses {
-			r.cut, r.cutting = order[len(order)-1].conf, boundWalks
-		}
-	}
-	type open struct {
-		ranked
-		c *changelog.Change
-	}
-	var opened []open
 	considered := 0
-	r.bound = boundWalks
-	// Once the ranking is full, a change whose lineage alone keeps it
-	// under the cut is counted and not decoded further (see cut).
-	settled := func(c *changelog.Change) bool {
-		if !r.cutting {
-			return false
-		}
-		if _, rel, dist := r.relation(c); !r.below(lineageFactor(rel, dist), 1) {
-			return false
-		}
-		considered++
-		return true
-	}
-	err = changelog.EachInWindowBrief(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond), settled, func(c *changelog.Change) error {
-		considered++
-		r.walked = true
-		score, err := r.rank(c)
-		if err != nil {
-			return err
-		}
-		rc := ranked{score, absDuration(inc.Onset.Sub(c.At)), c.ID}
-		if r.walked {
-			keep(rc)
-		} else if len(order) < opts.MaxCauses || before(rc, order[len(order)-1]) {
-			// Only a bound that beats the ranking so far can enter it;
-			// the change is kept for its walk (the read reuses c).
-			opened = append(opened, open{rc, c.Clone()})
-		}
-		return nil
-	})
+	var h candidates
+	err := changelog.EachKeyInWindow(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond),
+		func(id int64, at time.Time, kind changelog.ChangeKind, assets []string) error {
+			considered++
+			_, rel, dist := r.relation(&changelog.Change{Assets: assets})
+			h = append(h, candidate{score: r.bound(kind, lineageFactor(rel, dist), r.timing(at)), gap: absDuration(inc.Onset.Sub(at)), id: id})
+			return nil
+		})
 	if err != nil {
 		return nil, 0, err
 	}
-	r.bound = false
-	sort.Slice(opened, func(i, j int) bool { return before(opened[i].ranked, opened[j].ranked) })
-	for _, o := range opened {
-		if len(order) == opts.MaxCauses && before(order[len(order)-1], o.ranked) {
-			break // no change left can enter the ranking
+	h.init()
+	var order []candidate
+	for len(order) < opts.MaxCauses && len(h) > 0 {
+		switch top := h.pop(); top.stage {
+		case scored:
+			order = append(order, top)
+		case keyed:
+			// Read in full with the next keyed ones at the top: a read
+			// per change would cost more than the few extra it reads.
+			batch := []candidate{top}
+			for len(batch) < readBatch && len(h) > 0 && h[0].stage == keyed {
+				batch = append(batch, h.pop())
+			}
+			ids := make([]int64, len(batch))
+			for i, c := range batch {
+				ids[i] = c.id
+			}
+			read, err := changelog.ByIDs(ctx, db, ids)
+			if err != nil {
+				return nil, 0, err
+			}
+			r.unread -= len(batch)
+			for _, c := range batch {
+				ch, found := read[c.id]
+				if !found {
+					return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", c.id)
+				}
+				c.change = &ch
+				r.bounding, r.walked = boundWalks, true
+				if c.score, err = r.rank(c.change); err != nil {
+					return nil, 0, err
+				}
+				c.stage = bounded
+				if r.walked {
+					c.stage = scored
+				}
+				h.push(c)
+			}
+		case bounded:
+			r.bounding = false
+			if top.score, err = r.rank(top.change); err != nil {
+				return nil, 0, err
+			}
+			top.stage = scored
+			h.push(top)
 		}
-		score, err := r.rank(o.c)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.conf = score
-		keep(o.ranked)
 	}
-	ids := make([]int64, len(order))
-	for i, o := range order {
-		ids[i] = o.id
-	}
-	kept, err := changelog.ByIDs(ctx, db, ids)
-	if err != nil {
-		return nil, 0, err
-	}
+	r.unread += considered
+	r.bounding = false // the kept causes name their readers
 	causes := make([]Cause, len(order))
-	for rank, o := range order {
-		c, found := kept[o.id]
-		if !found {
-			return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", o.id)
-		}
-		if causes[rank], err = r.score(&c, true); err != nil {
+	for rank, c := range order {
+		if causes[rank], err = r.score(c.change, true); err != nil {
 			return nil, 0, err
 		}
 		causes[rank].Rank = rank + 1
@@ -396,10 +360,96 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	return causes, considered, nil
 }
 
+// readBatch is how many changes a diagnosis reads in full at a time.
+const readBatch = 32
+
+// A candidate's stage says what its score is: a bound from its time,
+// kind and assets (keyed), a bound from the whole change with the field-reader
+// walk left out (bounded), or its score (scored).
+const (
+	keyed = iota
+	bounded
+	scored
+)
+
+// candidate is one change on its way through rankWindow.
+type candidate struct {
+	score  float64
+	gap    time.Duration // from the onset
+	id     int64
+	stage  int
+	change *changelog.Change // read in full, from stage bounded on
+}
+
+// before is the ranking's order: the higher score, then the change nearer
+// the onset, then the lower id.
+func (a candidate) before(b candidate) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.gap != b.gap {
+		return a.gap < b.gap
+	}
+	return a.id < b.id
+}
+
+// candidates is a binary heap, the best candidate first. Built from a
+// whole window at once (init), it costs a pass over the window where
+// sorting it would cost a log factor more; only its first few are ever
+// taken.
+type candidates []candidate
+
+func (h candidates) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *candidates) push(c candidate) {
+	*h = append(*h, c)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].before(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *candidates) pop() candidate {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	h.down(0)
+	return top
+}
+
+func (h candidates) down(i int) {
+	for {
+		best, l := i, 2*i+1
+		if l < len(h) && h[l].before(h[best]) {
+			best = l
+		}
+		if r := l + 1; r < len(h) && h[r].before(h[best]) {
+			best = r
+		}
+		if best == i {
+			return
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
+}
+
 // newRanker gathers what scoring every change shares: the symptoms'
 // upstream and downstream, the field walks' scope and earlier incidents.
 func newRanker(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) (*ranker, error) {
-	r := &ranker{ctx: ctx, g: g, opts: opts, inc: inc, symptoms: map[string][]Symptom{}, readers: map[string][]FieldReader{}}
+	r := &ranker{ctx: ctx, g: g, opts: opts, inc: inc, symptoms: map[string][]Symptom{}, readers: map[string][]FieldReader{},
+		kinds: map[changelog.ChangeKind]struct{ fit, history float64 }{}}
 	for _, s := range inc.Symptoms {
 		r.symptoms[s.Asset] = append(r.symptoms[s.Asset], s)
 	}
@@ -434,7 +484,7 @@ func newRanker(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts D
 	return r, nil
 }
 
-// boundWalks turns on the lazy field-reader walk in rankCauses; tests turn
+// boundWalks turns on the lazy field-reader walk in rankWindow; tests turn
 // it off to compare with walking every change.
 var boundWalks = true
 
@@ -574,23 +624,7 @@ func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
 	changed, dist := r.relate(&cause, c)
 	f.Lineage = lineageFactor(cause.Relation, dist)
 
-	// Timing.
-	after := c.At.Sub(onsetEnd)
-	switch {
-	case lead > 0:
-		// 0.5^x as 2^-x: equal to within the last bit (none of 10M
-		// random leads rounds to another third decimal), and several
-		// times quicker than math.Pow for a factor of most changes.
-		f.Timing = math.Exp2(-float64(lead) / float64(timingHalf))
-	case after <= 0 || c.At.Equal(onset):
-		f.Timing = 1
-	default:
-		f.Timing = 0.9 - 0.2*math.Min(1, float64(after)/float64(r.opts.Grace))
-	}
-	if !explain && r.below(f.Lineage, f.Timing) {
-		cause.score = -1
-		return cause, nil
-	}
+	f.Timing = r.timing(c.At)
 
 	if explain {
 		cause.LeadTime = formatLead(lead)
@@ -659,17 +693,48 @@ func (r *ranker) score(c *changelog.Change, explain bool) (Cause, error) {
 	return cause, nil
 }
 
-// below reports whether a change with these lineage and timing factors
-// scores under the ranking's cut whatever its other factors: its most,
-// fit, fields and history at 1, goes through the same sum as its score
-// (so rounding cannot put the bound under the score). Equal to the cut it
-// could still enter on a tie, so it is not below.
-func (r *ranker) below(lineage, timing float64) bool {
-	if r.cutting && round3(rawScore(Factors{Lineage: lineage, Fit: 1, Timing: timing, Fields: 1, History: 1})) < r.cut {
-		r.cutOff++
-		return true
+// timing is the timing factor of a change at this time: halving every
+// timingHalf before the onset, 1 from the onset to the end of the first
+// anomalous bucket, then falling over the grace.
+func (r *ranker) timing(at time.Time) float64 {
+	lead, after := r.inc.Onset.Sub(at), at.Sub(r.inc.OnsetEnd)
+	switch {
+	case lead > 0:
+		// 0.5^x as 2^-x: equal to within the last bit (none of 10M
+		// random leads rounds to another third decimal), and several
+		// times quicker than math.Pow for a factor of most changes.
+		return math.Exp2(-float64(lead) / float64(timingHalf))
+	case after <= 0 || at.Equal(r.inc.Onset):
+		return 1
+	default:
+		return 0.9 - 0.2*math.Min(1, float64(after)/float64(r.opts.Grace))
 	}
-	return false
+}
+
+// bound is the most a change of this kind with these lineage and timing
+// factors can score: its history factor (which its kind decides), the
+// best fit its kind has for any of the symptoms whatever fields it
+// changed and whether it skipped state, fields at 1, through the same sum
+// and rounding as its score, so the bound is never under the score (the
+// sum grows with every factor, and so does rounding).
+func (r *ranker) bound(kind changelog.ChangeKind, lineage, timing float64) float64 {
+	kb, ok := r.kinds[kind]
+	if !ok {
+		if len(r.history[kind]) > 0 {
+			kb.history = 1
+		}
+		broken := []changelog.FieldChange{{How: changelog.FieldRemoved}}
+		for _, s := range r.inc.Symptoms {
+			for _, c := range []changelog.Change{{Kind: kind}, {Kind: kind, Fields: broken}, {Kind: kind, StateSkipped: true},
+				{Kind: kind, Fields: broken, StateSkipped: true}} {
+				for _, readBreak := range []bool{false, true} {
+					kb.fit = max(kb.fit, fitOf(&c, s.Kind, readBreak))
+				}
+			}
+		}
+		r.kinds[kind] = kb
+	}
+	return round3(rawScore(Factors{Lineage: lineage, Fit: kb.fit, Timing: timing, Fields: 1, History: kb.history}))
 }
 
 // rank is a change's score as score computes it, without the words: the
@@ -811,7 +876,7 @@ func (r *ranker) fields(cause *Cause, c *changelog.Change, ev *evidence) error {
 		if f.Fields >= 1 && !ev.explain {
 			continue // already certain; the readers are only named when explaining
 		}
-		if r.bound {
+		if r.bounding {
 			// Upper bound: a reader on the path may read it.
 			f.Fields, r.walked = 1, false
 			continue
