@@ -302,6 +302,7 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	}
 	h.init()
 	var order []candidate
+	read := map[int64]*changelog.Change{} // the changes read in full, by id
 	for len(order) < opts.MaxCauses && len(h) > 0 {
 		switch top := h.pop(); top.stage {
 		case scored:
@@ -317,19 +318,19 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 			for i, c := range batch {
 				ids[i] = c.id
 			}
-			read, err := changelog.ByIDs(ctx, db, ids)
+			got, err := changelog.ByIDs(ctx, db, ids)
 			if err != nil {
 				return nil, 0, err
 			}
 			r.unread -= len(batch)
 			for _, c := range batch {
-				ch, found := read[c.id]
+				ch, found := got[c.id]
 				if !found {
 					return nil, 0, fmt.Errorf("change %d was removed during the diagnosis; diagnose again", c.id)
 				}
-				c.change = &ch
+				read[c.id] = &ch
 				r.bounding, r.walked = boundWalks, true
-				if c.score, err = r.rank(c.change); err != nil {
+				if c.score, err = r.rank(&ch); err != nil {
 					return nil, 0, err
 				}
 				c.stage = bounded
@@ -340,7 +341,7 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 			}
 		case bounded:
 			r.bounding = false
-			if top.score, err = r.rank(top.change); err != nil {
+			if top.score, err = r.rank(read[top.id]); err != nil {
 				return nil, 0, err
 			}
 			top.stage = scored
@@ -351,7 +352,7 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	r.bounding = false // the kept causes name their readers
 	causes := make([]Cause, len(order))
 	for rank, c := range order {
-		if causes[rank], err = r.score(c.change, true); err != nil {
+		if causes[rank], err = r.score(read[c.id], true); err != nil {
 			return nil, 0, err
 		}
 		causes[rank].Rank = rank + 1
@@ -372,13 +373,14 @@ const (
 	scored
 )
 
-// candidate is one change on its way through rankWindow.
+// candidate is one change on its way through rankWindow: one for every
+// change in the window, so it holds no more than the order needs (32
+// bytes; the changes read in full are kept by id beside the heap).
 type candidate struct {
-	score  float64
-	gap    time.Duration // from the onset
-	id     int64
-	stage  int
-	change *changelog.Change // read in full, from stage bounded on
+	score float64
+	gap   time.Duration // from the onset
+	id    int64
+	stage uint8
 }
 
 // before is the ranking's order: the higher score, then the change nearer
