@@ -100,9 +100,10 @@ func seedChangeLog(ctx context.Context, db *store.DB, n int, end time.Time) erro
 // needs (id, time, kind, assets, fields, state_skipped), answered from the
 // covering index diagnose_incident reads the window's keys from
 // (changelog.EachKeyInWindow; migration 0015); windowFloorPlan holds it to
-// that. The product reads three of its columns for every change and the
-// rest only for the few changes whose bound could place them: the floor
-// stays the read that ranks every change as it stands.
+// that. The product reads id, time, kind, assets and two flags of fields
+// and state_skipped for every change, and the rest only for the few
+// changes whose bound could place them: the floor stays the read that
+// ranks every change as it stands.
 const windowFloorQuery = `SELECT id, at_ms, kind, assets, fields, state_skipped FROM incident_changes
 	WHERE at_ms >= ? AND at_ms < ? ORDER BY at_ms, id`
 

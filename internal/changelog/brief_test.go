@@ -16,12 +16,15 @@ import (
 )
 
 // keysIn is EachKeyInWindow's rows, each kept as a change with only
-// those fields.
+// those fields (Fields empty, not nil, when the key says it has none).
 func keysIn(t *testing.T, db *store.DB, from, to time.Time) []Change {
 	t.Helper()
 	var out []Change
-	if err := EachKeyInWindow(context.Background(), db, from, to, func(id int64, at time.Time, kind ChangeKind, assets []string) error {
-		out = append(out, Change{ID: id, At: at, Kind: kind, Assets: slices.Clone(assets)})
+	if err := EachKeyInWindow(context.Background(), db, from, to, func(k *Key) error {
+		out = append(out, Change{ID: k.ID, At: k.At, Kind: k.Kind, Assets: slices.Clone(k.Assets), StateSkipped: k.StateSkipped})
+		if k.NoFields {
+			out[len(out)-1].Fields = []FieldChange{}
+		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -30,7 +33,8 @@ func keysIn(t *testing.T, db *store.DB, from, to time.Time) []Change {
 }
 
 // EachKeyInWindow reads the same changes as LoadWindow, in the same order,
-// with the same ids, times, kinds and assets (as stored, escaped or not).
+// with the same ids, times, kinds, assets (as stored, escaped or not) and
+// state_skipped, and says which list no field changes.
 func TestEachKeyInWindowMatchesLoadWindow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -56,7 +60,10 @@ func TestEachKeyInWindowMatchesLoadWindow(t *testing.T) {
 			t.Fatalf("window holds %d changes in full, %d keys; want 4 each", len(full), len(keys))
 		}
 		for i, c := range full {
-			want := Change{ID: c.ID, At: c.At, Kind: c.Kind, Assets: c.Assets}
+			want := Change{ID: c.ID, At: c.At, Kind: c.Kind, Assets: c.Assets, StateSkipped: c.StateSkipped}
+			if len(c.Fields) == 0 {
+				want.Fields = []FieldChange{}
+			}
 			if !reflect.DeepEqual(keys[i], want) {
 				t.Errorf("change %d keys %+v, want %+v", i, keys[i], want)
 			}

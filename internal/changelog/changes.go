@@ -53,9 +53,10 @@ func ByID(ctx context.Context, q store.Querier, id int64) (c Change, found bool,
 	return chs[0], true, nil
 }
 
-// ByIDs reads the changes with these ids, with their details, in one
-// query (a diagnosis puts its ten kept causes into words); an id with no
-// change is absent from the map.
+// ByIDs reads the changes with these ids in one query (in chunks), their
+// details left undecoded until LoadDetails: a diagnosis reads in full the
+// changes whose bound could place them, and puts only the ten it keeps
+// into words. An id with no change is absent from the map.
 func ByIDs(ctx context.Context, q store.Querier, ids []int64) (map[int64]Change, error) {
 	out := make(map[int64]Change, len(ids))
 	// In chunks, well under every engine's limit on bound values.
@@ -68,7 +69,7 @@ func ByIDs(ctx context.Context, q store.Querier, ids []int64) (map[int64]Change,
 			args[i] = id
 		}
 		marks := strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ")
-		chs, err := queryChanges(ctx, q, true, changeSelect+" WHERE id IN ("+marks+")", args...)
+		chs, err := queryChanges(ctx, q, false, changeSelect+" WHERE id IN ("+marks+")", args...)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +238,7 @@ func breakRank(o FieldOp) int {
 // Bound shortens the recorded change for an answer (Bounded).
 func (r *RecordChangeResult) Bound() { r.Change = r.Change.Bounded() }
 
-// loadDetails decodes details left raw by a diagnosis read.
+// LoadDetails decodes details left raw by a diagnosis read (ByIDs).
 func (c *Change) LoadDetails() error {
 	if c.Details != nil {
 		return nil

@@ -252,9 +252,8 @@ type ranker struct {
 	// unread counts the changes rankWindow bounded from their keys and
 	// never read in full.
 	unread int
-	// kinds holds each change kind's most fit and its history factor,
-	// for bound.
-	kinds map[changelog.ChangeKind]struct{ fit, history float64 }
+	// kinds holds keyBound's answers.
+	kinds map[kindKey]kindBound
 }
 
 type pastCause struct {
@@ -273,38 +272,66 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 // rankWindow ranks the changes in the incident's window, best first, in
 // a total order: score, then nearness to the onset, then the lower id.
 //
-// Every change is bounded from its time, kind and assets alone (the
-// first read: its lineage, timing and history factors, the best fit its
-// kind can have, the fields factor at its most; see bound), and only the
-// changes whose bound could still place them are read in full and scored
-// further, best bound first (branch and bound): a change read in full is
-// bounded again with its field-reader walk (a downstream walk from each
-// changed asset, the costly part on a large graph) left out, and walked
-// only when that bound is still the best left. A bound is never under the
-// score, and a change keeps its nearness and id, so when the best entry
-// left is an exact score, no change left can rank above it: the ranking
-// is exactly the one scoring every change and sorting them all gives. A
+// Every change is bounded from its key alone (its time, kind, assets and
+// whether it lists field changes or skipped state: its lineage, timing
+// and history factors, the best fit its kind and state can have, its
+// fields factor or its most; see bound), and only the changes whose bound
+// could still place them are read in full and scored further, best bound
+// first (branch and bound; the changes not on or upstream of the symptoms
+// first share one bound, see pass): a change read in full is bounded
+// again with its field-reader walk (a downstream walk from each changed
+// asset, the costly part on a large graph) left out, and walked only when
+// that bound is still the best left. A bound is never under the score,
+// and a change keeps its nearness and id, so when the best entry left is
+// an exact score, no change left can rank above it: the ranking is
+// exactly the one scoring every change and sorting them all gives. A
 // window can hold a hundred thousand changes, of which ten are kept; most
 // are unrelated to the symptoms or days old, and are never read again.
 func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
 	inc, opts := r.inc, r.opts
-	considered := 0
+	from, to := inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond)
+	considered, maxID := 0, int64(0)
 	var h candidates
-	err := changelog.EachKeyInWindow(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond),
-		func(id int64, at time.Time, kind changelog.ChangeKind, assets []string) error {
-			considered++
-			_, rel, dist := r.relation(&changelog.Change{Assets: assets})
-			h = append(h, candidate{score: r.bound(kind, lineageFactor(rel, dist), r.timing(at)), gap: absDuration(inc.Onset.Sub(at)), id: id})
+	// The first pass bounds the changes on or upstream of the symptoms.
+	// The others, most of a large window, all score under one bound (the
+	// most a change with the unrelated lineage factor can score;
+	// downstream scores less still): they wait behind one entry with that
+	// bound (rest), and are read again and bounded one by one only if it
+	// reaches the top. The second pass leaves out changes recorded since
+	// the first (a higher id), which the count did not see.
+	pass := func(upstream bool) error {
+		return changelog.EachKeyInWindow(ctx, db, from, to, func(k *changelog.Key) error {
+			_, rel, dist := r.relation(&changelog.Change{Assets: k.Assets})
+			near := rel == RelationSame || rel == RelationUpstream
+			if upstream {
+				considered++
+				maxID = max(maxID, k.ID)
+			}
+			if near != upstream || k.ID > maxID {
+				return nil
+			}
+			h = append(h, candidate{score: r.bound(k, lineageFactor(rel, dist)), gap: absDuration(inc.Onset.Sub(k.At)), id: k.ID})
 			return nil
 		})
-	if err != nil {
+	}
+	if err := pass(true); err != nil {
 		return nil, 0, err
+	}
+	if considered > len(h) {
+		// Before any change of its bound: gap 0 and id 0 come first.
+		h = append(h, candidate{score: round3(rawScore(Factors{Lineage: lineageFactor(RelationUnrelated, -1), Fit: 1, Timing: 1, Fields: 1, History: 1})), stage: rest})
 	}
 	h.init()
 	var order []candidate
 	read := map[int64]*changelog.Change{} // the changes read in full, by id
+	var err error
 	for len(order) < opts.MaxCauses && len(h) > 0 {
 		switch top := h.pop(); top.stage {
+		case rest:
+			if err := pass(false); err != nil {
+				return nil, 0, err
+			}
+			h.init()
 		case scored:
 			order = append(order, top)
 		case keyed:
@@ -352,6 +379,9 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	r.bounding = false // the kept causes name their readers
 	causes := make([]Cause, len(order))
 	for rank, c := range order {
+		if err := read[c.id].LoadDetails(); err != nil {
+			return nil, 0, err
+		}
 		if causes[rank], err = r.score(read[c.id], true); err != nil {
 			return nil, 0, err
 		}
@@ -364,13 +394,16 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 // readBatch is how many changes a diagnosis reads in full at a time.
 const readBatch = 32
 
-// A candidate's stage says what its score is: a bound from its time,
-// kind and assets (keyed), a bound from the whole change with the field-reader
-// walk left out (bounded), or its score (scored).
+// A candidate's stage says what its score is: a bound from its key
+// (keyed), a bound from the whole change with the field-reader walk left
+// out (bounded), its score (scored), or the bound of every change not on
+// or upstream of the symptoms, which have no entries of their own yet
+// (rest).
 const (
 	keyed = iota
 	bounded
 	scored
+	rest
 )
 
 // candidate is one change on its way through rankWindow: one for every
@@ -451,7 +484,7 @@ func (h candidates) down(i int) {
 // upstream and downstream, the field walks' scope and earlier incidents.
 func newRanker(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) (*ranker, error) {
 	r := &ranker{ctx: ctx, g: g, opts: opts, inc: inc, symptoms: map[string][]Symptom{}, readers: map[string][]FieldReader{},
-		kinds: map[changelog.ChangeKind]struct{ fit, history float64 }{}}
+		kinds: map[kindKey]kindBound{}}
 	for _, s := range inc.Symptoms {
 		r.symptoms[s.Asset] = append(r.symptoms[s.Asset], s)
 	}
@@ -486,8 +519,9 @@ func newRanker(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts D
 	return r, nil
 }
 
-// boundWalks turns on the lazy field-reader walk in rankWindow; tests turn
-// it off to compare with walking every change.
+// boundWalks turns on the second bound in rankWindow (a change read in
+// full is walked only when its bound without the walk is still the best
+// left); tests turn it off, so each change read in full is walked at once.
 var boundWalks = true
 
 // pastTopCauses maps change kinds to earlier incidents on the same assets
@@ -713,31 +747,58 @@ func (r *ranker) timing(at time.Time) float64 {
 	}
 }
 
-// bound is the most a change of this kind with these lineage and timing
-// factors can score: its history factor (which its kind decides), the
-// best fit its kind has for any of the symptoms whatever fields it
-// changed and whether it skipped state, fields at 1, through the same sum
-// and rounding as its score, so the bound is never under the score (the
-// sum grows with every factor, and so does rounding).
-func (r *ranker) bound(kind changelog.ChangeKind, lineage, timing float64) float64 {
-	kb, ok := r.kinds[kind]
-	if !ok {
-		if len(r.history[kind]) > 0 {
-			kb.history = 1
-		}
-		broken := []changelog.FieldChange{{How: changelog.FieldRemoved}}
-		for _, s := range r.inc.Symptoms {
-			for _, c := range []changelog.Change{{Kind: kind}, {Kind: kind, Fields: broken}, {Kind: kind, StateSkipped: true},
-				{Kind: kind, Fields: broken, StateSkipped: true}} {
-				for _, readBreak := range []bool{false, true} {
-					kb.fit = max(kb.fit, fitOf(&c, s.Kind, readBreak))
-				}
+// bound is the most a change with this key and lineage factor can score:
+// its lineage, timing and history factors (its assets, time and kind
+// decide them), its fields factor when it lists no field changes (else at
+// its most, 1), and the best fit its kind has for any of the symptoms
+// with the fields it may have changed; through the same sum and rounding
+// as its score, so the bound is never under the score (the sum grows with
+// every factor, and so does rounding).
+func (r *ranker) bound(k *changelog.Key, lineage float64) float64 {
+	fields := 1.0
+	if k.NoFields {
+		fields = 0.5 // as fields scores a change without field changes
+	}
+	kb := r.keyBound(k)
+	return round3(rawScore(Factors{Lineage: lineage, Fit: kb.fit, Timing: r.timing(k.At), Fields: fields, History: kb.history}))
+}
+
+// keyBound is the fit and history factors bound gives a change of the
+// key's kind, fields and state (a few distinct ones per window, so they
+// are worked out once each): fitOf over every symptom and over the
+// fields the change may have changed (breaking or not, unless it lists
+// none).
+func (r *ranker) keyBound(k *changelog.Key) kindBound {
+	kk := kindKey{k.Kind, k.NoFields, k.StateSkipped}
+	if kb, ok := r.kinds[kk]; ok {
+		return kb
+	}
+	var kb kindBound
+	if len(r.history[k.Kind]) > 0 {
+		kb.history = 1
+	}
+	variants := [][]changelog.FieldChange{nil}
+	if !k.NoFields {
+		variants = append(variants, []changelog.FieldChange{{How: changelog.FieldRemoved}})
+	}
+	for _, s := range r.inc.Symptoms {
+		for _, fs := range variants {
+			c := changelog.Change{Kind: k.Kind, Fields: fs, StateSkipped: k.StateSkipped}
+			for _, readBreak := range []bool{false, true} {
+				kb.fit = max(kb.fit, fitOf(&c, s.Kind, readBreak))
 			}
 		}
-		r.kinds[kind] = kb
 	}
-	return round3(rawScore(Factors{Lineage: lineage, Fit: kb.fit, Timing: timing, Fields: 1, History: kb.history}))
+	r.kinds[kk] = kb
+	return kb
 }
+
+type kindKey struct {
+	kind                   changelog.ChangeKind
+	noFields, stateSkipped bool
+}
+
+type kindBound struct{ fit, history float64 }
 
 // rank is a change's score as score computes it, without the words: the
 // pass over every change in the window.

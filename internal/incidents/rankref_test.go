@@ -19,13 +19,20 @@ import (
 // scored exactly (every field walk done), all sorted, the first kept.
 func referenceRanking(t *testing.T, db *store.DB, g Graph, inc *Incident, opts DiagnoseOptions) []Cause {
 	t.Helper()
-	ctx := context.Background()
-	opts = opts.withDefaults()
-	r, err := newRanker(ctx, db, g, inc, opts)
+	r, err := newRanker(context.Background(), db, g, inc, opts.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes, err := changelog.LoadWindow(ctx, db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
+	all, _ := sortAll(t, r, db)
+	return all
+}
+
+// sortAll is referenceRanking with r's ranker, ranked and calibrated as a
+// diagnosis's causes are, and the number of changes in the window.
+func sortAll(t *testing.T, r *ranker, db *store.DB) ([]Cause, int) {
+	t.Helper()
+	inc, opts := r.inc, r.opts
+	changes, err := changelog.LoadWindow(context.Background(), db, inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +53,12 @@ func referenceRanking(t *testing.T, db *store.DB, g Graph, inc *Incident, opts D
 		}
 		return a.Change.ID < b.Change.ID
 	})
-	return all[:min(len(all), opts.MaxCauses)]
+	all = all[:min(len(all), opts.MaxCauses)]
+	for i := range all {
+		all[i].Rank = i + 1
+	}
+	calibrate(all)
+	return all, len(changes)
 }
 
 // seededLayers is a layered graph of layers × width assets, each below
@@ -252,6 +264,44 @@ func TestCutRankingMatchesFullSort(t *testing.T) {
 		}
 		if cut == 0 {
 			t.Fatal("every change of every window was read in full: the windows do not exercise the bound")
+		}
+	})
+}
+
+// A change no lineage connects to the symptoms can still be the best
+// there is: a pipeline change at the onset, on an asset lineage does not
+// reach, outranks a config change nine hops up and two days old (0.155
+// against 0.142). rankWindow holds the unrelated changes behind one bound
+// until it reaches the top; a bound under what such a change can score
+// would rank the far one first.
+func TestUnrelatedChangeOutranksAFarStaleOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		chain := make([]string, 10)
+		for i := range chain {
+			chain[i] = fmt.Sprintf("duckdb://hop.t%02d", i)
+		}
+		g := newMemGraph().chain(chain...)
+		onset := tue(14, 0)
+		s, clk := newService(t, db, onset.Add(time.Hour), g)
+		mustRecord(t, s, changelog.RecordChangeParams{At: onset.Add(-48 * time.Hour), Kind: "config", System: "kafka",
+			Assets: []string{chain[0]}, Summary: "far and stale"})
+		mustRecord(t, s, changelog.RecordChangeParams{At: onset, Kind: "pipeline", System: "airflow",
+			Assets: []string{"airflow://dag/elsewhere"}, Summary: "unrelated, at the onset"})
+		id := mustReport(t, s, Symptom{Kind: SymptomVolume, Asset: chain[9], Metric: "row_count",
+			Observed: 10, ExpectedLow: 100, ExpectedHigh: 200, At: onset}).Incidents[0].ID
+		opts := DiagnoseOptions{Clock: clk, MaxCauses: 1}
+		d, err := Diagnose(ctx, db, g, id, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc, err := loadIncident(ctx, db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := referenceRanking(t, db, g, inc, opts)
+		if len(d.Causes) != 1 || len(want) != 1 || want[0].Change.Summary != "unrelated, at the onset" || d.Causes[0].Change.ID != want[0].Change.ID {
+			t.Fatalf("top cause %s, the full sort's %s", rankingText(d.Causes), rankingText(want))
 		}
 	})
 }
