@@ -209,16 +209,11 @@ func runBackfill(ctx context.Context, env Env, table *warehouse.Table, specs []S
 		// The window's counts, sums and newest time add up from the
 		// chunks; its medians, p95s and text profiles do not and are
 		// left to the buckets (a 4-week median is nobody's baseline).
-		for ci, pc := range full.Checks {
-			if windowOnly(pc.Spec) {
-				continue
-			}
-			o, err := observe(full, ci, total, time.Time{}, true, now)
-			if err != nil {
-				return nil, err
-			}
-			obs = append(obs, o...)
+		o, err := summedObservations(full, total, now)
+		if err != nil {
+			return nil, err
 		}
+		obs = append(obs, o...)
 	} else {
 		notes = append(notes, fmt.Sprintf("resumed: %d of %d chunks were recorded by an earlier run in the last %s and not scanned again; this report judges the rest, and window-wide values other than the declared key's and relationships' are left out",
 			skipped, len(cws), resumeWithin))
@@ -262,23 +257,36 @@ func daySamples(p *ScanPlan, cw Window, scan *Scan, now time.Time) ([]baseline.S
 		}
 		row := make([]any, len(p.aggs))
 		combineBuckets(p, hours, row)
-		for ci, pc := range p.Checks {
-			if windowOnly(pc.Spec) {
+		obs, err := summedObservations(p, row, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range obs {
+			if o.Metric == MetricStaleness || (o.Metric == MetricRowCount && p.rewritten) {
 				continue
 			}
-			obs, err := observe(p, ci, row, time.Time{}, true, now)
-			if err != nil {
-				return nil, err
-			}
-			for _, o := range obs {
-				if o.Metric == MetricStaleness || (o.Metric == MetricRowCount && p.rewritten) {
-					continue
-				}
-				out = append(out, baseline.Sample{
-					Series: baseline.Series{Asset: p.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: grainLabel(day)},
-					Point:  baseline.Point{At: d, Value: o.Value}})
-			}
+			out = append(out, baseline.Sample{
+				Series: baseline.Series{Asset: p.Asset, Metric: o.Metric, Dimension: o.Dimension, Grain: grainLabel(day)},
+				Point:  baseline.Point{At: d, Value: o.Value}})
 		}
+	}
+	return out, nil
+}
+
+// summedObservations is every check's window values from a row added up
+// from buckets, but for the checks judged over the whole window by a
+// statement of their own (windowOnly), which no bucket row holds.
+func summedObservations(p *ScanPlan, row []any, now time.Time) ([]Observation, error) {
+	var out []Observation
+	for ci, pc := range p.Checks {
+		if windowOnly(pc.Spec) {
+			continue
+		}
+		obs, err := observe(p, ci, row, time.Time{}, true, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obs...)
 	}
 	return out, nil
 }

@@ -151,14 +151,7 @@ func TestBackfillFromInsideADayRecordsEveryWholeDay(t *testing.T) {
 		}
 		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 2)
 		env.Progress = nil
-		before := wh.queries.Load()
-		rep, err := RunCheck(context.Background(), env, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := wh.queries.Load() - before; n != 1 || rep.Statements != 1 {
-			t.Fatalf("the re-run ran %d queries (%d statements), want the chunk left", n, rep.Statements)
-		}
+		rerunLastChunk(t, wh, env, req)
 		checkDays(t, wh, db, now, visitsStart.Add(24*time.Hour), 4)
 	})
 }
@@ -210,6 +203,21 @@ func TestBackfillDaysLeaveWindowChecksOut(t *testing.T) {
 			t.Fatalf("day points by metric %v, want %v", days, want)
 		}
 	})
+}
+
+// rerunLastChunk runs the request of a backfill stopped before its last
+// chunk again, and requires that it scans that chunk alone.
+func rerunLastChunk(t *testing.T, wh *countingWarehouse, env Env, req CheckRequest) *Report {
+	t.Helper()
+	before := wh.queries.Load()
+	rep, err := RunCheck(context.Background(), env, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := wh.queries.Load() - before; n != 1 || rep.Statements != 1 {
+		t.Fatalf("the re-run ran %d queries (%d statements), want the chunk left", n, rep.Statements)
+	}
+	return rep
 }
 
 // checkDays requires that db holds window:24h points for exactly the n
@@ -318,14 +326,7 @@ func TestBackfillCancelledKeepsItsChunksAndARerunContinues(t *testing.T) {
 		}
 		checkDays(t, wh, db, now, visitsStart, 3)
 		env.Progress = nil
-		before := wh.queries.Load()
-		rep, err := RunCheck(context.Background(), env, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := wh.queries.Load() - before; n != 1 || rep.Statements != 1 {
-			t.Fatalf("the re-run ran %d queries (%d statements), want the chunk left", n, rep.Statements)
-		}
+		rep := rerunLastChunk(t, wh, env, req)
 		if !slices.ContainsFunc(rep.Inferred, func(s string) bool { return strings.HasPrefix(s, "resumed: 1 of 2 chunks") }) {
 			t.Fatalf("the re-run does not say it resumed: %q", rep.Inferred)
 		}

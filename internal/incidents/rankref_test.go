@@ -27,6 +27,22 @@ func referenceRanking(t *testing.T, db *store.DB, g Graph, inc *Incident, opts D
 	return all
 }
 
+// diagnoseAndSortAll diagnoses the incident and returns the diagnosis,
+// the incident as it then stands and its reference ranking.
+func diagnoseAndSortAll(t *testing.T, db *store.DB, g Graph, id string, opts DiagnoseOptions) (*Diagnosis, *Incident, []Cause) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := Diagnose(ctx, db, g, id, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := loadIncident(ctx, db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, inc, referenceRanking(t, db, g, inc, opts)
+}
+
 // sortAll is referenceRanking with r's ranker, ranked and calibrated as a
 // diagnosis's causes are, and the number of changes in the window.
 func sortAll(t *testing.T, r *ranker, db *store.DB) ([]Cause, int) {
@@ -86,7 +102,6 @@ func seededLayers(rng *rand.Rand, layers, width int, asset func(l, i int) string
 // same removed fields, many upstream of the symptom and read on the path.
 func TestStreamedRankingMatchesFullSort(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
 		const layers, width = 8, 12
 		asset := func(l, i int) string { return fmt.Sprintf("duckdb://l%d.t%02d", l, i) }
 		rng := rand.New(rand.NewPCG(18, 3))
@@ -133,15 +148,7 @@ func TestStreamedRankingMatchesFullSort(t *testing.T) {
 					defer func(was bool) { boundWalks = was }(boundWalks)
 					boundWalks = bound
 					opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour)), MaxCauses: maxCauses}
-					d, err := Diagnose(ctx, db, g, id, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					inc, err := loadIncident(ctx, db, id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := referenceRanking(t, db, g, inc, opts)
+					d, _, want := diagnoseAndSortAll(t, db, g, id, opts)
 					if len(d.Causes) != len(want) || len(want) != maxCauses {
 						t.Fatalf("max %d, bound %v: %d causes, the full sort keeps %d", maxCauses, bound, len(d.Causes), len(want))
 					}
@@ -229,15 +236,7 @@ func TestCutRankingMatchesFullSort(t *testing.T) {
 			id := mustReport(t, s, Symptom{Kind: SymptomNulls, Asset: symptom, Column: "f1", Observed: 0.2, At: onset}).Incidents[0].ID
 			for _, maxCauses := range []int{1, 2, 3, 5, DefaultMaxCauses} {
 				opts := DiagnoseOptions{Clock: clk, MaxCauses: maxCauses}
-				d, err := Diagnose(ctx, db, g, id, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inc, err := loadIncident(ctx, db, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := referenceRanking(t, db, g, inc, opts)
+				d, inc, want := diagnoseAndSortAll(t, db, g, id, opts)
 				if len(d.Causes) != len(want) {
 					t.Fatalf("window %d, max %d: %d causes, the full sort keeps %d", w, maxCauses, len(d.Causes), len(want))
 				}
@@ -276,7 +275,6 @@ func TestCutRankingMatchesFullSort(t *testing.T) {
 // would rank the far one first.
 func TestUnrelatedChangeOutranksAFarStaleOne(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
 		chain := make([]string, 10)
 		for i := range chain {
 			chain[i] = fmt.Sprintf("duckdb://hop.t%02d", i)
@@ -291,15 +289,7 @@ func TestUnrelatedChangeOutranksAFarStaleOne(t *testing.T) {
 		id := mustReport(t, s, Symptom{Kind: SymptomVolume, Asset: chain[9], Metric: "row_count",
 			Observed: 10, ExpectedLow: 100, ExpectedHigh: 200, At: onset}).Incidents[0].ID
 		opts := DiagnoseOptions{Clock: clk, MaxCauses: 1}
-		d, err := Diagnose(ctx, db, g, id, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inc, err := loadIncident(ctx, db, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := referenceRanking(t, db, g, inc, opts)
+		d, _, want := diagnoseAndSortAll(t, db, g, id, opts)
 		if len(d.Causes) != 1 || len(want) != 1 || want[0].Change.Summary != "unrelated, at the onset" || d.Causes[0].Change.ID != want[0].Change.ID {
 			t.Fatalf("top cause %s, the full sort's %s", rankingText(d.Causes), rankingText(want))
 		}
