@@ -93,6 +93,12 @@ func seedChangeLog(ctx context.Context, db *store.DB, n int, end time.Time) erro
 			return err
 		}
 	}
+	// The asset index, as changelog fills it when it records a change.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms)
+		SELECT j.value, c.id, c.at_ms FROM incident_changes c, json_each(c.assets) j WHERE true
+		ON CONFLICT (asset, change_id) DO NOTHING`); err != nil {
+		return err
+	}
 	return tx.Commit()
 }
 

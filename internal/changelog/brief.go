@@ -2,7 +2,10 @@ package changelog
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,7 +39,7 @@ type Key struct {
 // EachKeyInWindow calls fn with the key of each change in [from, to), in
 // time then id order, and stops at fn's first error. The key and its
 // assets are fn's only during the call (the next row is read into them).
-// A diagnosis bounds every change's score from its key and reads in full
+// A diagnosis bounds a change's score from its key and reads in full
 // (ByIDs) only the few whose bound could still place them: of a month of
 // changes, most are unrelated to the symptoms or days old, and reading
 // and decoding their other columns was most of a diagnosis's cost.
@@ -45,6 +48,115 @@ func EachKeyInWindow(ctx context.Context, q store.Querier, from, to time.Time, f
 	if err != nil {
 		return fmt.Errorf("read changes: %w", err)
 	}
+	return eachKey(rows, fn)
+}
+
+// keyAssetsQuery is keyWindowQuery for the changes that touched one of a
+// list of assets (a JSON array, expanded by the dialect's table function,
+// the first %s) in the window: a seek per asset into
+// incident_change_assets_at (migration 0018), then a seek per change found
+// by its time and id. On SQLite that seek goes into the covering index the
+// window's read scans (the second %s names it): left to itself the planner
+// looks the change up by rowid in the table, whose wider rows made it
+// twice as slow.
+const keyAssetsQuery = `SELECT c.id * 4 + (CASE WHEN c.fields = '[]' THEN 2 ELSE 0 END) + (CASE WHEN c.state_skipped <> 0 THEN 1 ELSE 0 END), c.at_ms, c.kind, c.assets
+	FROM %s JOIN incident_change_assets ca ON ca.asset = j.value
+		JOIN incident_changes c %s ON c.at_ms = ca.at_ms AND c.id = ca.change_id
+		WHERE ca.at_ms >= ? AND ca.at_ms < ? LIMIT ?`
+
+var (
+	keyAssetsSQLite   = fmt.Sprintf(keyAssetsQuery, "json_each(?) j", "INDEXED BY incident_changes_at_brief")
+	keyAssetsPostgres = fmt.Sprintf(keyAssetsQuery, "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)", "")
+)
+
+// EachKeyOnAssets calls fn with the key of each change in [from, to) that
+// touched one of assets, once per change, in no set order, and stops at
+// fn's first error; the key is fn's only during the call, as in
+// EachKeyInWindow. It reads at most maxRows rows (a change on several of
+// the assets is a row for each): when there are more it stops, having called
+// fn on some of them, and returns false. A diagnosis reads the changes on
+// or upstream of its symptoms this way when they are a few of a large
+// window: its cost follows the assets and their changes, not the window;
+// the limit bounds what it spends finding out they are not a few.
+func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, maxRows int, fn func(*Key) error) (bool, error) {
+	listed := make(map[string]bool, len(assets))
+	unique := make([]string, 0, len(assets))
+	for _, a := range assets {
+		// JSON would carry such a string altered (invalid UTF-8 becomes
+		// U+FFFD) and PostgreSQL refuses a NUL in it, so it could
+		// silently match nothing; no way in stores such an asset id.
+		if !utf8.ValidString(a) || strings.IndexByte(a, 0) >= 0 {
+			return false, fmt.Errorf("read changes: asset id %q is not valid UTF-8 text", a)
+		}
+		if !listed[a] {
+			listed[a] = true
+			unique = append(unique, a)
+		}
+	}
+	if len(unique) == 0 {
+		return true, nil
+	}
+	query := keyAssetsSQLite
+	if q.Dialect() == store.Postgres {
+		query = keyAssetsPostgres
+	}
+	// One row past maxRows says there are more, and the engine stops there
+	// (PostgreSQL would send every row, and database/sql reads them all
+	// to close the query).
+	most := int64(max(0, maxRows))
+	limit := most
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	rows, err := q.QueryContext(ctx, query, mustJSON(unique), store.Millis(from), store.Millis(to), limit)
+	if err != nil {
+		return false, fmt.Errorf("read changes: %w", err)
+	}
+	// A change comes once for each listed asset it touched: one on a
+	// single asset comes once, the others are kept by id.
+	var seen map[int64]bool
+	n := int64(0)
+	whole := true
+	err = eachKey(rows, func(k *Key) error {
+		if n++; n > most {
+			whole = false
+			return errStop
+		}
+		if len(k.Assets) > 1 {
+			if seen[k.ID] {
+				return nil
+			}
+			if seen == nil {
+				seen = map[int64]bool{}
+			}
+			seen[k.ID] = true
+		}
+		return fn(k)
+	})
+	if err == errStop {
+		err = nil
+	}
+	return whole && err == nil, err
+}
+
+// errStop ends eachKey's loop at the row past EachKeyOnAssets's maxRows.
+var errStop = errors.New("stop")
+
+// CountWindow is how many changes lie in [from, to) and the highest id
+// among them (0 when none), counted through the time index without
+// reading a row.
+func CountWindow(ctx context.Context, q store.Querier, from, to time.Time) (n int, maxID int64, err error) {
+	err = q.QueryRowContext(ctx, countWindowQuery, store.Millis(from), store.Millis(to)).Scan(&n, &maxID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count changes: %w", err)
+	}
+	return n, maxID, nil
+}
+
+const countWindowQuery = `SELECT COUNT(*), COALESCE(MAX(id), 0) FROM incident_changes WHERE at_ms >= ? AND at_ms < ?`
+
+// eachKey reads keyWindowQuery's columns from rows into one reused key.
+func eachKey(rows *sql.Rows, fn func(*Key) error) error {
 	defer rows.Close()
 	var k Key
 	var idFlags, atMs int64

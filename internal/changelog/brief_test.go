@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -155,4 +158,214 @@ func FuzzPlainStrings(f *testing.F) {
 			t.Fatalf("plainStrings(%q) = %#v, encoding/json %#v", s, got, want)
 		}
 	})
+}
+
+// keysOn is EachKeyOnAssets's rows as keysIn keeps them, by id.
+func keysOn(t *testing.T, db *store.DB, assets []string, from, to time.Time) []Change {
+	t.Helper()
+	var out []Change
+	whole, err := EachKeyOnAssets(context.Background(), db, assets, from, to, math.MaxInt, func(k *Key) error {
+		out = append(out, Change{ID: k.ID, At: k.At, Kind: k.Kind, Assets: slices.Clone(k.Assets), StateSkipped: k.StateSkipped})
+		if k.NoFields {
+			out[len(out)-1].Fields = []FieldChange{}
+		}
+		return nil
+	})
+	if err != nil || !whole {
+		t.Fatalf("EachKeyOnAssets: whole %v, %v", whole, err)
+	}
+	slices.SortFunc(out, func(a, b Change) int { return cmpInt(a.ID, b.ID) })
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// EachKeyOnAssets reads, once each, exactly the window's changes that
+// touched a listed asset, with the keys EachKeyInWindow reads for them;
+// CountWindow counts the window and names its last id. Seeded random logs:
+// changes on one to five assets of a small pool (so changes share assets,
+// and a change may list an asset twice), times on the window's edges and
+// around them, escaped ids, any list of assets (with repeats, unknown ones
+// and none).
+func TestEachKeyOnAssetsMatchesTheWindow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(3, 4))
+		s := &Log{DB: db, Clock: clock.NewFake(tue(23, 0))}
+		pool := []string{"kafka://prod/a", "kafka://prod/b", `kafka://prod/odd"name<x>`, "flink://j", "bq://p.d.t", "schema://s-value"}
+		from, to := tue(12, 0), tue(15, 0)
+		times := []time.Time{from, from.Add(-time.Millisecond), from.Add(time.Millisecond), to, to.Add(-time.Millisecond), tue(13, 0), tue(9, 0), tue(20, 0)}
+		for i := range 120 {
+			var assets []string
+			for range 1 + rng.IntN(5) {
+				assets = append(assets, pool[rng.IntN(len(pool))])
+			}
+			kind := ChangeKinds[rng.IntN(len(ChangeKinds))]
+			p := RecordChangeParams{At: times[rng.IntN(len(times))], Kind: string(kind), System: "s",
+				Assets: assets, StateSkipped: kind == ChangeRestore && rng.IntN(2) == 0, Summary: fmt.Sprintf("change %d", i)}
+			if rng.IntN(3) == 0 {
+				p.Fields = []FieldChange{{Name: "f", How: FieldRemoved}}
+			}
+			if _, err := s.RecordChange(ctx, p); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+		}
+		window := keysIn(t, db, from, to)
+		n, maxID, err := CountWindow(ctx, db, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(window) || n == 0 || maxID != slices.MaxFunc(window, func(a, b Change) int { return cmpInt(a.ID, b.ID) }).ID {
+			t.Fatalf("CountWindow = %d, last id %d; the window holds %d changes", n, maxID, len(window))
+		}
+		for _, bad := range []string{"kafka://prod/\xff", "kafka://prod/a\x00"} {
+			if _, err := EachKeyOnAssets(ctx, db, []string{bad}, from, to, math.MaxInt, func(*Key) error { return nil }); err == nil {
+				t.Fatalf("asset id %q read without an error", bad)
+			}
+		}
+		if n, maxID, err := CountWindow(ctx, db, tue(1, 0), tue(2, 0)); err != nil || n != 0 || maxID != 0 {
+			t.Fatalf("an empty window counts %d, last id %d (%v)", n, maxID, err)
+		}
+		for trial := range 40 {
+			var listed []string
+			for range rng.IntN(5) {
+				listed = append(listed, append(pool, "kafka://prod/none")[rng.IntN(len(pool)+1)])
+			}
+			var want []Change
+			for _, c := range window {
+				if slices.ContainsFunc(c.Assets, func(a string) bool { return slices.Contains(listed, a) }) {
+					want = append(want, c)
+				}
+			}
+			slices.SortFunc(want, func(a, b Change) int { return cmpInt(a.ID, b.ID) })
+			if got := keysOn(t, db, listed, from, to); !reflect.DeepEqual(got, want) {
+				t.Fatalf("trial %d, assets %q: %d keys, want %d:\n%+v\nwant\n%+v", trial, listed, len(got), len(want), got, want)
+			}
+			// max counts a row for each listed asset a change touched.
+			rows := 0
+			for _, c := range want {
+				for _, a := range pool {
+					if slices.Contains(c.Assets, a) && slices.Contains(listed, a) {
+						rows++
+					}
+				}
+			}
+			for _, max := range []int{rows, rows - 1} {
+				if max < 0 {
+					continue
+				}
+				called := 0
+				whole, err := EachKeyOnAssets(ctx, db, listed, from, to, max, func(*Key) error { called++; return nil })
+				if err != nil || whole != (max == rows) || called > len(want) || (whole && called != len(want)) {
+					t.Fatalf("trial %d, assets %q, %d rows, max %d: whole %v, %d calls, %v", trial, listed, rows, max, whole, called, err)
+				}
+			}
+		}
+	})
+}
+
+// On SQLite the changes on a list of assets are a seek per asset into
+// incident_change_assets_at and a seek per change found into the covering
+// index the window's read scans; the count reads only the time index.
+func TestEachKeyOnAssetsSeeksTheAssetIndex(t *testing.T) {
+	db := storetest.SQLite(t)
+	for _, c := range []struct {
+		query string
+		args  []any
+		want  []string
+	}{
+		{keyAssetsSQLite, []any{`["a","b"]`, int64(1), int64(2), int64(10)}, []string{
+			"SCAN j VIRTUAL TABLE INDEX 1:",
+			"SEARCH ca USING COVERING INDEX incident_change_assets_at (asset=? AND at_ms>? AND at_ms<?)",
+			"SEARCH c USING COVERING INDEX incident_changes_at_brief (at_ms=? AND id=?)",
+		}},
+		{countWindowQuery, []any{int64(1), int64(2)}, []string{"SEARCH incident_changes USING COVERING INDEX incident_changes_at_id (at_ms>? AND at_ms<?)"}},
+	} {
+		rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var details []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			details = append(details, detail)
+		}
+		rows.Close()
+		if !reflect.DeepEqual(details, c.want) {
+			t.Errorf("plan %q, want %q", details, c.want)
+		}
+	}
+}
+
+// A store whose changes were recorded before migration 0018 gets their
+// times in the asset index when it is next opened, on both engines.
+func TestAssetIndexTimesFilledOnMigration(t *testing.T) {
+	for _, engine := range []struct {
+		name string
+		open func(t *testing.T) func() (*store.DB, error)
+	}{
+		{"sqlite", func(t *testing.T) func() (*store.DB, error) {
+			path := filepath.Join(t.TempDir(), "dw.db")
+			return func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) }
+		}},
+		{"postgres", func(t *testing.T) func() (*store.DB, error) {
+			url := storetest.PostgresSchemaURL(t)
+			return func() (*store.DB, error) { return store.OpenPostgres(context.Background(), url) }
+		}},
+	} {
+		t.Run(engine.name, func(t *testing.T) {
+			ctx := context.Background()
+			open := engine.open(t)
+			old, err := open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Back to the schema before 0018, written as the code before it wrote.
+			for _, q := range []string{
+				"DROP INDEX incident_change_assets_at",
+				"ALTER TABLE incident_change_assets DROP COLUMN at_ms",
+				"DROP INDEX incident_changes_at_id",
+				"CREATE INDEX incident_changes_at ON incident_changes (at_ms)",
+				"DELETE FROM schema_migrations WHERE version = 18",
+			} {
+				if _, err := old.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			var ids []int64
+			for i, at := range []time.Time{tue(13, 0), tue(14, 0), tue(9, 0)} {
+				var id int64
+				if err := old.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+					VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', ?, '{}', 0) RETURNING id`, store.Millis(at), fmt.Sprint(i)).Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := old.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			old.Close()
+			db, err := open()
+			if err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			defer db.Close()
+			got := keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
+			if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
+				t.Fatalf("after the migration the asset's window holds %+v, want changes %d and %d", got, ids[0], ids[1])
+			}
+		})
+	}
 }

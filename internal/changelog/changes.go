@@ -441,8 +441,8 @@ func insertChange(ctx context.Context, tx *store.Tx, c Change) (Change, bool, er
 	}
 	c.ID = id
 	for _, a := range c.Assets {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id) VALUES (?, ?)
-			ON CONFLICT (asset, change_id) DO NOTHING`, a, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)
+			ON CONFLICT (asset, change_id) DO NOTHING`, a, id, store.Millis(c.At)); err != nil {
 			return Change{}, false, fmt.Errorf("record change asset: %w", err)
 		}
 	}

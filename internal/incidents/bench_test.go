@@ -68,6 +68,18 @@ func seedChanges(b *testing.B, db *store.DB, end time.Time, n int) {
 			b.Fatal(err)
 		}
 	}
+	// The asset index, as changelog fills it when it records a change.
+	fill := `INSERT INTO incident_change_assets (asset, change_id, at_ms)
+		SELECT DISTINCT j.value, c.id, c.at_ms FROM incident_changes c, json_each(c.assets) j WHERE true
+		ON CONFLICT (asset, change_id) DO NOTHING`
+	if db.Dialect() == store.Postgres {
+		fill = `INSERT INTO incident_change_assets (asset, change_id, at_ms)
+			SELECT DISTINCT j.value, c.id, c.at_ms FROM incident_changes c, jsonb_array_elements_text(CAST(c.assets AS jsonb)) AS j(value)
+			ON CONFLICT (asset, change_id) DO NOTHING`
+	}
+	if _, err := db.ExecContext(context.Background(), fill); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkDiagnose ranks the candidate causes of an incident with 100,000

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -87,9 +88,17 @@ func randomWindowRanking(t *testing.T, db *store.DB, seed uint64) {
 		if skipped {
 			sk = 1
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
-			VALUES (NULL, ?, ?, 'fz', ?, ?, ?, '', '', 'x', '{}', 0)`, store.Millis(at), string(kind), string(a), string(f), sk); err != nil {
+		var id int64
+		if err := db.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+			VALUES (NULL, ?, ?, 'fz', ?, ?, ?, '', '', 'x', '{}', 0) RETURNING id`, store.Millis(at), string(kind), string(a), string(f), sk).Scan(&id); err != nil {
 			t.Fatal(err)
+		}
+		// As changelog writes it: each asset once, however often listed.
+		for _, asset := range assets {
+			if _, err := db.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)
+				ON CONFLICT (asset, change_id) DO NOTHING`, asset, id, store.Millis(at)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for range n {
@@ -126,10 +135,19 @@ func randomWindowRanking(t *testing.T, db *store.DB, seed uint64) {
 			history[k] = []pastCause{{id: "INC-0", onset: onset.Add(-48 * time.Hour)}}
 		}
 	}
-	for _, bw := range []bool{true, false} {
+	// The lazy walk on and off; the changes near the symptoms found by a
+	// seek per upstream asset, by reading the whole window, and by a seek
+	// that gives up after its first change and reads the window.
+	budgets := []func(store.Dialect, int, int) int{
+		func(store.Dialect, int, int) int { return math.MaxInt },
+		func(store.Dialect, int, int) int { return 0 },
+		func(store.Dialect, int, int) int { return 1 },
+	}
+	for i := range 2 * len(budgets) {
+		bw := i < len(budgets)
 		func() {
-			defer func(was bool) { boundWalks = was }(boundWalks)
-			boundWalks = bw
+			defer func(was bool, budget func(store.Dialect, int, int) int) { boundWalks, nearBudget = was, budget }(boundWalks, nearBudget)
+			boundWalks, nearBudget = bw, budgets[i%len(budgets)]
 			r, err := newRanker(ctx, db, g, inc, opts)
 			if err != nil {
 				t.Fatal(err)

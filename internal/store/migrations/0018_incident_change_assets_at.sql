@@ -1,0 +1,19 @@
+-- A diagnosis first reads the changes on the symptoms or upstream of them
+-- (changelog.EachKeyOnAssets): a seek per upstream asset into
+-- incident_change_assets_at finds that asset's changes in the window,
+-- where reading the whole window read every change, most of them unrelated
+-- to the symptoms. The time is copied from incident_changes (changelog
+-- writes both in one transaction) so the seek stays inside the window
+-- however long the log grows. A row whose change is gone (nothing deletes
+-- changes; a test may) gets 0.
+ALTER TABLE incident_change_assets ADD COLUMN at_ms BIGINT NOT NULL DEFAULT 0;
+UPDATE incident_change_assets SET at_ms = COALESCE((SELECT c.at_ms FROM incident_changes c WHERE c.id = incident_change_assets.change_id), 0);
+CREATE INDEX incident_change_assets_at ON incident_change_assets (asset, at_ms, change_id);
+
+-- The diagnosis then counts its window and takes its last id
+-- (changelog.CountWindow). With the id in the time index PostgreSQL can
+-- answer that from the index (an index-only scan) instead of visiting
+-- every row of the window; SQLite's index on at_ms already held the id
+-- (the rowid), so there this is the same index under a new name.
+DROP INDEX incident_changes_at;
+CREATE INDEX incident_changes_at_id ON incident_changes (at_ms, id);
