@@ -310,7 +310,8 @@ func TestEachKeyOnAssetsSeeksTheAssetIndex(t *testing.T) {
 }
 
 // A store whose changes were recorded before migration 0018 gets their
-// times in the asset index when it is next opened, on both engines.
+// times in the asset index when it is next opened, and so does a change a
+// writer from before it records afterwards, on both engines.
 func TestAssetIndexTimesFilledOnMigration(t *testing.T) {
 	for _, engine := range []struct {
 		name string
@@ -333,13 +334,17 @@ func TestAssetIndexTimesFilledOnMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Back to the schema before 0018, written as the code before it wrote.
-			for _, q := range []string{
+			undo := []string{"DROP TRIGGER incident_change_assets_at_fill"}
+			if old.Dialect() == store.Postgres {
+				undo = []string{"DROP TRIGGER incident_change_assets_at_fill ON incident_change_assets", "DROP FUNCTION incident_change_assets_at_fill()"}
+			}
+			for _, q := range append(undo,
 				"DROP INDEX incident_change_assets_at",
 				"ALTER TABLE incident_change_assets DROP COLUMN at_ms",
 				"DROP INDEX incident_changes_at_id",
 				"CREATE INDEX incident_changes_at ON incident_changes (at_ms)",
 				"DELETE FROM schema_migrations WHERE version = 18",
-			} {
+			) {
 				if _, err := old.ExecContext(ctx, q); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
@@ -365,6 +370,20 @@ func TestAssetIndexTimesFilledOnMigration(t *testing.T) {
 			got := keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
 			if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
 				t.Fatalf("after the migration the asset's window holds %+v, want changes %d and %d", got, ids[0], ids[1])
+			}
+			// A writer from before the migration, still running, records
+			// another change as it did: its asset row gets its time.
+			var id int64
+			if err := db.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+				VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', 'late', '{}', 0) RETURNING id`, store.Millis(tue(14, 30))).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
+				t.Fatal(err)
+			}
+			got = keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
+			if len(got) != 3 || got[2].ID != id {
+				t.Fatalf("a change recorded as before the migration is not in its asset's window: %+v", got)
 			}
 		})
 	}

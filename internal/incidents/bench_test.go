@@ -146,3 +146,76 @@ func BenchmarkDiagnose(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDiagnoseNearChanges holds the two ways a diagnosis finds the
+// changes on or upstream of its symptoms to nearBudget's promise, against
+// the floor of the same diagnosis forced to read its whole window's keys,
+// in the same process: where the symptom's upstream holds a few of the
+// window's changes (the seek: at most half the floor's time, x-scan), and
+// where every change in the window is on the symptom (the seek gives up
+// after its budget and reads the window: at most about 1.5 times it).
+func BenchmarkDiagnoseNearChanges(b *testing.B) {
+	for _, engine := range []struct {
+		name string
+		open func(testing.TB) *store.DB
+	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
+		for _, allNear := range []bool{false, true} {
+			for _, lookback := range []time.Duration{72 * time.Hour, 720 * time.Hour} {
+				name := fmt.Sprintf("%s/upstream-few/%dh", engine.name, lookback/time.Hour)
+				if allNear {
+					name = fmt.Sprintf("%s/all-on-the-symptom/%dh", engine.name, lookback/time.Hour)
+				}
+				b.Run(name, func(b *testing.B) {
+					ctx := context.Background()
+					db := engine.open(b)
+					g := benchGraph()
+					onset := tue(14, 0)
+					s, _ := newService(b, db, onset.Add(time.Hour), g)
+					seedChanges(b, db, onset, benchChanges)
+					symptom := benchAsset(benchLayers-1, 500)
+					if allNear { // every change in the log on the symptom itself
+						for _, st := range []struct {
+							q    string
+							args []any
+						}{
+							{"DELETE FROM incident_change_assets", nil},
+							{"UPDATE incident_changes SET assets = ?", []any{fmt.Sprintf(`[%q]`, symptom)}},
+							{"INSERT INTO incident_change_assets (asset, change_id, at_ms) SELECT ?, id, at_ms FROM incident_changes", []any{symptom}},
+						} {
+							if _, err := db.ExecContext(ctx, st.q, st.args...); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					id := mustReport(b, s, Symptom{Kind: SymptomNulls, Asset: symptom, Column: "total", Observed: 0.2, At: onset}).Incidents[0].ID
+					opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour)), Lookback: lookback}
+					seek := nearBudget
+					defer func() { nearBudget = seek }()
+					scan := func(store.Dialect, int, int) int { return 0 }
+					diagnose := func(budget func(store.Dialect, int, int) int) (time.Duration, []Cause) {
+						nearBudget = budget
+						t0 := time.Now()
+						d, err := Diagnose(ctx, db, g, id, opts)
+						if err != nil {
+							b.Fatal(err)
+						}
+						return time.Since(t0), d.Causes
+					}
+					var seekTime, scanTime time.Duration
+					for b.Loop() {
+						ts, a := diagnose(seek)
+						tw, w := diagnose(scan)
+						if len(a) != len(w) || a[0].Change.ID != w[0].Change.ID {
+							b.Fatalf("the two ways rank differently: %s against %s", rankingText(a[:min(3, len(a))]), rankingText(w[:min(3, len(w))]))
+						}
+						seekTime += ts
+						scanTime += tw
+					}
+					b.ReportMetric(float64(seekTime.Microseconds())/1000/float64(b.N), "diagnose-ms/op")
+					b.ReportMetric(float64(scanTime.Microseconds())/1000/float64(b.N), "window-read-ms/op")
+					b.ReportMetric(float64(seekTime)/float64(scanTime), "x-window-read")
+				})
+			}
+		}
+	}
+}

@@ -23,6 +23,9 @@ import (
 // PostgreSQL (the version is still recorded on both), for what only SQLite
 // can hold, such as an index over unbounded text: a PostgreSQL B-tree
 // entry is capped at about 2.7 kB, so the insert of a longer row would fail.
+// POSTGRES_ONLY is the other way round, for what each engine spells its
+// own way, such as a trigger. A statement ends at a semicolon that ends a
+// line, so one inside a trigger's body stays inside a line.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -116,7 +119,8 @@ func (db *DB) migrate(ctx context.Context) error {
 			}
 			for _, stmt := range splitStatements(translate(db.dialect, m.SQL)) {
 				stmt, sqliteOnly := strings.CutPrefix(stmt, "SQLITE_ONLY ")
-				if sqliteOnly && db.dialect == Postgres {
+				stmt, postgresOnly := strings.CutPrefix(stmt, "POSTGRES_ONLY ")
+				if sqliteOnly && db.dialect == Postgres || postgresOnly && db.dialect != Postgres {
 					continue
 				}
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {

@@ -17,3 +17,12 @@ CREATE INDEX incident_change_assets_at ON incident_change_assets (asset, at_ms, 
 -- (the rowid), so there this is the same index under a new name.
 DROP INDEX incident_changes_at;
 CREATE INDEX incident_changes_at_id ON incident_changes (at_ms, id);
+
+-- A writer that predates this migration (an agent still running the
+-- binary from before an upgrade) inserts an asset row without its time,
+-- which would then lie outside every window's seek: the store fills it in.
+SQLITE_ONLY CREATE TRIGGER incident_change_assets_at_fill AFTER INSERT ON incident_change_assets WHEN NEW.at_ms = 0
+BEGIN UPDATE incident_change_assets SET at_ms = COALESCE((SELECT c.at_ms FROM incident_changes c WHERE c.id = NEW.change_id), 0) WHERE asset = NEW.asset AND change_id = NEW.change_id; END;
+POSTGRES_ONLY CREATE FUNCTION incident_change_assets_at_fill() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.at_ms = 0 THEN NEW.at_ms := COALESCE((SELECT c.at_ms FROM incident_changes c WHERE c.id = NEW.change_id), 0); END IF; RETURN NEW; END $$;
+POSTGRES_ONLY CREATE TRIGGER incident_change_assets_at_fill BEFORE INSERT ON incident_change_assets FOR EACH ROW EXECUTE FUNCTION incident_change_assets_at_fill();
