@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -54,15 +55,17 @@ func EachKeyInWindow(ctx context.Context, q store.Querier, from, to time.Time, f
 // keyAssetsQuery is keyWindowQuery for the changes that touched one of a
 // list of assets (a JSON array, expanded by the dialect's table function,
 // the first %s) in the window: a seek per asset into
-// incident_change_assets_at (migration 0018), then a seek per change found
-// by its time and id. On SQLite that seek goes into the covering index the
-// window's read scans (the second %s names it): left to itself the planner
-// looks the change up by rowid in the table, whose wider rows made it
-// twice as slow.
+// incident_change_assets_at (migration 0018) gives each change's time and
+// id once, however many of the assets it touched (a deploy of 500 models
+// upstream of a symptom would otherwise be read and decoded 500 times),
+// then a seek per change by its time and id. On SQLite that seek goes
+// into the covering index the window's read scans (the second %s names
+// it): left to itself the planner looks the change up by rowid in the
+// table, whose wider rows made it twice as slow.
 const keyAssetsQuery = `SELECT c.id * 4 + (CASE WHEN c.fields = '[]' THEN 2 ELSE 0 END) + (CASE WHEN c.state_skipped <> 0 THEN 1 ELSE 0 END), c.at_ms, c.kind, c.assets
-	FROM %s JOIN incident_change_assets ca ON ca.asset = j.value
-		JOIN incident_changes c %s ON c.at_ms = ca.at_ms AND c.id = ca.change_id
-		WHERE ca.at_ms >= ? AND ca.at_ms < ? LIMIT ?`
+	FROM (SELECT DISTINCT ca.at_ms AS at_ms, ca.change_id AS id FROM %s JOIN incident_change_assets ca ON ca.asset = j.value
+		WHERE ca.at_ms >= ? AND ca.at_ms < ?) f
+	JOIN incident_changes c %s ON c.at_ms = f.at_ms AND c.id = f.id LIMIT ?`
 
 var (
 	keyAssetsSQLite   = fmt.Sprintf(keyAssetsQuery, "json_each(?) j", "INDEXED BY incident_changes_at_brief")
@@ -72,23 +75,19 @@ var (
 // EachKeyOnAssets calls fn with the key of each change in [from, to) that
 // touched one of assets, once per change, in no set order, and stops at
 // fn's first error; the key is fn's only during the call, as in
-// EachKeyInWindow. It reads at most maxRows rows (a change on several of
-// the assets is a row for each): when there are more it stops, having called
-// fn on some of them, and returns false. A diagnosis reads the changes on
-// or upstream of its symptoms this way when they are a few of a large
-// window: its cost follows the assets and their changes, not the window;
-// the limit bounds what it spends finding out they are not a few.
-func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, maxRows int, fn func(*Key) error) (bool, error) {
+// EachKeyInWindow. It reads at most most changes: when there are more it
+// stops, having called fn on some of them, and returns false. A diagnosis
+// reads the changes on or upstream of its symptoms this way when they are
+// a few of a large window: its cost follows the assets and their changes,
+// not the window; the limit bounds what it spends finding out they are
+// not a few. An asset id that is not valid UTF-8 text, or holds a NUL, is
+// left out: no change is recorded on one (CleanAsset), and JSON would
+// carry it altered.
+func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, most int, fn func(*Key) error) (bool, error) {
 	listed := make(map[string]bool, len(assets))
 	unique := make([]string, 0, len(assets))
 	for _, a := range assets {
-		// JSON would carry such a string altered (invalid UTF-8 becomes
-		// U+FFFD) and PostgreSQL refuses a NUL in it, so it could
-		// silently match nothing; no way in stores such an asset id.
-		if !utf8.ValidString(a) || strings.IndexByte(a, 0) >= 0 {
-			return false, fmt.Errorf("read changes: asset id %q is not valid UTF-8 text", a)
-		}
-		if !listed[a] {
+		if !listed[a] && utf8.ValidString(a) && strings.IndexByte(a, 0) < 0 {
 			listed[a] = true
 			unique = append(unique, a)
 		}
@@ -96,15 +95,19 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	if len(unique) == 0 {
 		return true, nil
 	}
+	// In the index's order, the seeks walk its pages once, left to right,
+	// where in any order each would visit a page of its own: on a history
+	// much larger than the page cache, that is a read of the file each.
+	slices.Sort(unique)
 	query := keyAssetsSQLite
 	if q.Dialect() == store.Postgres {
 		query = keyAssetsPostgres
 	}
-	// One row past maxRows says there are more, and the engine stops there
-	// (PostgreSQL would send every row, and database/sql reads them all
-	// to close the query).
-	most := int64(max(0, maxRows))
-	limit := most
+	// One change past most says there are more, and the engine stops
+	// there (PostgreSQL would send every row, and database/sql reads them
+	// all to close the query).
+	most = max(0, most)
+	limit := int64(most)
 	if limit < math.MaxInt64 {
 		limit++
 	}
@@ -112,24 +115,11 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	if err != nil {
 		return false, fmt.Errorf("read changes: %w", err)
 	}
-	// A change comes once for each listed asset it touched: one on a
-	// single asset comes once, the others are kept by id.
-	var seen map[int64]bool
-	n := int64(0)
-	whole := true
+	n, whole := 0, true
 	err = eachKey(rows, func(k *Key) error {
 		if n++; n > most {
 			whole = false
 			return errStop
-		}
-		if len(k.Assets) > 1 {
-			if seen[k.ID] {
-				return nil
-			}
-			if seen == nil {
-				seen = map[int64]bool{}
-			}
-			seen[k.ID] = true
 		}
 		return fn(k)
 	})
@@ -139,21 +129,21 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	return whole && err == nil, err
 }
 
-// errStop ends eachKey's loop at the row past EachKeyOnAssets's maxRows.
+// errStop ends eachKey's loop at the change past EachKeyOnAssets's most.
 var errStop = errors.New("stop")
 
-// CountWindow is how many changes lie in [from, to) and the highest id
-// among them (0 when none), counted through the time index without
-// reading a row.
-func CountWindow(ctx context.Context, q store.Querier, from, to time.Time) (n int, maxID int64, err error) {
-	err = q.QueryRowContext(ctx, countWindowQuery, store.Millis(from), store.Millis(to)).Scan(&n, &maxID)
-	if err != nil {
+// CountWindow is how many changes lie in [from, to), counted through the
+// time index without reading a row, and how many the log holds in all,
+// near enough: the highest id (ids are never reused, and nothing deletes
+// changes).
+func CountWindow(ctx context.Context, q store.Querier, from, to time.Time) (n, all int, err error) {
+	if err := q.QueryRowContext(ctx, countWindowQuery, store.Millis(from), store.Millis(to)).Scan(&n, &all); err != nil {
 		return 0, 0, fmt.Errorf("count changes: %w", err)
 	}
-	return n, maxID, nil
+	return n, all, nil
 }
 
-const countWindowQuery = `SELECT COUNT(*), COALESCE(MAX(id), 0) FROM incident_changes WHERE at_ms >= ? AND at_ms < ?`
+const countWindowQuery = `SELECT COUNT(*), (SELECT COALESCE(MAX(id), 0) FROM incident_changes) FROM incident_changes WHERE at_ms >= ? AND at_ms < ?`
 
 // eachKey reads keyWindowQuery's columns from rows into one reused key.
 func eachKey(rows *sql.Rows, fn func(*Key) error) error {

@@ -191,8 +191,8 @@ func BenchmarkDiagnoseNearChanges(b *testing.B) {
 					opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour)), Lookback: lookback}
 					seek := nearBudget
 					defer func() { nearBudget = seek }()
-					scan := func(store.Dialect, int, int) int { return 0 }
-					diagnose := func(budget func(store.Dialect, int, int) int) (time.Duration, []Cause) {
+					scan := func(store.Dialect, int, int, int) int { return 0 }
+					diagnose := func(budget func(store.Dialect, int, int, int) int) (time.Duration, []Cause) {
 						nearBudget = budget
 						t0 := time.Now()
 						d, err := Diagnose(ctx, db, g, id, opts)

@@ -267,13 +267,22 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if err != nil {
 		return nil, 0, err
 	}
-	return r.rankWindow(ctx, db)
+	// One snapshot for every read of the window: its count, the changes
+	// near the symptoms and the others must be the same changes, while
+	// other processes record more.
+	var causes []Cause
+	var considered int
+	err = db.ReadSnapshot(ctx, func(tx *store.Tx) error {
+		causes, considered, err = r.rankWindow(ctx, tx)
+		return err
+	})
+	return causes, considered, err
 }
 
 // rankWindow ranks the changes in the incident's window, best first, in
 // a total order: score, then nearness to the onset, then the lower id.
 //
-// Every change is bounded from its key alone (its time, kind, assets and
+// A change is first bounded from its key alone (its time, kind, assets and
 // whether it lists field changes or skipped state: its lineage, timing
 // and history factors, the best fit its kind and state can have, its
 // fields factor or its most; see bound), and only the changes whose bound
@@ -291,12 +300,10 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 // When the symptoms' upstream is small next to the window, its changes
 // are found through the asset index and the others are only counted,
 // unless their shared bound reaches the top (see nearBudget).
-func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
+func (r *ranker) rankWindow(ctx context.Context, db store.Querier) ([]Cause, int, error) {
 	inc, opts := r.inc, r.opts
 	from, to := inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond)
-	// The window's count and last id first: the passes leave out changes
-	// recorded since (a higher id), which the count did not see.
-	considered, maxID, err := changelog.CountWindow(ctx, db, from, to)
+	considered, logged, err := changelog.CountWindow(ctx, db, from, to)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -310,14 +317,14 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	keep := func(upstream bool) func(k *changelog.Key) error {
 		return func(k *changelog.Key) error {
 			_, rel, dist := r.relation(&changelog.Change{Assets: k.Assets})
-			if near := rel == RelationSame || rel == RelationUpstream; near != upstream || k.ID > maxID {
+			if near := rel == RelationSame || rel == RelationUpstream; near != upstream {
 				return nil
 			}
 			h = append(h, candidate{score: r.bound(k, lineageFactor(rel, dist)), gap: absDuration(inc.Onset.Sub(k.At)), id: k.ID})
 			return nil
 		}
 	}
-	switch budget := nearBudget(db.Dialect(), considered, len(r.up)); {
+	switch budget := nearBudget(db.Dialect(), considered, len(r.up), logged); {
 	case considered == 0:
 	case budget > 0:
 		var whole bool
@@ -406,29 +413,38 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 }
 
 // nearBudget decides how a diagnosis finds the changes on or upstream of
-// its symptoms (the upstream set, of upstream assets): by a seek per
-// upstream asset into the asset index (changelog.EachKeyOnAssets), which
-// may find at most the changes it returns, or, when it returns 0 or fewer,
-// by reading the whole window's keys (of considered changes). A seek that
-// finds more gives up, and the window is read after all.
+// its symptoms, given the changes in its window (considered), the assets
+// of the symptoms' upstream set (upstream) and the changes in the whole
+// log (logged): by a seek per upstream asset into the asset index
+// (changelog.EachKeyOnAssets), which may find at most the changes it
+// returns, or, when it returns 0 or fewer, by reading the whole window's
+// keys. A seek that finds more gives up, and the window is read after all.
 //
-// The seek is given half the cost of the window's read: a seek that
-// finishes costs at most half the read it saves, and one that gives up
-// makes the diagnosis read at most 1.5 times what it would have. Measured
-// in units of one change read from the window, a seek costs a per upstream
-// asset and r per change it finds (a lookup where the read steps to the
-// next entry), so a·upstream + r·found ≤ considered/2 gives
-// found ≤ (considered − 2a·upstream)/2r. On SQLite (a change read from
-// the window about 0.8 µs) a is about 1.5 and r 1.7: (considered −
-// 3·upstream)/3; on PostgreSQL, where the lookup visits the table's row,
-// a is about 1.3 and r 3: (considered − 3·upstream)/6. Tests replace it
-// to take each way on the same windows.
-var nearBudget = func(d store.Dialect, considered, upstream int) int {
-	perChange := 3
+// The seek is given half the cost of the window's read: one that finishes
+// costs at most half the read it saves, and one that gives up makes the
+// diagnosis read at most about 1.5 times what it would have. In units of
+// one change read from the window, a seek costs a per upstream asset and
+// r per change it finds (a lookup where the read steps to the next
+// entry): a·upstream + r·found ≤ considered/2. Measured (load under 2):
+//
+//	                         a, log ≤ 250k  a, 1M logged  r
+//	SQLite (~0.8-1 µs/change)     1-1.5          3.3      1.7
+//	PostgreSQL (~0.7 µs)          2-2.4          5.5      3
+//
+// a grows with the log because the asset index covers all of it: once it
+// outgrows the page cache, a seek reads a page of the file; the window's
+// read does not grow so. The model adds to a in proportion to log2 of the
+// log past 250k changes, which fits both measurements. Tests replace it to
+// take each way on the same windows.
+var nearBudget = func(d store.Dialect, considered, upstream, logged int) int {
+	a, slope, r := 1.5, 0.9, 1.7
 	if d == store.Postgres {
-		perChange = 6
+		a, slope, r = 2.4, 1.5, 3
 	}
-	return (considered - 3*upstream) / perChange
+	if logged > 250_000 {
+		a += slope * math.Log2(float64(logged)/250_000)
+	}
+	return int((float64(considered)/2 - a*float64(upstream)) / r)
 }
 
 // readBatch is how many changes a diagnosis reads in full at a time.
@@ -446,9 +462,11 @@ const (
 	rest
 )
 
-// candidate is one change on its way through rankWindow: one for every
-// change in the window, so it holds no more than the order needs (32
-// bytes; the changes read in full are kept by id beside the heap).
+// candidate is one change on its way through rankWindow, or the entry
+// all the changes off the symptoms' upstream share until it reaches the
+// top (rest): there can be one for every change in the window, so it
+// holds no more than the order needs (32 bytes; the changes read in full
+// are kept by id beside the heap).
 type candidate struct {
 	score float64
 	gap   time.Duration // from the onset

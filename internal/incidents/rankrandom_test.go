@@ -138,15 +138,15 @@ func randomWindowRanking(t *testing.T, db *store.DB, seed uint64) {
 	// The lazy walk on and off; the changes near the symptoms found by a
 	// seek per upstream asset, by reading the whole window, and by a seek
 	// that gives up after its first change and reads the window.
-	budgets := []func(store.Dialect, int, int) int{
-		func(store.Dialect, int, int) int { return math.MaxInt },
-		func(store.Dialect, int, int) int { return 0 },
-		func(store.Dialect, int, int) int { return 1 },
+	budgets := []func(store.Dialect, int, int, int) int{
+		func(store.Dialect, int, int, int) int { return math.MaxInt },
+		func(store.Dialect, int, int, int) int { return 0 },
+		func(store.Dialect, int, int, int) int { return 1 },
 	}
 	for i := range 2 * len(budgets) {
 		bw := i < len(budgets)
 		func() {
-			defer func(was bool, budget func(store.Dialect, int, int) int) { boundWalks, nearBudget = was, budget }(boundWalks, nearBudget)
+			defer func(was bool, budget func(store.Dialect, int, int, int) int) { boundWalks, nearBudget = was, budget }(boundWalks, nearBudget)
 			boundWalks, nearBudget = bw, budgets[i%len(budgets)]
 			r, err := newRanker(ctx, db, g, inc, opts)
 			if err != nil {

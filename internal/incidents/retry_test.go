@@ -2,11 +2,14 @@ package incidents
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/dataworkers/dw/internal/changelog"
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
@@ -68,4 +71,69 @@ func TestDiagnoseRetriedTransaction(t *testing.T) {
 	if len(after.Timeline) != len(before.Timeline)+1 || last.From != StatusOpen || last.To != StatusDiagnosed {
 		t.Fatalf("timeline after the retry: %+v; want one more event, open → diagnosed", after.Timeline)
 	}
+}
+
+// A diagnosis reads its window in one snapshot: changes another process
+// records while it runs, after the window is counted, are neither ranked
+// nor counted, and none of those it counted goes missing. On PostgreSQL
+// ids are handed out at insert and committed in any order, so a slow
+// writer holds a lower id than a change committed before the diagnosis
+// and commits during it (a review found the count and the seek for the
+// changes near the symptoms then disagreed, and an unrelated change at
+// the onset was never ranked). The writers commit from nearBudget, which
+// runs between the count and the seek.
+func TestDiagnosisReadsOneSnapshot(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g := newMemGraph().chain("a://up", "a://sym")
+		onset := tue(14, 0)
+		record := func(q store.Querier, at time.Time, asset string) int64 {
+			t.Helper()
+			var id int64
+			if err := q.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+				VALUES (NULL, ?, 'deploy', 's', ?, '[]', 0, '', '', 'x', '{}', 0) RETURNING id`, store.Millis(at), `["`+asset+`"]`).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)`, asset, id, store.Millis(at)); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		unrelated := record(db, onset.Add(-time.Minute), "a://elsewhere") // ranks first among the unrelated: at the onset
+		var slow *store.Tx
+		if db.Dialect() == store.Postgres {
+			var err error
+			if slow, err = db.Begin(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer slow.Rollback()
+			record(slow, onset.Add(-60*time.Hour), "a://up") // its id taken, not committed
+		}
+		near := record(db, onset.Add(-50*time.Hour), "a://up")
+		inc := &Incident{ID: "INC-S", Onset: onset, OnsetEnd: onset, Assets: []string{"a://sym"},
+			Symptoms: []Symptom{{Kind: SymptomNulls, Asset: "a://sym", At: onset}}}
+		was := nearBudget
+		defer func() { nearBudget = was }()
+		nearBudget = func(d store.Dialect, considered, upstream, logged int) int {
+			if slow != nil {
+				if err := slow.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			record(db, onset.Add(-time.Hour), "a://up")
+			record(db, onset, "a://elsewhere")
+			return math.MaxInt
+		}
+		causes, considered, err := rankCauses(ctx, db, g, inc, DiagnoseOptions{Lookback: 72 * time.Hour}.withDefaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, c := range causes {
+			ids = append(ids, c.Change.ID)
+		}
+		if considered != 2 || len(ids) != 2 || !slices.Contains(ids, unrelated) || !slices.Contains(ids, near) {
+			t.Fatalf("considered %d, ranked %v; want the two changes recorded before the diagnosis, %d and %d", considered, ids, near, unrelated)
+		}
+	})
 }

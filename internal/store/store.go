@@ -225,6 +225,28 @@ func (tx *Tx) Commit() error { return tx.tx.Commit() }
 // Rollback rolls back a transaction from Begin; after Commit it does nothing.
 func (tx *Tx) Rollback() error { return tx.tx.Rollback() }
 
+// ReadSnapshot runs fn in a read-only transaction that sees the store as
+// of one moment, for reads that must agree with each other while other
+// processes write (a count and the rows it counted): REPEATABLE READ on
+// PostgreSQL, where ids are handed out at insert and committed in any
+// order; a deferred transaction on SQLite, whose snapshot in WAL mode is
+// taken at its first read and which, unlike InTx's immediate ones, holds
+// no write lock.
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(tx *Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.dialect == Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	stx, err := db.db.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin read transaction: %w", err)
+	}
+	// Read only: nothing to commit, and a refused write has ended a
+	// PostgreSQL transaction, which then could not commit.
+	defer stx.Rollback()
+	return fn(&Tx{tx: stx, dialect: db.dialect})
+}
+
 // InTx runs fn in a serializable transaction, committing when it returns
 // nil and rolling back otherwise. Several agent processes write at once, and
 // a read-modify-write under PostgreSQL's default READ COMMITTED would lose

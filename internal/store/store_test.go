@@ -75,6 +75,41 @@ func TestTransactionRollsBack(t *testing.T) {
 	})
 }
 
+// A read snapshot sees neither a row another connection commits during it
+// nor takes the write lock: the writer commits while the snapshot is open.
+func TestReadSnapshotSeesOneMoment(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, a, b *store.DB) {
+		ctx := context.Background()
+		if err := store.PutSetting(ctx, a, "k", "before", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		err := a.ReadSnapshot(ctx, func(tx *store.Tx) error {
+			v, _, _, err := store.GetSetting(ctx, tx, "k")
+			if err != nil || v != "before" {
+				return fmt.Errorf("first read %q, %v", v, err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := b.InTx(wctx, func(wtx *store.Tx) error { return store.PutSetting(wctx, wtx, "k", "during", time.Now()) }); err != nil {
+				return fmt.Errorf("a writer during the snapshot: %w", err)
+			}
+			if v, _, _, err := store.GetSetting(ctx, tx, "k"); err != nil || v != "before" {
+				return fmt.Errorf("second read %q, %v: the snapshot moved", v, err)
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM kv"); err == nil {
+				return fmt.Errorf("a write inside the read snapshot succeeded")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _, _ := store.GetSetting(ctx, a, "k"); v != "during" {
+			t.Fatalf("after the snapshot the setting is %q, want the writer's", v)
+		}
+	})
+}
+
 // The writer subprocess: when DW_STORE_WRITER is set, this test binary
 // acts as one of several agent processes hammering the same store.
 func TestMain(m *testing.M) {

@@ -10,14 +10,6 @@ ALTER TABLE incident_change_assets ADD COLUMN at_ms BIGINT NOT NULL DEFAULT 0;
 UPDATE incident_change_assets SET at_ms = COALESCE((SELECT c.at_ms FROM incident_changes c WHERE c.id = incident_change_assets.change_id), 0);
 CREATE INDEX incident_change_assets_at ON incident_change_assets (asset, at_ms, change_id);
 
--- The diagnosis then counts its window and takes its last id
--- (changelog.CountWindow). With the id in the time index PostgreSQL can
--- answer that from the index (an index-only scan) instead of visiting
--- every row of the window; SQLite's index on at_ms already held the id
--- (the rowid), so there this is the same index under a new name.
-DROP INDEX incident_changes_at;
-CREATE INDEX incident_changes_at_id ON incident_changes (at_ms, id);
-
 -- A writer that predates this migration (an agent still running the
 -- binary from before an upgrade) inserts an asset row without its time,
 -- which would then lie outside every window's seek: the store fills it in.
