@@ -75,7 +75,7 @@ var (
 // EachKeyOnAssets calls fn with the key of each change in [from, to) that
 // touched one of assets, once per change, in no set order, and stops at
 // fn's first error; the key is fn's only during the call, as in
-// EachKeyInWindow. It reads at most most changes: when there are more it
+// EachKeyInWindow. It reads at most maxChanges changes: when there are more it
 // stops, having called fn on some of them, and returns false. A diagnosis
 // reads the changes on or upstream of its symptoms this way when they are
 // a few of a large window: its cost follows the assets and their changes,
@@ -83,7 +83,7 @@ var (
 // not a few. An asset id that is not valid UTF-8 text, or holds a NUL, is
 // left out: no change is recorded on one (CleanAsset), and JSON would
 // carry it altered.
-func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, most int, fn func(*Key) error) (bool, error) {
+func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, maxChanges int, fn func(*Key) error) (bool, error) {
 	listed := make(map[string]bool, len(assets))
 	unique := make([]string, 0, len(assets))
 	for _, a := range assets {
@@ -103,10 +103,10 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	if q.Dialect() == store.Postgres {
 		query = keyAssetsPostgres
 	}
-	// One change past most says there are more, and the engine stops
+	// One change past the most says there are more, and the engine stops
 	// there (PostgreSQL would send every row, and database/sql reads them
 	// all to close the query).
-	most = max(0, most)
+	most := max(0, maxChanges)
 	limit := int64(most)
 	if limit < math.MaxInt64 {
 		limit++
@@ -129,7 +129,7 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	return whole && err == nil, err
 }
 
-// errStop ends eachKey's loop at the change past EachKeyOnAssets's most.
+// errStop ends eachKey's loop at the change past EachKeyOnAssets's maxChanges.
 var errStop = errors.New("stop")
 
 // CountWindow is how many changes lie in [from, to), counted through the

@@ -28,7 +28,7 @@ import (
 
 // Log records changes to the data stack and lists them. It is the one
 // writer of incident_changes and incident_change_assets; a diagnosis reads
-// them through LoadWindow and ByID.
+// them through CountWindow, EachKeyOnAssets, EachKeyInWindow and ByIDs.
 type Log struct {
 	// DB is the shared store.
 	DB *store.DB
