@@ -1,9 +1,9 @@
 package changelog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,38 +52,43 @@ func EachKeyInWindow(ctx context.Context, q store.Querier, from, to time.Time, f
 	return eachKey(rows, fn)
 }
 
-// keyAssetsQuery is keyWindowQuery for the changes that touched one of a
-// list of assets (a JSON array, expanded by the dialect's table function,
-// the first %s) in the window: a seek per asset into
-// incident_change_assets_at (migration 0018) gives each change's time and
-// id once, however many of the assets it touched (a deploy of 500 models
-// upstream of a symptom would otherwise be read and decoded 500 times),
-// then a seek per change by its time and id. On SQLite that seek goes
-// into the covering index the window's read scans (the second %s names
-// it): left to itself the planner looks the change up by rowid in the
-// table, whose wider rows made it twice as slow.
-const keyAssetsQuery = `SELECT c.id * 4 + (CASE WHEN c.fields = '[]' THEN 2 ELSE 0 END) + (CASE WHEN c.state_skipped <> 0 THEN 1 ELSE 0 END), c.at_ms, c.kind, c.assets
-	FROM (SELECT DISTINCT ca.at_ms AS at_ms, ca.change_id AS id FROM %s JOIN incident_change_assets ca ON ca.asset = j.value
-		WHERE ca.at_ms >= ? AND ca.at_ms < ?) f
-	JOIN incident_changes c %s ON c.at_ms = f.at_ms AND c.id = f.id LIMIT ?`
+// assetPairsQuery finds the changes that touched one of a list of assets
+// (a JSON array, expanded by the dialect's table function, %s) in the
+// window, as their times and ids: a seek per asset into
+// incident_change_assets_at (migration 0018), a row for each asset a
+// change touched. It has no aggregate, so its LIMIT stops the seeks as
+// soon as that many rows are found, however many more there are.
+const assetPairsQuery = `SELECT ca.at_ms, ca.change_id FROM %s JOIN incident_change_assets ca ON ca.asset = j.value
+	WHERE ca.at_ms >= ? AND ca.at_ms < ? LIMIT ?`
+
+// keyPairsQuery reads the keys of the changes given as [time, id] pairs
+// (a JSON array, %s), a seek per pair: on SQLite into the covering index
+// the window's read scans (%s names it; left to itself the planner looks
+// each change up by rowid in the table, whose wider rows made it twice as
+// slow), in the pairs' order, the index's, so its pages are read once.
+const keyPairsQuery = `SELECT c.id * 4 + (CASE WHEN c.fields = '[]' THEN 2 ELSE 0 END) + (CASE WHEN c.state_skipped <> 0 THEN 1 ELSE 0 END), c.at_ms, c.kind, c.assets
+	FROM %s JOIN incident_changes c %s ON c.at_ms = %s AND c.id = %s`
 
 var (
-	keyAssetsSQLite   = fmt.Sprintf(keyAssetsQuery, "json_each(?) j", "INDEXED BY incident_changes_at_brief")
-	keyAssetsPostgres = fmt.Sprintf(keyAssetsQuery, "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)", "")
+	assetPairsSQLite   = fmt.Sprintf(assetPairsQuery, "json_each(?) j")
+	assetPairsPostgres = fmt.Sprintf(assetPairsQuery, "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)")
+	keyPairsSQLite     = fmt.Sprintf(keyPairsQuery, "json_each(?) p", "INDEXED BY incident_changes_at_brief", "p.value ->> 0", "p.value ->> 1")
+	keyPairsPostgres   = fmt.Sprintf(keyPairsQuery, "jsonb_array_elements(CAST(? AS jsonb)) AS p(value)", "",
+		"CAST(p.value ->> 0 AS BIGINT)", "CAST(p.value ->> 1 AS BIGINT)")
 )
 
 // EachKeyOnAssets calls fn with the key of each change in [from, to) that
 // touched one of assets, once per change, in no set order, and stops at
 // fn's first error; the key is fn's only during the call, as in
-// EachKeyInWindow. It reads at most maxChanges changes: when there are more it
-// stops, having called fn on some of them, and returns false. A diagnosis
-// reads the changes on or upstream of its symptoms this way when they are
-// a few of a large window: its cost follows the assets and their changes,
-// not the window; the limit bounds what it spends finding out they are
-// not a few. An asset id that is not valid UTF-8 text, or holds a NUL, is
-// left out: no change is recorded on one (CleanAsset), and JSON would
-// carry it altered.
-func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, maxChanges int, fn func(*Key) error) (bool, error) {
+// EachKeyInWindow. When the changes touched the assets more than maxRows
+// times in all (a row per asset a change touched) it reads no key and
+// returns false, having spent at most the seeks and maxRows+1 rows to
+// find that out. A diagnosis reads the changes on or upstream of its
+// symptoms this way when they are a few of a large window: its cost
+// follows the assets and their changes, not the window. An asset id that
+// is not valid UTF-8 text, or holds a NUL, is left out: no change is
+// recorded on one (CleanAsset), and JSON would carry it altered.
+func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from, to time.Time, maxRows int, fn func(*Key) error) (bool, error) {
 	listed := make(map[string]bool, len(assets))
 	unique := make([]string, 0, len(assets))
 	for _, a := range assets {
@@ -99,48 +104,57 @@ func EachKeyOnAssets(ctx context.Context, q store.Querier, assets []string, from
 	// where in any order each would visit a page of its own: on a history
 	// much larger than the page cache, that is a read of the file each.
 	slices.Sort(unique)
-	query := keyAssetsSQLite
+	pairsQuery, keysQuery := assetPairsSQLite, keyPairsSQLite
 	if q.Dialect() == store.Postgres {
-		query = keyAssetsPostgres
+		pairsQuery, keysQuery = assetPairsPostgres, keyPairsPostgres
 	}
-	// One change past the most says there are more, and the engine stops
-	// there (PostgreSQL would send every row, and database/sql reads them
-	// all to close the query).
-	most := max(0, maxChanges)
+	most := max(0, maxRows)
 	limit := int64(most)
 	if limit < math.MaxInt64 {
-		limit++
+		limit++ // one row past the most says there are more
 	}
-	rows, err := q.QueryContext(ctx, query, mustJSON(unique), store.Millis(from), store.Millis(to), limit)
+	rows, err := q.QueryContext(ctx, pairsQuery, mustJSON(unique), store.Millis(from), store.Millis(to), limit)
 	if err != nil {
 		return false, fmt.Errorf("read changes: %w", err)
 	}
-	n, whole := 0, true
-	err = eachKey(rows, func(k *Key) error {
-		if n++; n > most {
-			whole = false
-			return errStop
+	var pairs [][2]int64
+	for rows.Next() {
+		var p [2]int64
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("read change: %w", err)
 		}
-		return fn(k)
-	})
-	if err == errStop {
-		err = nil
+		pairs = append(pairs, p)
 	}
-	return whole && err == nil, err
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("read changes: %w", err)
+	}
+	if len(pairs) > most {
+		return false, nil
+	}
+	if len(pairs) == 0 {
+		return true, nil
+	}
+	// Each change once, in the index's order.
+	slices.SortFunc(pairs, func(a, b [2]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	pairs = slices.Compact(pairs)
+	keys, err := q.QueryContext(ctx, keysQuery, mustJSON(pairs))
+	if err != nil {
+		return false, fmt.Errorf("read changes: %w", err)
+	}
+	return true, eachKey(keys, fn)
 }
 
-// errStop ends eachKey's loop at the change past EachKeyOnAssets's maxChanges.
-var errStop = errors.New("stop")
-
 // CountWindow is how many changes lie in [from, to), counted through the
-// time index without reading a row, and how many the log holds in all,
-// near enough: the highest id (ids are never reused, and nothing deletes
-// changes).
-func CountWindow(ctx context.Context, q store.Querier, from, to time.Time) (n, all int, err error) {
-	if err := q.QueryRowContext(ctx, countWindowQuery, store.Millis(from), store.Millis(to)).Scan(&n, &all); err != nil {
+// time index without reading a row, and the log's last id: its size, near
+// enough (ids are never reused, and nothing deletes changes), and the
+// cut past which a later read finds only changes recorded since.
+func CountWindow(ctx context.Context, q store.Querier, from, to time.Time) (n int, lastID int64, err error) {
+	if err := q.QueryRowContext(ctx, countWindowQuery, store.Millis(from), store.Millis(to)).Scan(&n, &lastID); err != nil {
 		return 0, 0, fmt.Errorf("count changes: %w", err)
 	}
-	return n, all, nil
+	return n, lastID, nil
 }
 
 const countWindowQuery = `SELECT COUNT(*), (SELECT COALESCE(MAX(id), 0) FROM incident_changes) FROM incident_changes WHERE at_ms >= ? AND at_ms < ?`

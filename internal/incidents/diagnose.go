@@ -267,16 +267,7 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 	if err != nil {
 		return nil, 0, err
 	}
-	// One snapshot for every read of the window: its count, the changes
-	// near the symptoms and the others must be the same changes, while
-	// other processes record more.
-	var causes []Cause
-	var considered int
-	err = db.ReadSnapshot(ctx, func(tx *store.Tx) error {
-		causes, considered, err = r.rankWindow(ctx, tx)
-		return err
-	})
-	return causes, considered, err
+	return r.rankWindow(ctx, db)
 }
 
 // rankWindow ranks the changes in the incident's window, best first, in
@@ -300,42 +291,59 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 // When the symptoms' upstream is small next to the window, its changes
 // are found through the asset index and the others are only counted,
 // unless their shared bound reaches the top (see nearBudget).
-func (r *ranker) rankWindow(ctx context.Context, db store.Querier) ([]Cause, int, error) {
+func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
 	inc, opts := r.inc, r.opts
 	from, to := inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond)
-	considered, logged, err := changelog.CountWindow(ctx, db, from, to)
-	if err != nil {
-		return nil, 0, err
-	}
+	var considered int
+	var lastID int64 // the log's last change when the window was counted
 	var h candidates
 	// The first pass bounds the changes on or upstream of the symptoms.
 	// The others, most of a large window, all score under one bound (the
 	// most a change with the unrelated lineage factor can score;
 	// downstream scores less still): they wait behind one entry with that
 	// bound (rest), and are read and bounded one by one only if it
-	// reaches the top.
+	// reaches the top. That pass leaves out changes recorded since the
+	// count (a higher id).
 	keep := func(upstream bool) func(k *changelog.Key) error {
 		return func(k *changelog.Key) error {
 			_, rel, dist := r.relation(&changelog.Change{Assets: k.Assets})
-			if near := rel == RelationSame || rel == RelationUpstream; near != upstream {
+			if near := rel == RelationSame || rel == RelationUpstream; near != upstream || k.ID > lastID {
 				return nil
 			}
 			h = append(h, candidate{score: r.bound(k, lineageFactor(rel, dist)), gap: absDuration(inc.Onset.Sub(k.At)), id: k.ID})
 			return nil
 		}
 	}
-	switch budget := nearBudget(db.Dialect(), considered, len(r.up), logged); {
-	case considered == 0:
-	case budget > 0:
-		var whole bool
-		whole, err = changelog.EachKeyOnAssets(ctx, db, slices.Collect(maps.Keys(r.up)), from, to, budget, keep(true))
-		if err == nil && !whole {
-			h = h[:0]
-			err = changelog.EachKeyInWindow(ctx, db, from, to, keep(true))
+	// The count and the first pass in one snapshot, so that they agree
+	// while other processes record changes (on PostgreSQL a change with a
+	// lower id can commit after one with a higher). Only these reads: the
+	// snapshot holds a connection, and the field-reader walks below need
+	// others (a review had as many diagnoses as the pool has connections
+	// each wait for a second one).
+	err := db.ReadSnapshot(ctx, func(tx *store.Tx) error {
+		if !seeks(tx.Dialect()) {
+			// The window's read is the first pass, and counts it.
+			return changelog.EachKeyInWindow(ctx, tx, from, to, func(k *changelog.Key) error {
+				considered, lastID = considered+1, max(lastID, k.ID)
+				return keep(true)(k)
+			})
 		}
-	default:
-		err = changelog.EachKeyInWindow(ctx, db, from, to, keep(true))
-	}
+		n, last, err := changelog.CountWindow(ctx, tx, from, to)
+		if err != nil {
+			return err
+		}
+		considered, lastID = n, last
+		switch budget := nearBudget(tx.Dialect(), considered, len(r.up), int(last)); {
+		case considered == 0:
+			return nil
+		case budget > 0:
+			whole, err := changelog.EachKeyOnAssets(ctx, tx, slices.Collect(maps.Keys(r.up)), from, to, budget, keep(true))
+			if err != nil || whole {
+				return err
+			}
+		}
+		return changelog.EachKeyInWindow(ctx, tx, from, to, keep(true))
+	})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -416,36 +424,43 @@ func (r *ranker) rankWindow(ctx context.Context, db store.Querier) ([]Cause, int
 // its symptoms, given the changes in its window (considered), the assets
 // of the symptoms' upstream set (upstream) and the changes in the whole
 // log (logged): by a seek per upstream asset into the asset index
-// (changelog.EachKeyOnAssets), which may find at most the changes it
-// returns, or, when it returns 0 or fewer, by reading the whole window's
-// keys. A seek that finds more gives up, and the window is read after all.
+// (changelog.EachKeyOnAssets), which may find at most the rows it returns
+// (a row per upstream asset a change touched), or, when it returns 0 or
+// fewer, by reading the whole window's keys. A seek that finds more gives
+// up, having read no key, and the window is read after all.
 //
 // The seek is given half the cost of the window's read: one that finishes
 // costs at most half the read it saves, and one that gives up makes the
 // diagnosis read at most about 1.5 times what it would have. In units of
-// one change read from the window, a seek costs a per upstream asset and
-// r per change it finds (a lookup where the read steps to the next
-// entry): a·upstream + r·found ≤ considered/2. Measured (load under 2):
+// one change read from the window (about 0.8-1 µs on SQLite), a seek
+// costs a per upstream asset and r per row it finds (the row, then a
+// lookup of the change where the read steps to the next entry):
+// a·upstream + r·found ≤ considered/2. Measured on SQLite (load under 2),
+// a is 1-1.5 on a log of up to 250k changes and 3.3 on one of a million,
+// r about 1.7: a grows with the log because the asset index covers all
+// of it, and once it outgrows the page cache a seek reads a page of the
+// file, where the window's read does not grow so. The model adds to a in
+// proportion to log2 of the log past 250k changes, which fits both.
 //
-//	                         a, log ≤ 250k  a, 1M logged  r
-//	SQLite (~0.8-1 µs/change)     1-1.5          3.3      1.7
-//	PostgreSQL (~0.7 µs)          2-2.4          5.5      3
-//
-// a grows with the log because the asset index covers all of it: once it
-// outgrows the page cache, a seek reads a page of the file; the window's
-// read does not grow so. The model adds to a in proportion to log2 of the
-// log past 250k changes, which fits both measurements. Tests replace it to
-// take each way on the same windows.
+// Tests replace nearBudget to take each way on the same windows.
 var nearBudget = func(d store.Dialect, considered, upstream, logged int) int {
-	a, slope, r := 1.5, 0.9, 1.7
-	if d == store.Postgres {
-		a, slope, r = 2.4, 1.5, 3
-	}
+	a, r := 1.5, 1.7
 	if logged > 250_000 {
-		a += slope * math.Log2(float64(logged)/250_000)
+		a += 0.9 * math.Log2(float64(logged)/250_000)
 	}
 	return int((float64(considered)/2 - a*float64(upstream)) / r)
 }
+
+// seeks reports whether a diagnosis on this store may seek the changes
+// near its symptoms (nearBudget). PostgreSQL always reads its window, as
+// before: its planner, once its statistics show assets with many changes,
+// may scan the asset index whole or hash every row near the symptoms,
+// which no LIMIT bounds (a review measured 2.4-4.7 times the window's
+// read), and even the bounded seek was 1.0-1.45 times it in the review's
+// windows; it cannot be held to a plan. Reading the window there also
+// counts it, so no count is made (on PostgreSQL a count visits each row).
+// Tests force the seek there.
+var seeks = func(d store.Dialect) bool { return d != store.Postgres }
 
 // readBatch is how many changes a diagnosis reads in full at a time.
 const readBatch = 32

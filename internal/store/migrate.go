@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -82,13 +83,23 @@ func translate(d Dialect, sqlText string) string {
 
 // migrate applies every pending migration. Several agents start at once,
 // so the whole run holds the store's write lock: an advisory lock on
-// PostgreSQL, the immediate transaction on SQLite.
+// PostgreSQL, the immediate transaction on SQLite. On PostgreSQL the
+// transaction is READ COMMITTED, so that what it reads after the lock is
+// what the process that held the lock before committed: a SERIALIZABLE
+// one takes its snapshot at its first statement, the wait for the lock,
+// and went on to apply again the migrations the other had just applied
+// (a review opened one store from three processes at once: "relation kv
+// already exists").
 func (db *DB) migrate(ctx context.Context) error {
 	all, err := Migrations()
 	if err != nil {
 		return err
 	}
-	return db.InTx(ctx, func(tx *Tx) error {
+	var opts *sql.TxOptions // SQLite: immediate, as InTx
+	if db.dialect == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	return db.inTx(ctx, opts, func(tx *Tx) error {
 		if db.dialect == Postgres {
 			// An arbitrary constant shared by every Data Workers process.
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7421001)"); err != nil {

@@ -255,6 +255,15 @@ func (db *DB) ReadSnapshot(ctx context.Context, fn func(tx *Tx) error) error {
 // failure, deadlock, busy file) is retried with jittered backoff, so fn
 // must be safe to run again.
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	var opts *sql.TxOptions
+	if db.dialect == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
+	}
+	return db.inTx(ctx, opts, fn)
+}
+
+// inTx is InTx at the isolation opts asks for.
+func (db *DB) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 30; attempt++ {
 		if attempt > 0 {
@@ -267,7 +276,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 			case <-time.After(backoff):
 			}
 		}
-		err = db.runTx(ctx, fn)
+		err = db.runTx(ctx, opts, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -275,11 +284,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return err
 }
 
-func (db *DB) runTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
-	var opts *sql.TxOptions
-	if db.dialect == Postgres {
-		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
-	}
+func (db *DB) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (err error) {
 	stx, err := db.db.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
