@@ -288,26 +288,31 @@ func rankCauses(ctx context.Context, db *store.DB, g Graph, inc *Incident, opts 
 // exactly the one scoring every change and sorting them all gives. A
 // window can hold a hundred thousand changes, of which ten are kept; most
 // are unrelated to the symptoms or days old, and are never read again.
-// When the symptoms' upstream is small next to the window, its changes
-// are found through the asset index and the others are only counted,
-// unless their shared bound reaches the top (see nearBudget).
+// On SQLite, when the symptoms' upstream is small next to the window, its
+// changes are found through the asset index and the others are only
+// counted, unless their shared bound reaches the top (see nearBudget).
 func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, error) {
 	inc, opts := r.inc, r.opts
 	from, to := inc.Onset.Add(-opts.Lookback), inc.OnsetEnd.Add(opts.Grace+time.Millisecond)
 	var considered int
-	var lastID int64 // the log's last change when the window was counted
 	var h candidates
+	// seen says whether the snapshot below saw a change: one with an id
+	// up to the log's last then, on SQLite, whose writers take ids one
+	// transaction at a time; on PostgreSQL one of the ids it read (there a
+	// change with a lower id can commit after the snapshot).
+	var lastID int64
+	var saw []int64 // on PostgreSQL, the changes off the upstream it read
+	seen := func(id int64) bool { return id <= lastID }
 	// The first pass bounds the changes on or upstream of the symptoms.
 	// The others, most of a large window, all score under one bound (the
 	// most a change with the unrelated lineage factor can score;
 	// downstream scores less still): they wait behind one entry with that
 	// bound (rest), and are read and bounded one by one only if it
-	// reaches the top. That pass leaves out changes recorded since the
-	// count (a higher id).
+	// reaches the top, but for changes recorded since the count.
 	keep := func(upstream bool) func(k *changelog.Key) error {
 		return func(k *changelog.Key) error {
 			_, rel, dist := r.relation(&changelog.Change{Assets: k.Assets})
-			if near := rel == RelationSame || rel == RelationUpstream; near != upstream || k.ID > lastID {
+			if near := rel == RelationSame || rel == RelationUpstream; near != upstream || !seen(k.ID) {
 				return nil
 			}
 			h = append(h, candidate{score: r.bound(k, lineageFactor(rel, dist)), gap: absDuration(inc.Onset.Sub(k.At)), id: k.ID})
@@ -323,10 +328,29 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 	err := db.ReadSnapshot(ctx, func(tx *store.Tx) error {
 		if !seeks(tx.Dialect()) {
 			// The window's read is the first pass, and counts it.
-			return changelog.EachKeyInWindow(ctx, tx, from, to, func(k *changelog.Key) error {
-				considered, lastID = considered+1, max(lastID, k.ID)
-				return keep(true)(k)
+			lastID = math.MaxInt64
+			first := keep(true)
+			err := changelog.EachKeyInWindow(ctx, tx, from, to, func(k *changelog.Key) error {
+				considered++
+				n := len(h)
+				if err := first(k); err != nil {
+					return err
+				}
+				if len(h) == n { // off the upstream: the rest pass may take it
+					saw = append(saw, k.ID)
+				}
+				return nil
 			})
+			sorted := false
+			seen = func(id int64) bool {
+				if !sorted { // only when the rest pass runs, which most diagnoses never need
+					slices.Sort(saw)
+					sorted = true
+				}
+				_, ok := slices.BinarySearch(saw, id)
+				return ok
+			}
+			return err
 		}
 		n, last, err := changelog.CountWindow(ctx, tx, from, to)
 		if err != nil {

@@ -137,7 +137,7 @@ func randomWindowRanking(t *testing.T, db *store.DB, seed uint64) {
 	}
 	// The lazy walk on and off; the changes near the symptoms found by a
 	// seek per upstream asset, by reading the whole window, by a seek that
-	// gives up at its first row and reads the window (each on PostgreSQL
+	// gives up at its second row and reads the window (each on PostgreSQL
 	// too, which in use always reads the window), and as shipped.
 	budgets := []func(store.Dialect, int, int, int) int{
 		func(store.Dialect, int, int, int) int { return math.MaxInt },

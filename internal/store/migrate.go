@@ -147,8 +147,9 @@ func (db *DB) migrate(ctx context.Context) error {
 	})
 }
 
-// splitStatements splits a migration on semicolons at line ends. Migrations
-// hold plain DDL, so no statement carries a semicolon inside a literal.
+// splitStatements splits a migration on semicolons at line ends. A
+// semicolon inside a statement (a literal, a trigger's body) must not end
+// a line.
 func splitStatements(s string) []string {
 	var out []string
 	var cur strings.Builder
