@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -92,11 +91,10 @@ func TestPlainStrings(t *testing.T) {
 	}
 }
 
-// On SQLite the window's keys are one range scan of the covering index
-// (migration 0015), with no lookup of each row in the table.
-func TestEachKeyInWindowReadsOnlyTheCoveringIndex(t *testing.T) {
-	db := storetest.SQLite(t)
-	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+keyWindowQuery, int64(1), int64(2))
+// queryPlan is SQLite's plan for query, a line per step.
+func queryPlan(t *testing.T, db *store.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +111,13 @@ func TestEachKeyInWindowReadsOnlyTheCoveringIndex(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return details
+}
+
+// On SQLite the window's keys are one range scan of the covering index
+// (migration 0015), with no lookup of each row in the table.
+func TestEachKeyInWindowReadsOnlyTheCoveringIndex(t *testing.T) {
+	details := queryPlan(t, storetest.SQLite(t), keyWindowQuery, int64(1), int64(2))
 	want := []string{"SEARCH incident_changes USING COVERING INDEX incident_changes_at_brief (at_ms>? AND at_ms<?)"}
 	if !reflect.DeepEqual(details, want) {
 		t.Errorf("plan %q, want %q", details, want)
@@ -289,21 +294,7 @@ func TestEachKeyOnAssetsSeeksTheAssetIndex(t *testing.T) {
 		{countWindowQuery, []any{int64(1), int64(2)}, []string{"SEARCH incident_changes USING COVERING INDEX incident_changes_at (at_ms>? AND at_ms<?)",
 			"SCALAR SUBQUERY 1", "SEARCH incident_changes"}}, // the highest rowid: one descent
 	} {
-		rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var details []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			details = append(details, detail)
-		}
-		rows.Close()
-		if !reflect.DeepEqual(details, c.want) {
+		if details := queryPlan(t, db, c.query, c.args...); !reflect.DeepEqual(details, c.want) {
 			t.Errorf("plan %q, want %q", details, c.want)
 		}
 	}
@@ -313,76 +304,61 @@ func TestEachKeyOnAssetsSeeksTheAssetIndex(t *testing.T) {
 // times in the asset index when it is next opened, and so does a change a
 // writer from before it records afterwards, on both engines.
 func TestAssetIndexTimesFilledOnMigration(t *testing.T) {
-	for _, engine := range []struct {
-		name string
-		open func(t *testing.T) func() (*store.DB, error)
-	}{
-		{"sqlite", func(t *testing.T) func() (*store.DB, error) {
-			path := filepath.Join(t.TempDir(), "dw.db")
-			return func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) }
-		}},
-		{"postgres", func(t *testing.T) func() (*store.DB, error) {
-			url := storetest.PostgresSchemaURL(t)
-			return func() (*store.DB, error) { return store.OpenPostgres(context.Background(), url) }
-		}},
-	} {
-		t.Run(engine.name, func(t *testing.T) {
-			ctx := context.Background()
-			open := engine.open(t)
-			old, err := open()
-			if err != nil {
-				t.Fatal(err)
+	storetest.EachOpener(t, func(t *testing.T, open func() (*store.DB, error)) {
+		ctx := context.Background()
+		old, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Back to the schema before 0018, written as the code before it wrote.
+		undo := []string{"DROP TRIGGER incident_change_assets_at_fill"}
+		if old.Dialect() == store.Postgres {
+			undo = []string{"DROP TRIGGER incident_change_assets_at_fill ON incident_change_assets", "DROP FUNCTION incident_change_assets_at_fill()"}
+		}
+		for _, q := range append(undo,
+			"DROP INDEX incident_change_assets_at",
+			"ALTER TABLE incident_change_assets DROP COLUMN at_ms",
+			"DELETE FROM schema_migrations WHERE version = 18",
+		) {
+			if _, err := old.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
 			}
-			// Back to the schema before 0018, written as the code before it wrote.
-			undo := []string{"DROP TRIGGER incident_change_assets_at_fill"}
-			if old.Dialect() == store.Postgres {
-				undo = []string{"DROP TRIGGER incident_change_assets_at_fill ON incident_change_assets", "DROP FUNCTION incident_change_assets_at_fill()"}
-			}
-			for _, q := range append(undo,
-				"DROP INDEX incident_change_assets_at",
-				"ALTER TABLE incident_change_assets DROP COLUMN at_ms",
-				"DELETE FROM schema_migrations WHERE version = 18",
-			) {
-				if _, err := old.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			var ids []int64
-			for i, at := range []time.Time{tue(13, 0), tue(14, 0), tue(9, 0)} {
-				var id int64
-				if err := old.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
-					VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', ?, '{}', 0) RETURNING id`, store.Millis(at), fmt.Sprint(i)).Scan(&id); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := old.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, id)
-			}
-			old.Close()
-			db, err := open()
-			if err != nil {
-				t.Fatalf("migrate: %v", err)
-			}
-			defer db.Close()
-			got := keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
-			if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
-				t.Fatalf("after the migration the asset's window holds %+v, want changes %d and %d", got, ids[0], ids[1])
-			}
-			// A writer from before the migration, still running, records
-			// another change as it did: its asset row gets its time.
+		}
+		var ids []int64
+		for i, at := range []time.Time{tue(13, 0), tue(14, 0), tue(9, 0)} {
 			var id int64
-			if err := db.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
-				VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', 'late', '{}', 0) RETURNING id`, store.Millis(tue(14, 30))).Scan(&id); err != nil {
+			if err := old.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+				VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', ?, '{}', 0) RETURNING id`, store.Millis(at), fmt.Sprint(i)).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
+			if _, err := old.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
 				t.Fatal(err)
 			}
-			got = keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
-			if len(got) != 3 || got[2].ID != id {
-				t.Fatalf("a change recorded as before the migration is not in its asset's window: %+v", got)
-			}
-		})
-	}
+			ids = append(ids, id)
+		}
+		old.Close()
+		db, err := open()
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+		defer db.Close()
+		got := keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
+		if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
+			t.Fatalf("after the migration the asset's window holds %+v, want changes %d and %d", got, ids[0], ids[1])
+		}
+		// A writer from before the migration, still running, records
+		// another change as it did: its asset row gets its time.
+		var id int64
+		if err := db.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+			VALUES (NULL, ?, 'deploy', 's', '["kafka://prod/a"]', '[]', 0, '', '', 'late', '{}', 0) RETURNING id`, store.Millis(tue(14, 30))).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO incident_change_assets (asset, change_id) VALUES ('kafka://prod/a', ?)", id); err != nil {
+			t.Fatal(err)
+		}
+		got = keysOn(t, db, []string{"kafka://prod/a"}, tue(12, 0), tue(15, 0))
+		if len(got) != 3 || got[2].ID != id {
+			t.Fatalf("a change recorded as before the migration is not in its asset's window: %+v", got)
+		}
+	})
 }

@@ -94,18 +94,7 @@ func TestDiagnosisReadsOneSnapshot(t *testing.T) {
 		ctx := context.Background()
 		g := newMemGraph().chain("a://up", "a://sym")
 		onset := tue(14, 0)
-		record := func(q store.Querier, at time.Time, asset string) int64 {
-			t.Helper()
-			var id int64
-			if err := q.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
-				VALUES (NULL, ?, 'deploy', 's', ?, '[]', 0, '', '', 'x', '{}', 0) RETURNING id`, store.Millis(at), `["`+asset+`"]`).Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := q.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)`, asset, id, store.Millis(at)); err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}
+		record := func(q store.Querier, at time.Time, asset string) int64 { return recordRaw(t, q, at, asset, nil) }
 		unrelated := record(db, onset.Add(-time.Minute), "a://elsewhere") // ranks first among the unrelated: at the onset
 		var slow *store.Tx
 		if db.Dialect() == store.Postgres {
@@ -135,10 +124,7 @@ func TestDiagnosisReadsOneSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []int64
-		for _, c := range causes {
-			ids = append(ids, c.Change.ID)
-		}
+		ids := causeIDs(causes)
 		if considered != 2 || len(ids) != 2 || !slices.Contains(ids, unrelated) || !slices.Contains(ids, near) {
 			t.Fatalf("considered %d, ranked %v; want the two changes recorded before the diagnosis, %d and %d", considered, ids, near, unrelated)
 		}
@@ -166,20 +152,7 @@ func TestLateLowerIDNeitherCountedNorRanked(t *testing.T) {
 	ctx := context.Background()
 	onset := tue(14, 0)
 	record := func(q store.Querier, at time.Time, asset string, fields []changelog.FieldChange) int64 {
-		t.Helper()
-		f, _ := json.Marshal(fields)
-		if fields == nil {
-			f = []byte("[]")
-		}
-		var id int64
-		if err := q.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
-			VALUES (NULL, ?, 'deploy', 's', ?, ?, 0, '', '', 'x', '{}', 0) RETURNING id`, store.Millis(at), `["`+asset+`"]`, string(f)).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := q.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)`, asset, id, store.Millis(at)); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return recordRaw(t, q, at, asset, fields)
 	}
 	slow, err := db.Begin(ctx)
 	if err != nil {
@@ -201,11 +174,37 @@ func TestLateLowerIDNeitherCountedNorRanked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []int64
-	for _, c := range causes {
-		ids = append(ids, c.Change.ID)
-	}
+	ids := causeIDs(causes)
 	if considered != 2 || len(ids) != 2 || !slices.Contains(ids, near) || !slices.Contains(ids, unrelated) {
 		t.Fatalf("considered %d, ranked %v; want %d and %d (%d committed after the snapshot)", considered, ids, near, unrelated, late)
 	}
+}
+
+// recordRaw writes a change on one asset and its asset row as changelog
+// does, through q (a transaction left open holds its id uncommitted).
+func recordRaw(t *testing.T, q store.Querier, at time.Time, asset string, fields []changelog.FieldChange) int64 {
+	t.Helper()
+	f := []byte("[]")
+	if fields != nil {
+		f, _ = json.Marshal(fields)
+	}
+	ctx := context.Background()
+	var id int64
+	if err := q.QueryRowContext(ctx, `INSERT INTO incident_changes (external_key, at_ms, kind, system, assets, fields, state_skipped, actor, source, summary, details, recorded_ms)
+		VALUES (NULL, ?, 'deploy', 's', ?, ?, 0, '', '', 'x', '{}', 0) RETURNING id`, store.Millis(at), `["`+asset+`"]`, string(f)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO incident_change_assets (asset, change_id, at_ms) VALUES (?, ?, ?)`, asset, id, store.Millis(at)); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// causeIDs are the ranked causes' change ids, in rank order.
+func causeIDs(causes []Cause) []int64 {
+	ids := make([]int64, len(causes))
+	for i, c := range causes {
+		ids[i] = c.Change.ID
+	}
+	return ids
 }

@@ -114,49 +114,34 @@ func TestReadSnapshotSeesOneMoment(t *testing.T) {
 // finds it migrated, and none fails (on PostgreSQL a serializable
 // migration's snapshot predated the lock it waited for).
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	for _, engine := range []struct {
-		name string
-		open func(t *testing.T) func() (*store.DB, error)
-	}{
-		{"sqlite", func(t *testing.T) func() (*store.DB, error) {
-			path := filepath.Join(t.TempDir(), "dw.db")
-			return func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) }
-		}},
-		{"postgres", func(t *testing.T) func() (*store.DB, error) {
-			url := storetest.PostgresSchemaURL(t)
-			return func() (*store.DB, error) { return store.OpenPostgres(context.Background(), url) }
-		}},
-	} {
-		t.Run(engine.name, func(t *testing.T) {
-			open := engine.open(t)
-			var wg sync.WaitGroup
-			errs := make([]error, 4)
-			for i := range errs {
-				wg.Go(func() {
-					db, err := open()
-					if errs[i] = err; err == nil {
-						db.Close()
-					}
-				})
-			}
-			wg.Wait()
-			for i, err := range errs {
-				if err != nil {
-					t.Errorf("open %d: %v", i, err)
+	storetest.EachOpener(t, func(t *testing.T, open func() (*store.DB, error)) {
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				db, err := open()
+				if errs[i] = err; err == nil {
+					db.Close()
 				}
-			}
-			db, err := open()
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("open %d: %v", i, err)
 			}
-			defer db.Close()
-			all, _ := store.Migrations()
-			var n int
-			if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != len(all) {
-				t.Fatalf("%d migrations recorded (%v), want %d", n, err, len(all))
-			}
-		})
-	}
+		}
+		db, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		all, _ := store.Migrations()
+		var n int
+		if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != len(all) {
+			t.Fatalf("%d migrations recorded (%v), want %d", n, err, len(all))
+		}
+	})
 }
 
 // The writer subprocess: when DW_STORE_WRITER is set, this test binary

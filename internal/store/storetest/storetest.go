@@ -96,28 +96,37 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
 }
 
+// EachOpener runs fn as a subtest against each engine with a way to open
+// one fresh store as often as it likes, as processes sharing it do (each
+// its own connections), for what happens when a store is opened: a
+// migration, several processes opening it at once.
+func EachOpener(t *testing.T, fn func(t *testing.T, open func() (*store.DB, error))) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "dw.db")
+		fn(t, func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := PostgresSchemaURL(t)
+		fn(t, func() (*store.DB, error) { return store.OpenPostgres(context.Background(), url) })
+	})
+}
+
 // EachTwice runs fn as a subtest against each engine with two handles on
 // one fresh store, as two processes sharing it have: each its own
 // connections, neither seeing the other's state but through the store.
 func EachTwice(t *testing.T, fn func(t *testing.T, a, b *store.DB)) {
 	t.Helper()
-	open := func(t *testing.T, open func() (*store.DB, error)) *store.DB {
-		t.Helper()
-		db, err := open()
-		if err != nil {
-			t.Fatalf("open store: %v", err)
+	EachOpener(t, func(t *testing.T, open func() (*store.DB, error)) {
+		handle := func() *store.DB {
+			t.Helper()
+			db, err := open()
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
 		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	t.Run("sqlite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "dw.db")
-		sqlite := func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) }
-		fn(t, open(t, sqlite), open(t, sqlite))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		url := PostgresSchemaURL(t)
-		pg := func() (*store.DB, error) { return store.OpenPostgres(context.Background(), url) }
-		fn(t, open(t, pg), open(t, pg))
+		fn(t, handle(), handle())
 	})
 }
