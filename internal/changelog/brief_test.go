@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -179,18 +180,8 @@ func keysOn(t *testing.T, db *store.DB, assets []string, from, to time.Time) []C
 	if err != nil || !whole {
 		t.Fatalf("EachKeyOnAssets: whole %v, %v", whole, err)
 	}
-	slices.SortFunc(out, func(a, b Change) int { return cmpInt(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // EachKeyOnAssets reads, once each, exactly the window's changes that
@@ -243,7 +234,7 @@ func TestEachKeyOnAssetsMatchesTheWindow(t *testing.T) {
 					want = append(want, c)
 				}
 			}
-			slices.SortFunc(want, func(a, b Change) int { return cmpInt(a.ID, b.ID) })
+			slices.SortFunc(want, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
 			if got := keysOn(t, db, listed, from, to); !reflect.DeepEqual(got, want) {
 				t.Fatalf("trial %d, assets %q: %d keys, want %d:\n%+v\nwant\n%+v", trial, listed, len(got), len(want), got, want)
 			}

@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
-	"github.com/dataworkers/dw/internal/packload"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -22,15 +20,7 @@ import (
 func TestIncidentsUseOneIDPerTable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		now := time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)
-		clk := clock.NewFake(now)
-		pack, tl, err := packload.Read("billing", now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := packload.LoadStore(ctx, db, clk, pack, "demo"); err != nil {
-			t.Fatal(err)
-		}
+		clk, tl := loadBilling(t, db)
 		names := lineage.NamesFromConfig(&config.Config{Warehouses: []config.Warehouse{
 			{Name: "demo", Kind: "duckdb", Path: "/home/x/demo.duckdb"}, {Name: "lake", Kind: "snowflake", Database: "LAKE"}}})
 		g := lineage.New(db, clk)

@@ -82,6 +82,18 @@ func seedChanges(b *testing.B, db *store.DB, end time.Time, n int) {
 	}
 }
 
+// benchStore is the diagnose benchmarks' store: the layered graph, a
+// service an hour after the onset, the change log seeded before it, and
+// the symptom's asset at the bottom of the graph.
+func benchStore(b *testing.B, open func(testing.TB) *store.DB) (*store.DB, *memGraph, *Service, time.Time, string) {
+	db := open(b)
+	g := benchGraph()
+	onset := tue(14, 0)
+	s, _ := newService(b, db, onset.Add(time.Hour), g)
+	seedChanges(b, db, onset, benchChanges)
+	return db, g, s, onset, benchAsset(benchLayers-1, 500)
+}
+
 // BenchmarkDiagnose ranks the candidate causes of an incident with 100,000
 // changes in the log and a 50,000-asset graph, against the baseline of only
 // loading the lookback window's changes from the store.
@@ -92,12 +104,7 @@ func BenchmarkDiagnose(b *testing.B) {
 	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
 		b.Run(engine.name, func(b *testing.B) {
 			ctx := context.Background()
-			db := engine.open(b)
-			g := benchGraph()
-			onset := tue(14, 0)
-			s, _ := newService(b, db, onset.Add(time.Hour), g)
-			seedChanges(b, db, onset, benchChanges)
-			symptomAsset := benchAsset(benchLayers-1, 500)
+			db, g, s, onset, symptomAsset := benchStore(b, engine.open)
 			// The planted cause: three hops up, a field a job on the path reads.
 			up, _ := g.Upstream(ctx, []string{symptomAsset}, 3)
 			var source string
@@ -167,12 +174,7 @@ func BenchmarkDiagnoseNearChanges(b *testing.B) {
 				}
 				b.Run(name, func(b *testing.B) {
 					ctx := context.Background()
-					db := engine.open(b)
-					g := benchGraph()
-					onset := tue(14, 0)
-					s, _ := newService(b, db, onset.Add(time.Hour), g)
-					seedChanges(b, db, onset, benchChanges)
-					symptom := benchAsset(benchLayers-1, 500)
+					db, g, s, onset, symptom := benchStore(b, engine.open)
 					if allNear { // every change in the log on the symptom itself
 						for _, st := range []struct {
 							q    string
@@ -191,8 +193,8 @@ func BenchmarkDiagnoseNearChanges(b *testing.B) {
 					opts := DiagnoseOptions{Clock: clock.NewFake(onset.Add(time.Hour)), Lookback: lookback}
 					seek := nearBudget
 					defer func() { nearBudget = seek }()
-					scan := func(store.Dialect, int, int, int) int { return 0 }
-					diagnose := func(budget func(store.Dialect, int, int, int) int) (time.Duration, []Cause) {
+					scan := func(int, int, int) int { return 0 }
+					diagnose := func(budget func(int, int, int) int) (time.Duration, []Cause) {
 						nearBudget = budget
 						t0 := time.Now()
 						d, err := Diagnose(ctx, db, g, id, opts)

@@ -357,7 +357,7 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 			return err
 		}
 		considered, lastID = n, last
-		switch budget := nearBudget(tx.Dialect(), considered, len(r.up), int(last)); {
+		switch budget := nearBudget(considered, len(r.up), int(last)); {
 		case considered == 0:
 			return nil
 		case budget > 0:
@@ -467,7 +467,7 @@ func (r *ranker) rankWindow(ctx context.Context, db *store.DB) ([]Cause, int, er
 // proportion to log2 of the log past 250k changes, which fits both.
 //
 // Tests replace nearBudget to take each way on the same windows.
-var nearBudget = func(d store.Dialect, considered, upstream, logged int) int {
+var nearBudget = func(considered, upstream, logged int) int {
 	a, r := 1.5, 1.7
 	if logged > 250_000 {
 		a += 0.9 * math.Log2(float64(logged)/250_000)

@@ -10,6 +10,7 @@ import (
 	"github.com/dataworkers/dw/internal/changelog"
 
 	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/demo"
 	"github.com/dataworkers/dw/internal/incidents"
 	"github.com/dataworkers/dw/internal/lineage"
 	"github.com/dataworkers/dw/internal/packload"
@@ -23,15 +24,7 @@ import (
 func TestDiagnoseOnLineageGraph(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		now := time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)
-		clk := clock.NewFake(now)
-		pack, tl, err := packload.Read("billing", now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := packload.LoadStore(ctx, db, clk, pack, "demo"); err != nil {
-			t.Fatal(err)
-		}
+		clk, tl := loadBilling(t, db)
 		svc := &incidents.Service{DB: db, Clock: clk, Graph: incidents.LineageGraph(lineage.New(db, clk))}
 		hour := tl.Day.Add(14 * time.Hour)
 		rep, err := svc.ReportSymptoms(ctx, incidents.ReportParams{Symptoms: []incidents.Symptom{{
@@ -80,4 +73,20 @@ func TestDiagnoseOnLineageGraph(t *testing.T) {
 			}
 		}
 	})
+}
+
+// loadBilling loads the billing pack (story A) into db with the demo as
+// its domain owner, on a fake clock at its incident day's afternoon.
+func loadBilling(t *testing.T, db *store.DB) (*clock.Fake, demo.Instants) {
+	t.Helper()
+	now := time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	pack, tl, err := packload.Read("billing", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := packload.LoadStore(context.Background(), db, clk, pack, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	return clk, tl
 }

@@ -139,16 +139,16 @@ func randomWindowRanking(t *testing.T, db *store.DB, seed uint64) {
 	// seek per upstream asset, by reading the whole window, by a seek that
 	// gives up at its second row and reads the window (each on PostgreSQL
 	// too, which in use always reads the window), and as shipped.
-	budgets := []func(store.Dialect, int, int, int) int{
-		func(store.Dialect, int, int, int) int { return math.MaxInt },
-		func(store.Dialect, int, int, int) int { return 0 },
-		func(store.Dialect, int, int, int) int { return 1 },
+	budgets := []func(int, int, int) int{
+		func(int, int, int) int { return math.MaxInt },
+		func(int, int, int) int { return 0 },
+		func(int, int, int) int { return 1 },
 		nil,
 	}
 	for i := range 2 * len(budgets) {
 		bw := i < len(budgets)
 		func() {
-			defer func(was bool, budget func(store.Dialect, int, int, int) int, seek func(store.Dialect) bool) {
+			defer func(was bool, budget func(int, int, int) int, seek func(store.Dialect) bool) {
 				boundWalks, nearBudget, seeks = was, budget, seek
 			}(boundWalks, nearBudget, seeks)
 			boundWalks = bw

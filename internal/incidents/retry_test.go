@@ -110,7 +110,7 @@ func TestDiagnosisReadsOneSnapshot(t *testing.T) {
 			Symptoms: []Symptom{{Kind: SymptomNulls, Asset: "a://sym", At: onset}}}
 		was := nearBudget
 		defer func() { nearBudget = was }()
-		nearBudget = func(d store.Dialect, considered, upstream, logged int) int {
+		nearBudget = func(considered, upstream, logged int) int {
 			if slow != nil {
 				if err := slow.Commit(); err != nil {
 					t.Fatal(err)
