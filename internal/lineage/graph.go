@@ -38,6 +38,9 @@ type IndexStats struct {
 	Applied int
 	// Relabeled kept it as it was after writes of facts it does not hold.
 	Relabeled int
+	// NamesKept brought it up to date keeping the ids, names and rows
+	// answers had read, less those of the assets the writes changed.
+	NamesKept int
 }
 
 // New returns the graph kept in db. The clock dates ingested facts and
@@ -128,14 +131,18 @@ func (g *Graph) refresh(ctx context.Context, cur *graphindex.Index, v versions) 
 	}
 	// Applying a change costs about what loading an asset or edge does:
 	// past an eighth of them a load is as quick and leaves no overlay.
-	changes, err := readChanges(ctx, g.db, cur.Topology, v.topology, max(1024, (cur.Assets()+cur.EdgeCount())/8))
+	changes, factVersions, err := readChanges(ctx, g.db, cur.Topology, v.topology, max(1024, (cur.Assets()+cur.EdgeCount())/8))
 	if err != nil {
 		return nil, err
 	}
 	next := cur.Apply(v.version, v.topology, changes, indexCodes)
-	if v.facts == g.facts && next.SameNodes(cur) {
-		// Only edges moved: the names and rows read for answers still hold.
-		shareTable(cur, next)
+	// What answers read from the store is kept when every write since
+	// named the assets whose facts it changed: one logged version per move
+	// of the facts version (a write from an older binary, or one too large
+	// to name its assets, moves it without).
+	if next.SameNodes(cur) && v.facts-g.facts == factVersions {
+		carryTable(cur, next, changes, v.facts != g.facts)
+		g.stats.NamesKept++
 	}
 	g.stats.Applied++
 	return next, nil

@@ -188,9 +188,9 @@ func findAsset(ctx context.Context, q store.Querier, ref string) (resolved, bool
 // assets walks reached: ids and aliases by node, list rows by seq and
 // resolved references (the index itself keeps only numbers). All of it is
 // fixed for one graph version, since every lineage write moves the version
-// and a new version is a new index with a new table (one that changed
-// only edges keeps its predecessor's, shareTable), so a warm call reads
-// none of it again. It is loaded for the nodes an answer needs, so the cost
+// and a new version is a new index (one brought up to date from the log
+// carries its predecessor's table, less what the writes changed,
+// carryTable), so a warm call reads none of it again. It is loaded for the nodes an answer needs, so the cost
 // follows what a walk reaches rather than the size of the graph, and it is
 // emptied when it grows past maxCached entries.
 type nameTable struct {
@@ -203,6 +203,10 @@ type nameTable struct {
 	// exact holds findAsset's answers (no partial-name match, unlike
 	// refs), for the field-reader walks a diagnosis makes per change.
 	exact map[string]resolved
+	// gen counts the times refs and exact were emptied by carryTable: a
+	// reference resolved outside the lock is kept only if none came
+	// between (it may predate the write that emptied them).
+	gen int
 }
 
 // maxCached bounds a table's entries (ids, rows and references together).
@@ -233,12 +237,38 @@ func tableOf(ix *graphindex.Index) *nameTable {
 	return v.(*nameTable)
 }
 
-// shareTable lets to use from's table: to was derived from from by
-// changes to edges only, under the same node numbers, so every id, name,
-// row and reference the table holds is still what the store says.
-func shareTable(from, to *graphindex.Index) {
+// carryTable lets to use from's table: to was derived from from by the
+// logged changes, under the same node numbers. What the table holds of
+// the assets the changes name (their ids, names and rows) is dropped, and
+// with facts the references resolved too (a new or lost name may resolve
+// elsewhere); everything else is still what the store says. The table is
+// shared, so calls still on from drop the same entries: they read the
+// store afresh, which is never wrong.
+func carryTable(from, to *graphindex.Index, changes []graphindex.Change, facts bool) {
+	t := tableOf(from)
+	t.mu.Lock()
+	for _, c := range changes {
+		switch c.Op {
+		case graphindex.NodeSet, graphindex.NodeDel, graphindex.Facts:
+		default:
+			continue
+		}
+		delete(t.rows, c.From)
+		for _, ix := range []*graphindex.Index{from, to} {
+			if n, ok := ix.Node(c.From); ok {
+				delete(t.ids, n)
+				delete(t.aliased, n)
+				delete(t.aliases, n)
+			}
+		}
+	}
+	if facts {
+		t.refs, t.exact = map[string]resolved{}, map[string]resolved{}
+		t.gen++
+	}
+	t.mu.Unlock()
 	key := weak.Make(to)
-	if _, loaded := nameTables.LoadOrStore(key, tableOf(from)); !loaded {
+	if _, loaded := nameTables.LoadOrStore(key, t); !loaded {
 		runtime.AddCleanup(to, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
 	}
 }
@@ -377,6 +407,7 @@ func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, re
 	t := tableOf(ix)
 	t.mu.Lock()
 	r, ok := t.refs[ref]
+	gen := t.gen
 	t.mu.Unlock()
 	if ok {
 		return r, nil
@@ -389,7 +420,9 @@ func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, re
 	if t.full() {
 		t.reset()
 	}
-	t.refs[ref] = r
+	if t.gen == gen {
+		t.refs[ref] = r
+	}
 	t.mu.Unlock()
 	return r, nil
 }
@@ -402,6 +435,7 @@ func indexFind(ctx context.Context, ix *graphindex.Index, q store.Querier, ref s
 	t := tableOf(ix)
 	t.mu.Lock()
 	r, ok := t.exact[ref]
+	gen := t.gen
 	t.mu.Unlock()
 	if ok {
 		return r, true, nil
@@ -414,7 +448,9 @@ func indexFind(ctx context.Context, ix *graphindex.Index, q store.Querier, ref s
 	if t.full() {
 		t.reset()
 	}
-	t.exact[ref] = r
+	if t.gen == gen {
+		t.exact[ref] = r
+	}
 	t.mu.Unlock()
 	return r, true, nil
 }

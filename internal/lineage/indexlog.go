@@ -99,8 +99,42 @@ func (w *Writer) checkTouched() {
 	}
 }
 
-// touchFacts marks a change of facts the index does not hold.
-func (w *Writer) touchFacts() { w.facts = true }
+// touchFacts marks a change of facts the index does not hold, of the
+// assets seqs (none: facts no asset's row holds, such as an edge's
+// sources). Past maxLoggedChanges assets the write stops naming them
+// (factSeqs nil): holders then drop everything they read, as they did
+// for every such write before the log named assets.
+func (w *Writer) touchFacts(seqs ...int64) {
+	if !w.facts {
+		w.facts, w.factSeqs = true, map[int64]struct{}{}
+	}
+	if w.factSeqs == nil {
+		return
+	}
+	for _, s := range seqs {
+		if s > 0 {
+			w.factSeqs[s] = struct{}{}
+		}
+	}
+	if len(w.factSeqs) > maxLoggedChanges {
+		w.factSeqs = nil
+	}
+}
+
+// factChanges are the log rows naming the assets whose facts a write
+// changed: one per asset, or one naming none (From 0), so every write
+// that moved the facts version and named what it changed has a row in
+// its version (refresh counts those versions).
+func (w *Writer) factChanges() []graphindex.Change {
+	if len(w.factSeqs) == 0 {
+		return []graphindex.Change{{Op: graphindex.Facts}}
+	}
+	out := make([]graphindex.Change, 0, len(w.factSeqs))
+	for _, s := range slices.Sorted(maps.Keys(w.factSeqs)) {
+		out = append(out, graphindex.Change{Op: graphindex.Facts, From: s})
+	}
+	return out
+}
 
 // publish ends a write in its transaction: when anything changed it moves
 // the graph version, the topology version (when what the index holds
@@ -124,6 +158,14 @@ func (w *Writer) publish(ctx context.Context, tx *store.Tx) error {
 	// A change the Writer did not classify counts as a fact: holders then
 	// read names afresh, which is never wrong.
 	facts := w.facts || !topo
+	// Facts it can name are logged with the index's changes (which moves
+	// the topology version even when the index itself is unchanged), so a
+	// holder drops only what it read of those assets; within the one
+	// write's budget, so pruning never reaches the version just written.
+	if w.facts && w.factSeqs != nil && !w.touched.whole && len(changes)+max(1, len(w.factSeqs)) <= maxLoggedChanges {
+		changes = append(changes, w.factChanges()...)
+		topo = true
+	}
 	var topology, logRows int64
 	if err := tx.QueryRowContext(ctx, `UPDATE lineage_version SET version = version + 1, topology = topology + ?,
 		facts = facts + ?, updated_ms = ? WHERE id = 1 RETURNING version, topology, log_rows`,
@@ -348,44 +390,49 @@ var errLogGap = errors.New("the index log has no rows for a topology version")
 var errLogLarge = errors.New("the index log holds more changes than a reload costs")
 
 // readChanges reads the logged changes of topology versions after..upTo
-// in order, at most limit of them.
-func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit int) ([]graphindex.Change, error) {
+// in order, at most limit of them, and counts the versions among them
+// that name the assets whose facts they changed (graphindex.Facts rows).
+func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit int) (_ []graphindex.Change, factVersions int64, _ error) {
 	rows, err := q.QueryContext(ctx, `SELECT version, op, from_seq, to_seq, kind, flags, owner, domain, cols FROM lineage_index_log
 		WHERE version > ? AND version <= ? ORDER BY version, n LIMIT ?`, after, upTo, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("read the index log: %w", err)
+		return nil, 0, fmt.Errorf("read the index log: %w", err)
 	}
 	defer rows.Close()
 	var out []graphindex.Change
-	last := after
+	last, factsIn := after, int64(-1)
 	for rows.Next() {
 		var v int64
 		var op, flags int
 		var cols string
 		var c graphindex.Change
 		if err := rows.Scan(&v, &op, &c.From, &c.To, &c.Kind, &flags, &c.Owner, &c.Domain, &cols); err != nil {
-			return nil, fmt.Errorf("read the index log: %w", err)
+			return nil, 0, fmt.Errorf("read the index log: %w", err)
 		}
 		if v != last && v != last+1 {
-			return nil, errLogGap
+			return nil, 0, errLogGap
 		}
 		last = v
 		if len(out) == limit {
-			return nil, errLogLarge
+			return nil, 0, errLogLarge
 		}
 		c.Op, c.Flags = graphindex.ChangeOp(op), uint8(flags)
+		if c.Op == graphindex.Facts && v != factsIn {
+			factsIn = v
+			factVersions++
+		}
 		if cols != "" {
 			if err := json.Unmarshal([]byte(cols), &c.Cols); err != nil {
-				return nil, fmt.Errorf("read the index log: version %d: %w", v, err)
+				return nil, 0, fmt.Errorf("read the index log: version %d: %w", v, err)
 			}
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the index log: %w", err)
+		return nil, 0, fmt.Errorf("read the index log: %w", err)
 	}
 	if last != upTo {
-		return nil, errLogGap
+		return nil, 0, errLogGap
 	}
-	return out, nil
+	return out, factVersions, nil
 }

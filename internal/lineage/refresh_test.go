@@ -3,10 +3,12 @@ package lineage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dataworkers/dw/internal/lineage/graphindex"
@@ -104,15 +106,18 @@ func diffViews(got, want indexView) string {
 type refreshOp int
 
 const (
-	opEdge      refreshOp = iota // a path between two assets, either possibly new
-	opFacts                      // a title or description: nothing the index holds
-	opMeta                       // owner, domain, a money tag, a schedule
-	opEdgeKind                   // a note overriding an edge's kind
-	opColumns                    // column lineage on an edge
-	opSQLReads                   // a job's SQL narrowing (or dropping) what it reads
-	opMerge                      // two assets found to be one
-	opSwap                       // a staged import: the graph swapped whole
-	opUnchanged                  // a note the graph already holds
+	opEdge       refreshOp = iota // a path between two assets, either possibly new
+	opFacts                       // a title or description: nothing the index holds
+	opMeta                        // owner, domain, a money tag, a schedule
+	opEdgeKind                    // a note overriding an edge's kind
+	opColumns                     // column lineage on an edge
+	opSQLReads                    // a job's SQL narrowing (or dropping) what it reads
+	opMerge                       // two assets found to be one
+	opSwap                        // a staged import: the graph swapped whole
+	opUnchanged                   // a note the graph already holds
+	opOtherDB                     // a table of another database: a partial name two assets may share
+	opLegacy                      // a title written as a binary before the log named assets did (facts moved, none named)
+	opLegacyEdge                  // the same, then an edge through the Writer before anyone catches up
 	opCount
 )
 
@@ -176,6 +181,15 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 				JOIN lineage_assets b ON b.seq = e.to_seq ORDER BY e.from_seq, e.to_seq LIMIT 1 OFFSET ?`,
 				rng.IntN(max(1, lineageCount(t, dbA, "lineage_edges")))).Scan(&from, &to)
 			return from, to, err == nil
+		}
+		// refs are every id the writes may use, live or folded into another,
+		// and the bare names several of them share: what each resolves to
+		// moves as assets come, merge and share names.
+		var refs []string
+		for i := 0; i < 14; i++ {
+			refs = append(refs, fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://job%d", i), fmt.Sprintf("dbt://model.p.m%d", i),
+				fmt.Sprintf("snowflake://db.s.t%d", i), fmt.Sprintf("snowflake://db2.s.t%d", i), fmt.Sprintf("snowflake://db3.s.t%d", i),
+				fmt.Sprintf("t%d", i), fmt.Sprintf("m%d", i), fmt.Sprintf("s.t%d", i))
 		}
 		bigDone, seq := false, 0
 		counts := map[refreshOp]int{}
@@ -272,6 +286,15 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 				if from, to, ok := anEdge(); ok {
 					note(g, Note{Path: []string{from, to}})
 				}
+			case opOtherDB:
+				note(g, Note{Path: []string{fmt.Sprintf("snowflake://db%d.s.t%d", 2+rng.IntN(2), rng.IntN(14)), pick()}})
+			case opLegacy, opLegacyEdge:
+				legacyTitle(t, g.db, pick(), fmt.Sprintf("legacy %d", step))
+				if op == opLegacyEdge {
+					if a, b := pick(), pool(); a != b {
+						note(g, Note{Path: []string{a, b}})
+					}
+				}
 			}
 			counts[op]++
 
@@ -305,16 +328,44 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 				if before.Loads > 0 && h != lagging && after.Loads != before.Loads && !whole {
 					t.Fatalf("step %d (op %d): the held index was loaded again (%+v -> %+v); only a whole-graph write may do that", step, op, before, after)
 				}
-				if op == opFacts && h != lagging && before.Loads > 0 && (after.Relabeled != before.Relabeled+1 || after.Applied != before.Applied) {
-					t.Fatalf("step %d: a write of facts the index does not hold changed it (%+v -> %+v)", step, before, after)
+				// A write naming the assets whose facts it changed keeps
+				// the names read for answers (compareBlast below checks
+				// they are still right); one that does not name them
+				// leaves the index and drops them.
+				if h != lagging && before.Loads > 0 {
+					switch op {
+					case opFacts, opMeta:
+						if after.Applied != before.Applied+1 || after.NamesKept != before.NamesKept+1 {
+							t.Fatalf("step %d (op %d): %+v -> %+v, want the log applied and the names kept", step, op, before, after)
+						}
+					case opLegacy:
+						if after.Relabeled != before.Relabeled+1 || after.Applied != before.Applied || after.NamesKept != before.NamesKept {
+							t.Fatalf("step %d: a facts write naming no asset: %+v -> %+v, want the index relabelled and the names dropped", step, before, after)
+						}
+					case opLegacyEdge:
+						if after.NamesKept != before.NamesKept {
+							t.Fatalf("step %d: a facts write naming no asset, then an edge: %+v -> %+v, want the names dropped", step, before, after)
+						}
+					}
 				}
 			}
 			compareBlast(t, gA, New(dbA, gA.clock), liveIDs())
 			compareBlast(t, gB, New(dbA, gB.clock), liveIDs())
+			// A third of them a step, in turn, until the large write
+			// (past it, a reference that resolves to nothing asks for
+			// suggestions among its 10,000 names).
+			var some []string
+			for i, ref := range refs {
+				if (i+step)%3 == 0 && !bigDone {
+					some = append(some, ref)
+				}
+			}
+			compareRefs(t, gA, New(dbA, gA.clock), some)
+			compareRefs(t, gB, New(dbA, gB.clock), some)
 		}
 		for _, h := range []*Graph{gA, gB} {
 			st := h.IndexStats()
-			if st.Applied < steps/3 || st.Relabeled == 0 {
+			if st.Applied < steps/3 || st.Relabeled == 0 || st.NamesKept < steps/4 {
 				t.Errorf("held index kept current %+v over %d writes %v: expected most by the log", st, steps, counts)
 			}
 		}
@@ -322,16 +373,41 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 	})
 }
 
+// legacyTitle changes an asset's title as a binary from before the log
+// named the assets whose facts a write changed did: the facts version
+// moves, and nothing is logged.
+func legacyTitle(t *testing.T, db *store.DB, id, title string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE lineage_assets SET title = ? WHERE id = ?", title, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1, facts = facts + 1 WHERE id = 1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // compareBlast checks that blast radius answers on the held graph equal
-// those of a graph loaded afresh, names and paths included (a held graph
-// reuses the names it read while only edges change).
+// those of a graph loaded afresh, names and paths included, and so do the
+// names a walk each way gives every asset (a held graph keeps the names it
+// read across writes, less those of the assets the writes changed).
 func compareBlast(t *testing.T, held, fresh *Graph, ids []string) {
 	t.Helper()
 	ctx := context.Background()
-	for i, id := range ids {
-		if i%max(1, len(ids)/8) != 0 {
-			continue
+	for _, up := range []bool{false, true} {
+		a, errA := held.hops(ctx, ids, MaxWalkDepth, up)
+		b, errB := fresh.hops(ctx, ids, MaxWalkDepth, up)
+		if errA != nil || errB != nil {
+			t.Fatalf("walk (up %v): held %v, fresh %v", up, errA, errB)
 		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("walk (up %v) from every asset differs:\n held %v\nfresh %v", up, a, b)
+		}
+	}
+	for _, id := range ids {
 		for _, cols := range [][]string{nil, {"a"}} {
 			p := BlastParams{Asset: id, Columns: cols}
 			a, errA := held.BlastRadius(ctx, p)
@@ -348,6 +424,30 @@ func compareBlast(t *testing.T, held, fresh *Graph, ids []string) {
 			if string(ja) != string(jb) {
 				t.Fatalf("blast radius of %s %v differs:\n held %s\nfresh %s", id, cols, ja, jb)
 			}
+		}
+	}
+}
+
+// compareRefs checks that a blast radius from each reference (an id, a
+// folded id, a bare name) gives the held graph and a fresh one the same
+// answer, or the same kind of refusal.
+func compareRefs(t *testing.T, held, fresh *Graph, refs []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ref := range refs {
+		a, errA := held.BlastRadius(ctx, BlastParams{Asset: ref})
+		b, errB := fresh.BlastRadius(ctx, BlastParams{Asset: ref})
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("blast radius of %s: held %v, fresh %v", ref, errA, errB)
+		}
+		if errA != nil {
+			continue
+		}
+		a.IndexLoadMS, b.IndexLoadMS, a.Summary, b.Summary = 0, 0, "", ""
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Fatalf("blast radius of %s differs:\n held %s\nfresh %s", ref, ja, jb)
 		}
 	}
 }
@@ -425,6 +525,101 @@ func TestIndexLogBounded(t *testing.T) {
 			if h == recent && (after.Loads != before.Loads || after.Applied != before.Applied+1) {
 				t.Errorf("a holder after the floor: %+v -> %+v, want the log applied", before, after)
 			}
+		}
+	})
+}
+
+// TestKeptNamesRightUnderConcurrentCalls has one process rename assets,
+// give them names another already has and link them, while another
+// answers blast radius and walks from every asset on several goroutines
+// at once, each call catching up with whatever was written by then; once
+// the writes stop, every answer of the held graph equals a fresh one's.
+// Calls still on an older index share the table the newer one kept, and
+// references resolved during a write must not survive into the answers
+// after it.
+func TestKeptNamesRightUnderConcurrentCalls(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
+		ctx := context.Background()
+		held, _ := newGraph(t, dbA)
+		writer, _ := newGraph(t, dbB)
+		var ids, refs []string
+		for i := 0; i < 12; i++ {
+			ids = append(ids, fmt.Sprintf("snowflake://db.s.t%d", i))
+			refs = append(refs, fmt.Sprintf("t%d", i), fmt.Sprintf("s.t%d", i), fmt.Sprintf("snowflake://db2.s.t%d", i))
+		}
+		for i := 1; i < len(ids); i++ {
+			if _, err := writer.RecordLineage(ctx, Note{Path: []string{ids[i/2], ids[i]}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		var writes []Note
+		for step := 0; step < 40; step++ {
+			a, b := ids[rng.IntN(len(ids))], ids[rng.IntN(len(ids))]
+			switch rng.IntN(3) {
+			case 0:
+				writes = append(writes, Note{Assets: []NoteAsset{{ID: a, Title: fmt.Sprintf("title %d", step), Owner: fmt.Sprintf("team-%d", step%3)}}})
+			case 1:
+				writes = append(writes, Note{Path: []string{fmt.Sprintf("snowflake://db2.s.t%d", rng.IntN(len(ids))), a}})
+			default:
+				if a != b {
+					writes = append(writes, Note{Path: []string{a, b}})
+				}
+			}
+		}
+		done := make(chan struct{})
+		errs := make(chan error, 8)
+		var wg sync.WaitGroup
+		for r := 0; r < 4; r++ {
+			wg.Add(1)
+			go func(r int) {
+				defer wg.Done()
+				for k := r; ; k++ {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					ref := append(ids, refs...)[k%(len(ids)+len(refs))]
+					if _, err := held.BlastRadius(ctx, BlastParams{Asset: ref}); err != nil && !errors.Is(err, ErrUnknownAsset) {
+						errs <- err
+						return
+					}
+					if _, err := held.Downstream(ctx, ids, MaxWalkDepth); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(r)
+		}
+		for _, n := range writes {
+			if _, err := writer.RecordLineage(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(done)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		var live []string
+		rows, err := dbA.QueryContext(ctx, "SELECT id FROM lineage_assets ORDER BY seq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			live = append(live, id)
+		}
+		rows.Close()
+		compareBlast(t, held, New(dbA, held.clock), live)
+		compareRefs(t, held, New(dbA, held.clock), append(ids, refs...))
+		if st := held.IndexStats(); st.NamesKept == 0 {
+			t.Errorf("the held graph never kept its names across a write: %+v", st)
 		}
 	})
 }

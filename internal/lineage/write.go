@@ -214,9 +214,12 @@ type Writer struct {
 	stage *stager
 	// touched is what the write changed that the traversal index holds,
 	// logged at commit for every process holding one (indexlog.go); facts
-	// says it changed something else.
-	touched touchSet
-	facts   bool
+	// says it changed something else, and factSeqs the assets whose facts
+	// those were (also logged, so holders drop only what they read of
+	// those assets).
+	touched  touchSet
+	facts    bool
+	factSeqs map[int64]struct{}
 }
 
 // edgeRows is pairs per statement in flushEdges: 6 parameters a row, well
@@ -582,7 +585,7 @@ func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
 			}
 		}
 	}
-	if err := w.registerAliases(seq, in); err != nil {
+	if err := w.registerAliases(seq, in, hits); err != nil {
 		return 0, err
 	}
 	return seq, nil
@@ -597,7 +600,7 @@ func (w *Writer) insertAsset(in *AssetInput) (int64, error) {
 	}
 	w.changed = true
 	w.touchNode(seq)
-	w.touchFacts()
+	w.touchFacts(seq)
 	w.stats.AssetsCreated++
 	w.setKind(seq, r.Kind)
 	return seq, nil
@@ -782,7 +785,9 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			}
 		}
 		w.changed = true
-		w.touchFacts()
+		for _, i := range chunk {
+			w.touchFacts(seqs[i])
+		}
 		w.stats.AssetsCreated += len(chunk)
 		if err := w.batched(len(chunk) + len(aliases)/3); err != nil {
 			return nil, err
@@ -923,7 +928,7 @@ func (w *Writer) saveAsset(r, was *assetRow) error {
 	delete(w.cols, r.Seq)
 	w.setKind(r.Seq, r.Kind)
 	w.changed = true
-	w.touchFacts()
+	w.touchFacts(r.Seq)
 	if r.indexMeta() != was.indexMeta() {
 		w.touchNode(r.Seq)
 	}
@@ -933,7 +938,9 @@ func (w *Writer) saveAsset(r, was *assetRow) error {
 
 // registerAliases points every strong name at seq and records the partial
 // names, marking a partial name two assets share as ambiguous (seq 0).
-func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
+// hits are the names' owners before (UpsertAsset's lookup): an owner that
+// loses a name has changed facts too.
+func (w *Writer) registerAliases(seq int64, in *AssetInput, hits map[string]aliasHit) error {
 	for _, n := range in.Names {
 		res, err := w.exec(`INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES (?, ?, 0)
 			ON CONFLICT (alias) DO UPDATE SET asset_seq = excluded.asset_seq, weak = 0
@@ -941,9 +948,9 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
 		if err != nil {
 			return fmt.Errorf("register name %s: %w", n, err)
 		}
-		if n, _ := res.RowsAffected(); n > 0 {
+		if k, _ := res.RowsAffected(); k > 0 {
 			w.changed = true
-			w.touchFacts()
+			w.touchFacts(seq, hits[n].seq)
 		}
 	}
 	for _, n := range in.Weak {
@@ -953,9 +960,9 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput) error {
 		if err != nil {
 			return fmt.Errorf("register partial name %s: %w", n, err)
 		}
-		if n, _ := res.RowsAffected(); n > 0 {
+		if k, _ := res.RowsAffected(); k > 0 {
 			w.changed = true
-			w.touchFacts()
+			w.touchFacts(seq, hits[n].seq)
 		}
 	}
 	return nil
@@ -1016,7 +1023,8 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		w.stats.AssetsMerged++
 		w.changed = true
 		w.touchNode(d.Seq)
-		w.touchFacts()
+		// The survivor took the dropped asset's names.
+		w.touchFacts(d.Seq, keep.Seq)
 	}
 	m.ID = keep.ID
 	m.FirstSeen = minFirstSeen(rows)
@@ -1166,7 +1174,7 @@ func (w *Writer) upsertEdge(e edgeInput) error {
 				w.touchEdge(e.From, e.To)
 			}
 			if newSources != sources {
-				w.touchFacts()
+				w.touchFacts() // an edge's sources: no asset's facts
 			}
 			w.stats.EdgesUpdated++
 		} else if _, err := w.exec("UPDATE lineage_edges SET last_seen_ms = ? WHERE from_seq = ? AND to_seq = ? AND last_seen_ms <> ?",

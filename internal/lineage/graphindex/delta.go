@@ -25,6 +25,11 @@ const (
 	// ColsSet: the pair From -> To has exactly the column lineage Cols
 	// (none when empty).
 	ColsSet ChangeOp = 5
+	// Facts: facts of the asset From that the index does not hold (its
+	// id, names, title, owner's email...) changed; From 0 names no asset
+	// (the write changed facts no asset's row holds). Apply skips it: it is
+	// for what holders read from the store per asset, which they drop.
+	Facts ChangeOp = 6
 )
 
 // Change is one logged change, by asset seq.
@@ -227,6 +232,8 @@ func (a *applier) apply(c *Change) {
 		}
 		sortColMaps(ms)
 		d.cols.set(edgeKey(u, v), ms)
+	case Facts:
+		// Nothing the index holds.
 	}
 }
 
