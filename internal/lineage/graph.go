@@ -82,6 +82,14 @@ func (g *Graph) index(ctx context.Context) (*graphindex.Index, time.Duration, er
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.idx != nil && g.idx.Version > v.version {
+		// Another call brought the index past what this one read while it
+		// waited for the lock: read the versions again rather than take
+		// the index for one the store went back from (which reloads it).
+		if v, err = readVersions(ctx, g.db); err != nil {
+			return nil, 0, err
+		}
+	}
 	if g.idx != nil && g.idx.Version == v.version {
 		return g.idx, 0, nil
 	}

@@ -203,10 +203,18 @@ type nameTable struct {
 	// exact holds findAsset's answers (no partial-name match, unlike
 	// refs), for the field-reader walks a diagnosis makes per change.
 	exact map[string]resolved
-	// gen counts the times refs and exact were emptied by carryTable: a
+	// gen counts the times refs and exact were emptied after a write: a
 	// reference resolved outside the lock is kept only if none came
 	// between (it may predate the write that emptied them).
 	gen int
+
+	// queue guards the drops carryTable queued for lock to apply: the
+	// entries of these nodes (ids, names) and seqs (rows), and with
+	// dropRefs the resolved references.
+	queue     sync.Mutex
+	dropNodes []int32
+	dropSeqs  []int64
+	dropRefs  bool
 }
 
 // maxCached bounds a table's entries (ids, rows and references together).
@@ -243,33 +251,61 @@ func tableOf(ix *graphindex.Index) *nameTable {
 // with facts the references resolved too (a new or lost name may resolve
 // elsewhere); everything else is still what the store says. The table is
 // shared, so calls still on from drop the same entries: they read the
-// store afresh, which is never wrong.
+// store afresh, which is never wrong. The drop is queued, not done here:
+// the caller holds the graph's lock, and a call reading names holds the
+// table's for as long as its store reads take.
 func carryTable(from, to *graphindex.Index, changes []graphindex.Change, facts bool) {
 	t := tableOf(from)
-	t.mu.Lock()
-	for _, c := range changes {
-		switch c.Op {
-		case graphindex.NodeSet, graphindex.NodeDel, graphindex.Facts:
-		default:
-			continue
-		}
-		delete(t.rows, c.From)
+	var nodes []int32
+	var seqs []int64
+	drop := func(seq int64) {
+		seqs = append(seqs, seq)
 		for _, ix := range []*graphindex.Index{from, to} {
-			if n, ok := ix.Node(c.From); ok {
-				delete(t.ids, n)
-				delete(t.aliased, n)
-				delete(t.aliases, n)
+			if n, ok := ix.Node(seq); ok {
+				nodes = append(nodes, n)
 			}
 		}
 	}
-	if facts {
-		t.refs, t.exact = map[string]resolved{}, map[string]resolved{}
-		t.gen++
+	for _, c := range changes {
+		switch c.Op {
+		case graphindex.NodeSet, graphindex.NodeDel:
+			drop(c.From)
+		case graphindex.Facts:
+			for _, s := range c.Seqs {
+				drop(s)
+			}
+		}
 	}
-	t.mu.Unlock()
+	t.queue.Lock()
+	t.dropNodes = append(t.dropNodes, nodes...)
+	t.dropSeqs = append(t.dropSeqs, seqs...)
+	t.dropRefs = t.dropRefs || facts
+	t.queue.Unlock()
 	key := weak.Make(to)
 	if _, loaded := nameTables.LoadOrStore(key, t); !loaded {
 		runtime.AddCleanup(to, func(k weak.Pointer[graphindex.Index]) { nameTables.Delete(k) }, key)
+	}
+}
+
+// lock takes the table's lock and applies the drops carryTable queued,
+// before anything is read from or written to the table.
+func (t *nameTable) lock() {
+	t.mu.Lock()
+	t.queue.Lock()
+	nodes, seqs, refs := t.dropNodes, t.dropSeqs, t.dropRefs
+	t.dropNodes, t.dropSeqs, t.dropRefs = nil, nil, false
+	t.queue.Unlock()
+	for _, n := range nodes {
+		delete(t.ids, n)
+		delete(t.aliased, n)
+		delete(t.aliases, n)
+	}
+	for _, s := range seqs {
+		delete(t.rows, s)
+	}
+	if refs {
+		t.refs, t.exact = map[string]resolved{}, map[string]resolved{}
+		t.gen++
 	}
 }
 
@@ -278,7 +314,7 @@ func carryTable(from, to *graphindex.Index, changes []graphindex.Change, facts b
 // a copy: the table keeps growing under its lock while callers read.
 func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32][]string, error) {
 	t := tableOf(ix)
-	t.mu.Lock()
+	t.lock()
 	defer t.mu.Unlock()
 	if t.full() {
 		t.reset()
@@ -329,7 +365,7 @@ func indexNames(ctx context.Context, ix *graphindex.Index, q store.Querier, node
 // since the index was built), reading only those the index's table lacks.
 func indexIDs(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes []int32) (map[int32]string, error) {
 	t := tableOf(ix)
-	t.mu.Lock()
+	t.lock()
 	defer t.mu.Unlock()
 	if t.full() {
 		t.reset()
@@ -368,7 +404,7 @@ func indexIDs(ctx context.Context, ix *graphindex.Index, q store.Querier, nodes 
 // shared: callers must not modify them.
 func indexListRows(ctx context.Context, ix *graphindex.Index, q store.Querier, seqs []int64) (map[int64]*assetRow, error) {
 	t := tableOf(ix)
-	t.mu.Lock()
+	t.lock()
 	defer t.mu.Unlock()
 	if t.full() {
 		t.reset()
@@ -405,7 +441,7 @@ func indexListRows(ctx context.Context, ix *graphindex.Index, q store.Querier, s
 // resolves the same way for one graph version. Errors are not kept.
 func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, ref string) (resolved, error) {
 	t := tableOf(ix)
-	t.mu.Lock()
+	t.lock()
 	r, ok := t.refs[ref]
 	gen := t.gen
 	t.mu.Unlock()
@@ -416,7 +452,7 @@ func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, re
 	if err != nil {
 		return r, err
 	}
-	t.mu.Lock()
+	t.lock()
 	if t.full() {
 		t.reset()
 	}
@@ -433,7 +469,7 @@ func indexResolve(ctx context.Context, ix *graphindex.Index, q store.Querier, re
 // table stays bounded by what exists).
 func indexFind(ctx context.Context, ix *graphindex.Index, q store.Querier, ref string) (resolved, bool, error) {
 	t := tableOf(ix)
-	t.mu.Lock()
+	t.lock()
 	r, ok := t.exact[ref]
 	gen := t.gen
 	t.mu.Unlock()
@@ -444,7 +480,7 @@ func indexFind(ctx context.Context, ix *graphindex.Index, q store.Querier, ref s
 	if err != nil || !ok {
 		return r, ok, err
 	}
-	t.mu.Lock()
+	t.lock()
 	if t.full() {
 		t.reset()
 	}

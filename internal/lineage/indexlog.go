@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dataworkers/dw/internal/lineage/graphindex"
@@ -121,19 +122,44 @@ func (w *Writer) touchFacts(seqs ...int64) {
 	}
 }
 
-// factChanges are the log rows naming the assets whose facts a write
-// changed: one per asset, or one naming none (From 0), so every write
-// that moved the facts version and named what it changed has a row in
-// its version (refresh counts those versions).
-func (w *Writer) factChanges() []graphindex.Change {
-	if len(w.factSeqs) == 0 {
-		return []graphindex.Change{{Op: graphindex.Facts}}
+// factChange is the one log row naming the assets whose facts a write
+// changed (possibly none), so every write that moved the facts version
+// and named what it changed has a row in its version (refresh counts
+// those versions). One row, however many assets, keeps a large write of
+// facts from filling the log and the holders' budget for applying it.
+func (w *Writer) factChange() graphindex.Change {
+	return graphindex.Change{Op: graphindex.Facts, Seqs: slices.Sorted(maps.Keys(w.factSeqs))}
+}
+
+// A Facts row keeps its seqs in the kind column, in decimal, comma
+// separated: a binary from before Facts rows reads the column as a kind
+// it never looks at, where anything else in cols (which it decodes as
+// column pairs) would fail its refresh.
+func factsText(seqs []int64) string {
+	var b strings.Builder
+	for i, s := range seqs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(s, 10))
 	}
-	out := make([]graphindex.Change, 0, len(w.factSeqs))
-	for _, s := range slices.Sorted(maps.Keys(w.factSeqs)) {
-		out = append(out, graphindex.Change{Op: graphindex.Facts, From: s})
+	return b.String()
+}
+
+func parseFacts(text string) ([]int64, error) {
+	if text == "" {
+		return nil, nil
 	}
-	return out
+	parts := strings.Split(text, ",")
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		s, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // publish ends a write in its transaction: when anything changed it moves
@@ -158,12 +184,13 @@ func (w *Writer) publish(ctx context.Context, tx *store.Tx) error {
 	// A change the Writer did not classify counts as a fact: holders then
 	// read names afresh, which is never wrong.
 	facts := w.facts || !topo
-	// Facts it can name are logged with the index's changes (which moves
-	// the topology version even when the index itself is unchanged), so a
-	// holder drops only what it read of those assets; within the one
-	// write's budget, so pruning never reaches the version just written.
-	if w.facts && w.factSeqs != nil && !w.touched.whole && len(changes)+max(1, len(w.factSeqs)) <= maxLoggedChanges {
-		changes = append(changes, w.factChanges()...)
+	// Facts it can name are logged with the index's changes, in one row
+	// (which moves the topology version even when the index itself is
+	// unchanged), so a holder drops only what it read of those assets;
+	// within the one write's budget, so pruning never reaches the version
+	// just written.
+	if w.facts && w.factSeqs != nil && !w.touched.whole && len(changes) < maxLoggedChanges {
+		changes = append(changes, w.factChange())
 		topo = true
 	}
 	var topology, logRows int64
@@ -223,7 +250,11 @@ func appendLog(ctx context.Context, tx *store.Tx, version int64, changes []graph
 				}
 				cols = string(b)
 			}
-			args = append(args, version, start+i, int(c.Op), c.From, c.To, c.Kind, int(c.Flags), c.Owner, c.Domain, cols)
+			kind := c.Kind
+			if c.Op == graphindex.Facts {
+				kind = factsText(c.Seqs)
+			}
+			args = append(args, version, start+i, int(c.Op), c.From, c.To, kind, int(c.Flags), c.Owner, c.Domain, cols)
 		}
 		q := "INSERT INTO lineage_index_log (version, n, op, from_seq, to_seq, kind, flags, owner, domain, cols) VALUES " +
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ")
@@ -417,9 +448,15 @@ func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit 
 			return nil, 0, errLogLarge
 		}
 		c.Op, c.Flags = graphindex.ChangeOp(op), uint8(flags)
-		if c.Op == graphindex.Facts && v != factsIn {
-			factsIn = v
-			factVersions++
+		if c.Op == graphindex.Facts {
+			// A row that does not parse names nothing for sure: its
+			// version goes uncounted, and the holder drops its names.
+			seqs, err := parseFacts(c.Kind)
+			if err == nil && v != factsIn {
+				factsIn = v
+				factVersions++
+			}
+			c.Kind, c.Seqs = "", seqs
 		}
 		if cols != "" {
 			if err := json.Unmarshal([]byte(cols), &c.Cols); err != nil {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dataworkers/dw/internal/lineage/graphindex"
+	"github.com/dataworkers/dw/internal/lineage/lineagetest"
 	"github.com/dataworkers/dw/internal/store"
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
@@ -622,4 +624,157 @@ func TestKeptNamesRightUnderConcurrentCalls(t *testing.T) {
 			t.Errorf("the held graph never kept its names across a write: %+v", st)
 		}
 	})
+}
+
+// TestCallThatWaitedForARefreshKeepsTheIndex: a call reads the versions,
+// another process writes (a title: the topology version moves too, since
+// the write names its asset in the log), and another call brings the held
+// index up to that write while the first waits for the graph's lock. The
+// first then finds the index ahead of what it read; it must take it, not
+// load the whole index again (adopted from a review: it did).
+func TestCallThatWaitedForARefreshKeepsTheIndex(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
+		ctx := context.Background()
+		writer, _ := newGraph(t, dbA)
+		held, _ := newGraph(t, dbB)
+		for i := 0; i < 5; i++ {
+			if _, err := writer.RecordLineage(ctx, Note{Path: []string{fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://j%d", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := held.Index(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := held.IndexStats()
+		held.mu.Lock()
+		done := make(chan error, 1)
+		go func() {
+			// Reads the versions now, before the write, then waits for
+			// the lock.
+			_, err := held.Index(ctx)
+			done <- err
+		}()
+		// Time for it to read them (were it slower, the test would pass
+		// without testing anything, never fail).
+		time.Sleep(300 * time.Millisecond)
+		if _, err := writer.RecordLineage(ctx, Note{Assets: []NoteAsset{{ID: "kafka://prod/t1", Title: "renamed"}}}); err != nil {
+			held.mu.Unlock()
+			t.Fatal(err)
+		}
+		v, err := readVersions(ctx, held.db)
+		if err == nil {
+			var next *graphindex.Index
+			if next, err = held.refresh(ctx, held.idx, v); err == nil {
+				held.idx, held.facts = next, v.facts
+			}
+		}
+		held.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if after := held.IndexStats(); after.Loads != before.Loads {
+			t.Fatalf("a call that waited for another's refresh loaded the whole index again: %+v -> %+v", before, after)
+		}
+	})
+}
+
+// TestRefreshDoesNotWaitForANameLoad: a call on the held index reading
+// names from the store holds the table's lock for as long as its reads
+// take (seconds, for a walk over a large graph). After another process's
+// write, the next call's refresh runs under the graph's lock: it must not
+// wait for the table's there, or every call would queue behind the name
+// load (adopted from a review: it did).
+func TestRefreshDoesNotWaitForANameLoad(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
+		ctx := context.Background()
+		writer, _ := newGraph(t, dbA)
+		held, _ := newGraph(t, dbB)
+		for i := 0; i < 5; i++ {
+			if _, err := writer.RecordLineage(ctx, Note{Path: []string{fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://j%d", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		idx, err := held.Index(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, write := range []Note{
+			{Path: []string{"kafka://prod/t1", "flink://j3"}},                // edges only
+			{Assets: []NoteAsset{{ID: "kafka://prod/t1", Title: "renamed"}}}, // facts only
+		} {
+			if _, err := writer.RecordLineage(ctx, write); err != nil {
+				t.Fatal(err)
+			}
+			tab := tableOf(idx)
+			tab.mu.Lock() // a call on the held index, reading names
+			done := make(chan error, 1)
+			go func() {
+				_, err := held.Index(ctx)
+				done <- err
+			}()
+			select {
+			case err = <-done:
+				tab.mu.Unlock()
+			case <-time.After(10 * time.Second):
+				tab.mu.Unlock()
+				<-done
+				t.Fatalf("after %+v: bringing the index up to date waited for another call's name load", write)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if idx, err = held.Index(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := held.IndexStats(); st.Loads != 1 || st.NamesKept != 2 {
+			t.Fatalf("%+v: want one load, and the names kept across both writes", st)
+		}
+	})
+}
+
+// TestLargeFactsWritesKeepTheIndex: writes of titles only, over thousands
+// of assets, log one row each (the assets named in it), so they neither
+// pass the changes a holder applies before it would rather load the index
+// (an eighth of the graph) nor prune the log past a holder that made no
+// call between them (adopted from a review: with a row per asset, both
+// loaded the index again).
+func TestLargeFactsWritesKeepTheIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		n, per, writes int
+	}{{10_000, 6_000, 1}, {60_000, 9_000, 3}} {
+		db := storetest.SQLite(t)
+		if err := lineagetest.NewGraph(c.n).Load(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO lineage_aliases (alias, asset_seq, weak) SELECT id, seq, 0 FROM lineage_assets"); err != nil {
+			t.Fatal(err)
+		}
+		held, _ := newGraph(t, db)
+		writer, _ := newGraph(t, db)
+		if _, err := held.BlastRadius(ctx, BlastParams{Asset: "bench://a1"}); err != nil {
+			t.Fatal(err)
+		}
+		before := held.IndexStats()
+		for k := 0; k < c.writes; k++ {
+			var ins []*AssetInput
+			for i := 1 + k*c.per; i < 1+(k+1)*c.per; i++ {
+				ins = append(ins, &AssetInput{ID: fmt.Sprintf("bench://a%d", i), Title: fmt.Sprintf("title %d", k), Source: SourceNote})
+			}
+			if _, err := writer.Write(ctx, func(w *Writer) error { _, err := w.UpsertAssets(ins); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if after := held.IndexStats(); after.Loads != before.Loads {
+			t.Fatalf("%d assets: title-only writes made the holder load the whole index again: %+v -> %+v", c.n, before, after)
+		}
+		compareBlast(t, held, New(db, held.clock), []string{"bench://a1", fmt.Sprintf("bench://a%d", c.per/2)})
+		if after := held.IndexStats(); after.Loads != before.Loads || after.NamesKept != before.NamesKept+1 {
+			t.Fatalf("%d assets: %+v -> %+v, want the log applied once and the names kept", c.n, before, after)
+		}
+	}
 }

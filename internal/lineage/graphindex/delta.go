@@ -25,10 +25,10 @@ const (
 	// ColsSet: the pair From -> To has exactly the column lineage Cols
 	// (none when empty).
 	ColsSet ChangeOp = 5
-	// Facts: facts of the asset From that the index does not hold (its
-	// id, names, title, owner's email...) changed; From 0 names no asset
-	// (the write changed facts no asset's row holds). Apply skips it: it is
-	// for what holders read from the store per asset, which they drop.
+	// Facts: facts the index does not hold (ids, names, titles, owners'
+	// emails...) of the assets Seqs changed (none: facts no asset's row
+	// holds). Apply skips it: it is for what holders read from the store
+	// per asset, which they drop.
 	Facts ChangeOp = 6
 )
 
@@ -43,6 +43,8 @@ type Change struct {
 	Owner, Domain string
 	// Cols are (from column, to column) pairs as stored.
 	Cols [][2]string
+	// Seqs are the assets a Facts change names.
+	Seqs []int64
 }
 
 // overlay is what changed in an index since its arrays were laid out. An
