@@ -190,9 +190,10 @@ func findAsset(ctx context.Context, q store.Querier, ref string) (resolved, bool
 // fixed for one graph version, since every lineage write moves the version
 // and a new version is a new index (one brought up to date from the log
 // carries its predecessor's table, less what the writes changed,
-// carryTable), so a warm call reads none of it again. It is loaded for the nodes an answer needs, so the cost
-// follows what a walk reaches rather than the size of the graph, and it is
-// emptied when it grows past maxCached entries.
+// carryTable), so a warm call reads none of it again. It is loaded for the
+// nodes an answer needs, so the cost follows what a walk reaches rather
+// than the size of the graph, and it is emptied when it grows past
+// maxCached entries.
 type nameTable struct {
 	mu      sync.Mutex
 	ids     map[int32]string
@@ -209,12 +210,14 @@ type nameTable struct {
 	gen int
 
 	// queue guards the drops carryTable queued for lock to apply: the
-	// entries of these nodes (ids, names) and seqs (rows), and with
-	// dropRefs the resolved references.
+	// entries of these nodes (ids, names) and seqs (rows), with dropRefs
+	// the resolved references, with dropAll everything (the queue grew
+	// past what the table may hold, with no call reading names between).
 	queue     sync.Mutex
 	dropNodes []int32
 	dropSeqs  []int64
 	dropRefs  bool
+	dropAll   bool
 }
 
 // maxCached bounds a table's entries (ids, rows and references together).
@@ -280,6 +283,9 @@ func carryTable(from, to *graphindex.Index, changes []graphindex.Change, facts b
 	t.dropNodes = append(t.dropNodes, nodes...)
 	t.dropSeqs = append(t.dropSeqs, seqs...)
 	t.dropRefs = t.dropRefs || facts
+	if len(t.dropNodes)+len(t.dropSeqs) > maxCached {
+		t.dropNodes, t.dropSeqs, t.dropAll = nil, nil, true
+	}
 	t.queue.Unlock()
 	key := weak.Make(to)
 	if _, loaded := nameTables.LoadOrStore(key, t); !loaded {
@@ -292,9 +298,14 @@ func carryTable(from, to *graphindex.Index, changes []graphindex.Change, facts b
 func (t *nameTable) lock() {
 	t.mu.Lock()
 	t.queue.Lock()
-	nodes, seqs, refs := t.dropNodes, t.dropSeqs, t.dropRefs
-	t.dropNodes, t.dropSeqs, t.dropRefs = nil, nil, false
+	nodes, seqs, refs, all := t.dropNodes, t.dropSeqs, t.dropRefs, t.dropAll
+	t.dropNodes, t.dropSeqs, t.dropRefs, t.dropAll = nil, nil, false, false
 	t.queue.Unlock()
+	if all {
+		t.reset()
+		t.gen++
+		return
+	}
 	for _, n := range nodes {
 		delete(t.ids, n)
 		delete(t.aliased, n)

@@ -778,3 +778,40 @@ func TestLargeFactsWritesKeepTheIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedDropsBounded: writes that keep coming while no call reads
+// names queue their drops; past what the table may hold, the queue
+// becomes one drop of everything instead of growing with every write,
+// and the next reader finds the table empty.
+func TestQueuedDropsBounded(t *testing.T) {
+	from := graphindex.FromEdges(4, []int32{0, 1}, []int32{1, 2}, []uint8{0, 0})
+	to := from.Apply(2, 2, nil, indexCodes)
+	tab := tableOf(from)
+	tab.lock()
+	tab.ids[0], tab.ids[3] = "kept? no", "kept? no"
+	tab.rows[4] = &assetRow{ID: "x"}
+	tab.refs["x"] = resolved{}
+	gen := tab.gen
+	tab.mu.Unlock()
+	seqs := make([]int64, maxCached/2)
+	for i := range seqs {
+		seqs[i] = int64(i) + 100
+	}
+	for k := 0; k < 3; k++ {
+		carryTable(from, to, []graphindex.Change{{Op: graphindex.Facts, Seqs: seqs}}, true)
+	}
+	tab.queue.Lock()
+	queued, all := len(tab.dropNodes)+len(tab.dropSeqs), tab.dropAll
+	tab.queue.Unlock()
+	if !all || queued > maxCached {
+		t.Fatalf("after three carries of %d seqs: %d queued, drop all %v", len(seqs), queued, all)
+	}
+	if tableOf(to) != tab {
+		t.Fatal("the carried index has a table of its own")
+	}
+	tab.lock()
+	defer tab.mu.Unlock()
+	if len(tab.ids)+len(tab.rows)+len(tab.refs) != 0 || tab.gen == gen {
+		t.Fatalf("after the queue overflowed, the next reader found %d ids, %d rows, %d refs (gen %d -> %d)", len(tab.ids), len(tab.rows), len(tab.refs), gen, tab.gen)
+	}
+}
