@@ -25,7 +25,10 @@ import (
 // holder reads the rows after its own version and applies them
 // (graphindex.Index.Apply). A write that changes only facts the index does
 // not hold (titles, names, SQL, sources) moves the facts version and logs
-// nothing: the holder keeps its index and only reads names afresh.
+// nothing: the holder keeps its index and only reads names afresh. One
+// that changes both logs, in one more row, the assets whose other facts
+// it changed (graphindex.Facts), and the holder keeps what it read of the
+// rest (Graph.refresh).
 //
 // Whole-graph operations (a staged import's swap) and writes too large to
 // log move the log's floor to their version instead and empty it; so does
@@ -184,14 +187,16 @@ func (w *Writer) publish(ctx context.Context, tx *store.Tx) error {
 	// A change the Writer did not classify counts as a fact: holders then
 	// read names afresh, which is never wrong.
 	facts := w.facts || !topo
-	// Facts it can name are logged with the index's changes, in one row
-	// (which moves the topology version even when the index itself is
-	// unchanged), so a holder drops only what it read of those assets;
-	// within the one write's budget, so pruning never reaches the version
-	// just written.
-	if w.facts && w.factSeqs != nil && !w.touched.whole && len(changes) < maxLoggedChanges {
+	// A write that changes the index and facts it can name logs those in
+	// one more row, so a holder drops only what it read of those assets
+	// (within the one write's budget, so pruning never reaches the version
+	// just written). One that changes only facts logs nothing and moves
+	// only the facts version, as before: holders then drop what they read,
+	// but a holder that missed many such writes only relabels its index,
+	// where logged ones would use up its budget for applying and the log,
+	// and load the index whole.
+	if topo && w.facts && w.factSeqs != nil && !w.touched.whole && len(changes) < maxLoggedChanges {
 		changes = append(changes, w.factChange())
-		topo = true
 	}
 	var topology, logRows int64
 	if err := tx.QueryRowContext(ctx, `UPDATE lineage_version SET version = version + 1, topology = topology + ?,
@@ -431,7 +436,17 @@ func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit 
 	}
 	defer rows.Close()
 	var out []graphindex.Change
-	last, factsIn := after, int64(-1)
+	last := after
+	// A version is counted when it has a Facts row and every Facts row it
+	// has parses: one that does not names nothing for sure, and the holder
+	// then drops its names.
+	var named, bad bool
+	count := func() {
+		if named && !bad {
+			factVersions++
+		}
+		named, bad = false, false
+	}
 	for rows.Next() {
 		var v int64
 		var op, flags int
@@ -443,18 +458,19 @@ func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit 
 		if v != last && v != last+1 {
 			return nil, 0, errLogGap
 		}
+		if v != last {
+			count()
+		}
 		last = v
 		if len(out) == limit {
 			return nil, 0, errLogLarge
 		}
 		c.Op, c.Flags = graphindex.ChangeOp(op), uint8(flags)
 		if c.Op == graphindex.Facts {
-			// A row that does not parse names nothing for sure: its
-			// version goes uncounted, and the holder drops its names.
 			seqs, err := parseFacts(c.Kind)
-			if err == nil && v != factsIn {
-				factsIn = v
-				factVersions++
+			named, bad = true, bad || err != nil
+			if c.From != 0 {
+				seqs = append(seqs, c.From)
 			}
 			c.Kind, c.Seqs = "", seqs
 		}
@@ -471,5 +487,6 @@ func readChanges(ctx context.Context, q store.Querier, after, upTo int64, limit 
 	if last != upTo {
 		return nil, 0, errLogGap
 	}
+	count()
 	return out, factVersions, nil
 }

@@ -336,7 +336,11 @@ func TestHeldIndexRefreshedMatchesFreshLoad(t *testing.T) {
 				// leaves the index and drops them.
 				if h != lagging && before.Loads > 0 {
 					switch op {
-					case opFacts, opMeta:
+					case opFacts:
+						if after.Relabeled != before.Relabeled+1 || after.Applied != before.Applied {
+							t.Fatalf("step %d: a write of facts the index does not hold changed it (%+v -> %+v)", step, before, after)
+						}
+					case opMeta:
 						if after.Applied != before.Applied+1 || after.NamesKept != before.NamesKept+1 {
 							t.Fatalf("step %d (op %d): %+v -> %+v, want the log applied and the names kept", step, op, before, after)
 						}
@@ -627,11 +631,11 @@ func TestKeptNamesRightUnderConcurrentCalls(t *testing.T) {
 }
 
 // TestCallThatWaitedForARefreshKeepsTheIndex: a call reads the versions,
-// another process writes (a title: the topology version moves too, since
-// the write names its asset in the log), and another call brings the held
-// index up to that write while the first waits for the graph's lock. The
-// first then finds the index ahead of what it read; it must take it, not
-// load the whole index again (adopted from a review: it did).
+// another process writes an edge, and another call brings the held index
+// up to that write while the first waits for the graph's lock. The first
+// then finds the index ahead of what it read; it must take it, not load
+// the whole index again (found by a review: it did, for any write racing
+// a call).
 func TestCallThatWaitedForARefreshKeepsTheIndex(t *testing.T) {
 	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
 		ctx := context.Background()
@@ -657,7 +661,7 @@ func TestCallThatWaitedForARefreshKeepsTheIndex(t *testing.T) {
 		// Time for it to read them (were it slower, the test would pass
 		// without testing anything, never fail).
 		time.Sleep(300 * time.Millisecond)
-		if _, err := writer.RecordLineage(ctx, Note{Assets: []NoteAsset{{ID: "kafka://prod/t1", Title: "renamed"}}}); err != nil {
+		if _, err := writer.RecordLineage(ctx, Note{Path: []string{"kafka://prod/t1", "flink://j3"}}); err != nil {
 			held.mu.Unlock()
 			t.Fatal(err)
 		}
@@ -702,8 +706,8 @@ func TestRefreshDoesNotWaitForANameLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, write := range []Note{
-			{Path: []string{"kafka://prod/t1", "flink://j3"}},                // edges only
-			{Assets: []NoteAsset{{ID: "kafka://prod/t1", Title: "renamed"}}}, // facts only
+			{Path: []string{"kafka://prod/t1", "flink://j3"}},  // edges only
+			{Path: []string{"kafka://prod/new", "flink://j3"}}, // an edge and a new asset's names
 		} {
 			if _, err := writer.RecordLineage(ctx, write); err != nil {
 				t.Fatal(err)
@@ -736,12 +740,14 @@ func TestRefreshDoesNotWaitForANameLoad(t *testing.T) {
 	})
 }
 
-// TestLargeFactsWritesKeepTheIndex: writes of titles only, over thousands
-// of assets, log one row each (the assets named in it), so they neither
+// TestLargeFactsWritesKeepTheIndex: writes of thousands of titles with
+// an edge each log one Facts row naming all their assets, so they neither
 // pass the changes a holder applies before it would rather load the index
 // (an eighth of the graph) nor prune the log past a holder that made no
 // call between them (adopted from a review: with a row per asset, both
-// loaded the index again).
+// loaded the index again); and a holder that missed more title-only
+// writes than its budget relabels its index (those log nothing), where
+// logging them would have made it load the index whole (another review).
 func TestLargeFactsWritesKeepTheIndex(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -765,17 +771,45 @@ func TestLargeFactsWritesKeepTheIndex(t *testing.T) {
 			for i := 1 + k*c.per; i < 1+(k+1)*c.per; i++ {
 				ins = append(ins, &AssetInput{ID: fmt.Sprintf("bench://a%d", i), Title: fmt.Sprintf("title %d", k), Source: SourceNote})
 			}
-			if _, err := writer.Write(ctx, func(w *Writer) error { _, err := w.UpsertAssets(ins); return err }); err != nil {
+			if _, err := writer.Write(ctx, func(w *Writer) error {
+				seqs, err := w.UpsertAssets(ins)
+				if err != nil {
+					return err
+				}
+				return w.Link(seqs[0], seqs[len(seqs)-1], EdgeFeeds, SourceNote, nil, false)
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if after := held.IndexStats(); after.Loads != before.Loads {
-			t.Fatalf("%d assets: title-only writes made the holder load the whole index again: %+v -> %+v", c.n, before, after)
-		}
 		compareBlast(t, held, New(db, held.clock), []string{"bench://a1", fmt.Sprintf("bench://a%d", c.per/2)})
 		if after := held.IndexStats(); after.Loads != before.Loads || after.NamesKept != before.NamesKept+1 {
-			t.Fatalf("%d assets: %+v -> %+v, want the log applied once and the names kept", c.n, before, after)
+			t.Fatalf("%d assets, %d writes of %d titles and an edge: %+v -> %+v, want the log applied once and the names kept", c.n, c.writes, c.per, before, after)
 		}
+	}
+
+	db := storetest.SQLite(t)
+	g, _ := newGraph(t, db)
+	var path []string
+	for i := 0; i < 4000; i++ {
+		path = append(path, fmt.Sprintf("kafka://prod/t%d", i))
+	}
+	if _, err := g.RecordLineage(ctx, Note{Path: path}); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := newGraph(t, db)
+	if _, err := held.Index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := held.IndexStats()
+	// Past the budget of a graph this size (1,024 changes).
+	for i := 0; i < 1100; i++ {
+		if _, err := g.RecordLineage(ctx, Note{Assets: []NoteAsset{{ID: path[i], Title: fmt.Sprintf("title %d", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compareBlast(t, held, New(db, held.clock), path[:3])
+	if after := held.IndexStats(); after.Loads != before.Loads || after.Relabeled != before.Relabeled+1 {
+		t.Fatalf("a holder behind 1,100 title writes: %+v -> %+v, want its index relabelled", before, after)
 	}
 }
 

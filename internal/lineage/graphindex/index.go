@@ -171,6 +171,22 @@ func (ix *Index) MetaOf(n int32) NodeMeta {
 	return ix.meta[n]
 }
 
+// MetasOf appends the meta of each node to dst: one tight loop over the
+// nodes a walk reached, so the loads of their (scattered) entries overlap,
+// where a call per node waits on each.
+func (ix *Index) MetasOf(dst []NodeMeta, nodes []int32) []NodeMeta {
+	if ix.d == nil {
+		for _, n := range nodes {
+			dst = append(dst, ix.meta[n])
+		}
+		return dst
+	}
+	for _, n := range nodes {
+		dst = append(dst, ix.d.metaOf(ix, n))
+	}
+	return dst
+}
+
 func (d *overlay) metaOf(ix *Index, n int32) NodeMeta {
 	if hasBit(d.metaBits, n) {
 		m, _ := d.meta.get(n)
