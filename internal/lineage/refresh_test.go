@@ -630,6 +630,20 @@ func TestKeptNamesRightUnderConcurrentCalls(t *testing.T) {
 	})
 }
 
+// pairOfProcesses is a writer and a holder on two handles of one store
+// (two processes), with five topics each feeding a job.
+func pairOfProcesses(t *testing.T, dbA, dbB *store.DB) (writer, held *Graph) {
+	t.Helper()
+	writer, _ = newGraph(t, dbA)
+	held, _ = newGraph(t, dbB)
+	for i := 0; i < 5; i++ {
+		if _, err := writer.RecordLineage(context.Background(), Note{Path: []string{fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://j%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return writer, held
+}
+
 // TestCallThatWaitedForARefreshKeepsTheIndex: a call reads the versions,
 // another process writes an edge, and another call brings the held index
 // up to that write while the first waits for the graph's lock. The first
@@ -639,13 +653,7 @@ func TestKeptNamesRightUnderConcurrentCalls(t *testing.T) {
 func TestCallThatWaitedForARefreshKeepsTheIndex(t *testing.T) {
 	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
 		ctx := context.Background()
-		writer, _ := newGraph(t, dbA)
-		held, _ := newGraph(t, dbB)
-		for i := 0; i < 5; i++ {
-			if _, err := writer.RecordLineage(ctx, Note{Path: []string{fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://j%d", i)}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writer, held := pairOfProcesses(t, dbA, dbB)
 		if _, err := held.Index(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -694,13 +702,7 @@ func TestCallThatWaitedForARefreshKeepsTheIndex(t *testing.T) {
 func TestRefreshDoesNotWaitForANameLoad(t *testing.T) {
 	storetest.EachTwice(t, func(t *testing.T, dbA, dbB *store.DB) {
 		ctx := context.Background()
-		writer, _ := newGraph(t, dbA)
-		held, _ := newGraph(t, dbB)
-		for i := 0; i < 5; i++ {
-			if _, err := writer.RecordLineage(ctx, Note{Path: []string{fmt.Sprintf("kafka://prod/t%d", i), fmt.Sprintf("flink://j%d", i)}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writer, held := pairOfProcesses(t, dbA, dbB)
 		idx, err := held.Index(ctx)
 		if err != nil {
 			t.Fatal(err)
