@@ -10,14 +10,20 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
-// rawFactsWrite changes asset id's title and moves the versions as a
-// writer outside this binary does: facts and topology by one, with the
-// given log rows (op, from_seq, kind) under the new topology version.
-func rawFactsWrite(t *testing.T, db *store.DB, id, title string, rows [][3]any) {
+// rawTitle changes asset id's title as a writer outside this binary
+// would: with no rows, moving only the facts version (a write of facts
+// alone, or one from a binary before Facts rows); else moving facts and
+// topology by one, with the given log rows (op, from_seq, kind) under the
+// new topology version.
+func rawTitle(t *testing.T, db *store.DB, id, title string, rows [][3]any) {
 	t.Helper()
 	ctx := context.Background()
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ExecContext(ctx, "UPDATE lineage_assets SET title = ? WHERE id = ?", title, id); err != nil {
+			return err
+		}
+		if rows == nil {
+			_, err := tx.ExecContext(ctx, "UPDATE lineage_version SET version = version + 1, facts = facts + 1 WHERE id = 1")
 			return err
 		}
 		var topo int64
@@ -36,6 +42,7 @@ func rawFactsWrite(t *testing.T, db *store.DB, id, title string, rows [][3]any) 
 		t.Fatal(err)
 	}
 }
+
 func seqOf(t *testing.T, db *store.DB, id string) int64 {
 	t.Helper()
 	var s int64
@@ -102,7 +109,7 @@ func TestOddFactsRowsAnswerAsFresh(t *testing.T) {
 			if c.name != "huge" && c.name != "from" {
 				rows = append(rows, [3]any{6, 0, fmt.Sprint(b)})
 			}
-			rawFactsWrite(t, dbB, "kafka://prod/b", fmt.Sprintf("t%d", i), rows)
+			rawTitle(t, dbB, "kafka://prod/b", fmt.Sprintf("t%d", i), rows)
 			before := held.IndexStats()
 			fresh := blastTitles(t, New(dbA, nil), "kafka://prod/a")["kafka://prod/b"]
 			got := blastTitles(t, held, "kafka://prod/a")["kafka://prod/b"]
@@ -131,7 +138,7 @@ func TestUnparsableFactsRowBesideAnother(t *testing.T) {
 		}
 		_ = blastTitles(t, held, "kafka://prod/a")
 		b := seqOf(t, dbB, "kafka://prod/b")
-		rawFactsWrite(t, dbB, "kafka://prod/b", "new", [][3]any{{6, 0, fmt.Sprintf("%d,x", b)}, {6, 0, ""}})
+		rawTitle(t, dbB, "kafka://prod/b", "new", [][3]any{{6, 0, fmt.Sprintf("%d,x", b)}, {6, 0, ""}})
 		if got, want := blastTitles(t, held, "kafka://prod/a")["kafka://prod/b"], "new"; got != want {
 			t.Fatalf("held title %q, fresh %q (%+v)", got, want, held.IndexStats())
 		}
