@@ -169,9 +169,11 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 			// warehouse child before the measured call.
 			agent.Call(b, "list_tables", map[string]any{}, nil)
 
+			peak := PeakRSS(b, agent.Pid())
 			t := time.Now()
 			res := backfillCall(b, agent, args)
 			row.Product = append(row.Product, time.Since(t))
+			row.RSSMiB = max(row.RSSMiB, peak())
 			// One statement per chunk (the table's key is inferred, so no
 			// window-wide distinct count runs).
 			if res.Statements != len(floor) || res.Buckets != backfillDays*24 {
@@ -184,7 +186,6 @@ func BenchmarkE2EHistoryBackfill(b *testing.B) {
 				floorSlowest = max(floorSlowest, d)
 			}
 			row.Floor = append(row.Floor, took)
-			row.RSSMiB = max(row.RSSMiB, TreeMem(agent.Pid()).RSSMiB)
 			mu.Lock()
 			if real := counted(events); real < len(floor) {
 				b.Fatalf("%d progress notifications with a total during the backfill, want one per chunk (%d): %q", real, len(floor), events)

@@ -36,7 +36,7 @@ type importAnswer struct {
 // store's write-ahead log at its largest during the call, the agent's
 // memory at its largest, and the names the import registered, so the
 // floor can write as many.
-func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Duration, walPeak float64, mem Mem, aliases int) {
+func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Duration, walPeak, rssPeak float64, aliases int) {
 	b.Helper()
 	home, err := os.MkdirTemp(dir, "home-")
 	if err != nil {
@@ -53,10 +53,10 @@ func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Du
 	if _, err := os.Stat(dbPath); err != nil {
 		b.Fatalf("the warm-up call did not open the store at %s: %v", dbPath, err)
 	}
-	stopWAL, stopMem := lineagetest.PeakWAL(dbPath), peakMem(agent.Pid())
+	stopWAL, stopMem := lineagetest.PeakWAL(dbPath), PeakRSS(b, agent.Pid())
 	var out importAnswer
 	took = agent.Call(b, "import_dbt_manifest", map[string]any{"path": path}, &out)
-	walPeak, mem = stopWAL(), stopMem()
+	walPeak, rssPeak = stopWAL(), stopMem()
 	if out.AssetsCreated != models || out.EdgesCreated != edges {
 		b.Fatalf("import_dbt_manifest created %d assets and %d edges, want %d and %d", out.AssetsCreated, out.EdgesCreated, models, edges)
 	}
@@ -66,7 +66,7 @@ func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Du
 	}
 	defer db.Close()
 	aliases = lineagetest.Count(b, db, "lineage_aliases")
-	return took, walPeak, mem, aliases
+	return took, walPeak, rssPeak, aliases
 }
 
 // BenchmarkE2EImportDBT is issue 18's catalog-import row through MCP:
@@ -99,9 +99,9 @@ func BenchmarkE2EImportDBT(b *testing.B) {
 	var wal, floorWAL float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < runs; r++ {
-			took, w, mem, aliases := importOnce(b, dir, path, n, edgeCount)
+			took, w, rss, aliases := importOnce(b, dir, path, n, edgeCount)
 			row.Product = append(row.Product, took)
-			wal, row.RSSMiB = max(wal, w), max(row.RSSMiB, mem.RSSMiB)
+			wal, row.RSSMiB = max(wal, w), max(row.RSSMiB, rss)
 
 			floorPath := filepath.Join(dir, fmt.Sprintf("floor-%d-%d.db", i, r))
 			db, err := store.OpenSQLite(context.Background(), floorPath)

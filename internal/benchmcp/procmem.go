@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Mem is a process tree's memory: resident set (VmRSS, which counts a
@@ -67,6 +68,37 @@ func procField(path, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// PeakRSS clears the peak resident set (VmHWM) of pid and of every
+// process below it, and returns a func that reads their peaks since then,
+// summed. It replaces sampling memory while a call runs: reading a busy
+// process's smaps_rollup every 50 ms walks its page tables under its
+// memory map's lock, and slowed the whole-table quality check it measured
+// by 8% (2.59 s → 2.80 s on a warehouse child, same run). The kernel keeps
+// the peak for free and exactly, where a sample could fall either side of
+// it. The sum adds peaks that may come at different moments, so it is at
+// most the tree's peak together; a process that starts later counts from
+// its start, one that exits before the read is not counted. Zero where
+// there is no /proc.
+func PeakRSS(tb testing.TB, pid int) func() float64 {
+	tb.Helper()
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		return func() float64 { return 0 }
+	}
+	for _, p := range append([]int{pid}, Descendants(pid)...) {
+		// "5" resets the peak to the current resident set (Linux 4.0+).
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p), []byte("5"), 0); err != nil {
+			tb.Fatalf("reset the peak resident set of process %d: %v", p, err)
+		}
+	}
+	return func() float64 {
+		var sum float64
+		for _, p := range append([]int{pid}, Descendants(pid)...) {
+			sum += procField(fmt.Sprintf("/proc/%d/status", p), "VmHWM:")
+		}
+		return sum
+	}
 }
 
 // Descendants lists the processes below pid, children first.

@@ -54,7 +54,8 @@ func eventsChecks() []floorCheck {
 		fc := floorCheck{kind: checks.KindDistribution, column: c}
 		switch c {
 		case "status", "region", "sku": // categories: distinct values, the top value and its count
-			fc.aggs = []string{`approx_count_distinct(` + q + `)`, `mode(` + q + `)`, `list_max(map_values(histogram(` + q + `)))`}
+			h := `histogram(` + q + `)` // one histogram gives the top value and its count
+			fc.aggs = []string{`approx_count_distinct(` + q + `)`, `map_keys(` + h + `)[list_position(map_values(` + h + `), list_max(map_values(` + h + `)))]`, `list_max(map_values(` + h + `))`}
 			fc.window = fc.aggs
 		default: // numbers: zero count, mean (a window's adds up from its buckets' and their counts), median and p95
 			fc.aggs = []string{`COUNT(CASE WHEN ` + q + ` = 0 THEN 1 END)`, `AVG(` + q + `)`, `approx_quantile(` + q + `, [0.5, 0.95])`}
@@ -282,9 +283,9 @@ func BenchmarkE2EQualityCheck(b *testing.B) {
 					agent = start()
 				}
 				ans = qualityAnswer{}
-				peak := peakMem(agent.Pid())
+				peak := PeakRSS(b, agent.Pid())
 				row.Product = append(row.Product, agent.Call(b, "run_quality_check", q.args, &ans))
-				row.RSSMiB = max(row.RSSMiB, peak().RSSMiB)
+				row.RSSMiB = max(row.RSSMiB, peak())
 				if q.fresh {
 					agent.session.Close()
 				}
@@ -328,30 +329,4 @@ func windowBuckets(w *checks.Window) int {
 		return 0
 	}
 	return int(w.End.Sub(w.Start) / time.Hour)
-}
-
-// peakMem samples the memory of pid's process tree every 50 ms until the
-// returned func is called, which returns the sample with the largest RSS.
-func peakMem(pid int) func() Mem {
-	stop, done := make(chan struct{}), make(chan Mem)
-	go func() {
-		var m Mem
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if now := TreeMem(pid); now.RSSMiB > m.RSSMiB {
-				m = now
-			}
-			select {
-			case <-stop:
-				done <- m
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() Mem {
-		close(stop)
-		return <-done
-	}
 }

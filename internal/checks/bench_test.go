@@ -98,7 +98,8 @@ func floorSQL(tab *warehouse.Table, withKey bool, values []Spec) string {
 		q := `"` + v.Column + `"`
 		if c, _ := tab.Column(warehouse.DuckDB{}, v.Column); classify("duckdb", c.Type) == kindText {
 			// A category column: distinct values and the top value's count.
-			b.WriteString(`, approx_count_distinct(` + q + `), mode(` + q + `), list_max(map_values(histogram(` + q + `)))`)
+			h := `histogram(` + q + `)` // one histogram gives the top value and its count
+			b.WriteString(`, approx_count_distinct(` + q + `), map_keys(` + h + `)[list_position(map_values(` + h + `), list_max(map_values(` + h + `)))], list_max(map_values(` + h + `))`)
 			continue
 		}
 		b.WriteString(`, COUNT(CASE WHEN ` + q + ` = 0 THEN 1 END), AVG(` + q + `), approx_quantile(` + q + `, 0.5), approx_quantile(` + q + `, 0.95)`)

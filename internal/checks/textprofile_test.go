@@ -149,3 +149,44 @@ func TestHighCardinalityTextLosesItsTopShare(t *testing.T) {
 		resultFor(t, rep, "distribution(landing)", MetricDistinctValues)
 	})
 }
+
+// When two values tie for the most common, the top value is the first of
+// them in the column's order, whatever order the rows were written in
+// (mode() gave the first one the scan met, and on a parallel scan any),
+// and the share is the tied count; over the whole table and over a window.
+// NULLs never count as a value.
+func TestTopValueOnATieIsTheFirstInOrder(t *testing.T) {
+	wh := openFixture(t, `CREATE TABLE shop.tiers AS
+		SELECT range AS id, TIMESTAMP '2025-03-11 06:00:00' + to_microseconds(range * 1000000) AS at,
+			CASE WHEN range < 50 THEN 'zulu' WHEN range < 100 THEN 'alpha' ELSE 'mike' END AS tier,
+			CASE WHEN range < 100 THEN NULL ELSE 'b' END AS note, NULL::VARCHAR AS empty
+		FROM range(130) ORDER BY range`)
+	db := storetest.SQLite(t)
+	env := Env{DB: db, Warehouse: wh, Clock: clock.NewFake(day.Add(24 * time.Hour)), Agent: "dw-quality", Tool: "run_quality_check"}
+	for _, req := range []CheckRequest{
+		{Table: "shop.tiers"},
+		{Table: "shop.tiers", Since: "2025-03-11T00:00:00Z", Until: "2025-03-12T00:00:00Z", TimeColumn: "at"},
+	} {
+		req.Checks = []Spec{{Kind: KindDistribution, Column: "tier"}, {Kind: KindDistribution, Column: "note"}, {Kind: KindDistribution, Column: "empty"}}
+		for range 3 {
+			rep, err := RunCheck(context.Background(), env, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := resultFor(t, rep, "distribution(tier)", MetricTopValueShare)
+			if r.TopValue != "alpha" || r.Observed == nil || math.Abs(*r.Observed-50.0/130) > 1e-9 {
+				t.Fatalf("%+v: top %q share %v, want alpha 50/130", req, r.TopValue, deref(r.Observed))
+			}
+			// NULLs are not a value: the top of a mostly NULL column is
+			// its one value, and a column of NULLs has none.
+			if r := resultFor(t, rep, "distribution(note)", MetricTopValueShare); r.TopValue != "b" || r.Observed == nil || *r.Observed != 1 {
+				t.Fatalf("%+v: note's top %q share %v, want b 30/30", req, r.TopValue, deref(r.Observed))
+			}
+			for _, r := range rep.Results {
+				if r.Check == "distribution(empty)" && r.Metric == MetricTopValueShare && r.TopValue != "" {
+					t.Fatalf("%+v: a column of NULLs has top value %q", req, r.TopValue)
+				}
+			}
+		}
+	}
+}

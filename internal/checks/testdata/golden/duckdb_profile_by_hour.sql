@@ -17,7 +17,7 @@ SELECT
   approx_quantile("egress_bytes", [0.5, 0.95])[1] AS m14,
   approx_quantile("egress_bytes", [0.5, 0.95])[2] AS m15,
   approx_count_distinct("region") AS m16,
-  mode("region") AS m17,
+  map_keys(histogram("region"))[list_position(map_values(histogram("region")), list_max(map_values(histogram("region"))))] AS m17,
   list_max(map_values(histogram("region"))) AS m18
 FROM "usage"."usage_hourly"
 WHERE "hour" >= TIMESTAMPTZ '2025-03-11 00:00:00+00' AND "hour" < TIMESTAMPTZ '2025-03-12 00:00:00+00'
