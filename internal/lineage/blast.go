@@ -234,7 +234,7 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	owners, domains := make([]int, len(idx.Strs)), make([]int, len(idx.Strs))
 	var kinds [32]int
 	var pick, rest []int32
-	metas := idx.MetasOf(make([]graphindex.NodeMeta, 0, len(w.Order)-w.Starts), w.Order[w.Starts:])
+	metas := idx.ReachedMetas(w)
 	for p := w.Starts; p < len(w.Order); p++ {
 		res.Total++
 		m := metas[p-w.Starts]

@@ -29,6 +29,7 @@ type Limits struct {
 type Walk struct {
 	Order  []int32
 	Parent []int32
+	metas  []NodeMeta // ReachedMetas' array, reused like Order's
 	dist   []int32
 	levels []int32
 	Starts int
@@ -106,12 +107,15 @@ func (ix *Index) getScratch() *scratch {
 }
 
 // walkBufs are the backing arrays of a released walk.
-type walkBufs struct{ order, parent []int32 }
+type walkBufs struct {
+	order, parent []int32
+	metas         []NodeMeta
+}
 
 // newWalk starts a walk on released arrays when there are some.
 func (ix *Index) newWalk() *Walk {
 	if b, ok := ix.pools.walks.Get().(*walkBufs); ok {
-		return &Walk{Order: b.order[:0], Parent: b.parent[:0], levels: []int32{0}}
+		return &Walk{Order: b.order[:0], Parent: b.parent[:0], metas: b.metas[:0], levels: []int32{0}}
 	}
 	return &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
 }
@@ -122,8 +126,18 @@ func (ix *Index) Release(w *Walk) {
 	if w == nil || w.dist != nil || cap(w.Order) == 0 {
 		return
 	}
-	ix.pools.walks.Put(&walkBufs{order: w.Order, parent: w.Parent})
-	w.Order, w.Parent = nil, nil
+	ix.pools.walks.Put(&walkBufs{order: w.Order, parent: w.Parent, metas: w.metas})
+	w.Order, w.Parent, w.metas = nil, nil, nil
+}
+
+// ReachedMetas is the meta of each node the walk reached past its
+// starts, in Order (MetasOf), in an array the walk keeps and Release hands
+// on: describing a blast radius of 100k assets otherwise allocated and
+// zeroed a new 1.2 MB array on every call (4% of a warm call's CPU through
+// MCP). It is valid until w is released.
+func (ix *Index) ReachedMetas(w *Walk) []NodeMeta {
+	w.metas = ix.MetasOf(w.metas[:0], w.Order[w.Starts:])
+	return w.metas
 }
 
 // adjacency is one direction's arrays, and the overlay's replaced rows
