@@ -243,8 +243,10 @@ func (s *spelling) approxDistinct(q string) string {
 // the one histogram: DuckDB computes an aggregate a statement spells twice
 // once, so the value costs nothing beside its count, where mode() counted
 // the column again (a third of a category check's time on 10M rows). The
-// value is the first of the tied counts in the histogram's key order, so
-// the same rows always give the same value; mode() gave any of them.
+// value is the first of the tied counts in the histogram's key order (byte
+// order for text: DuckDB returns the keys sorted, which
+// TestTopValueOnATieIsTheFirstInOrder pins), so the same rows always give
+// the same value; mode() gave any of them.
 func (s *spelling) topValue(q string) string {
 	switch s.Name() {
 	case "bigquery":
