@@ -135,9 +135,11 @@ type MetricResult struct {
 	Buckets []BucketResult `json:"buckets,omitempty" jsonschema:"per-bucket values, when not all pass; a long window lists the first buckets that are not a pass and the latest (see buckets_total)"`
 	// BucketsTotal is set when the answer lists only some buckets.
 	BucketsTotal int `json:"buckets_total,omitempty" jsonschema:"buckets in the window when only some are listed"`
-	// TopValue is the most common value a top_value_share is about.
-	TopValue string `json:"top_value,omitempty" jsonschema:"top_value_share: the most common value in the value judged"`
-	Inferred bool   `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
+	// TopValue is the most common value a top_value_share is about. A
+	// pointer, so that a blank string, often the very value a broken
+	// default writes, is named rather than left out.
+	TopValue *string `json:"top_value,omitempty" jsonschema:"top_value_share: the most common value in the value judged"`
+	Inferred bool    `json:"inferred,omitempty" jsonschema:"the check was chosen by profiling"`
 	// Source says who declared the expectation checked.
 	Source string `json:"source,omitempty" jsonschema:"who declared the expectation checked: team (set_quality_expectations) or dbt (a test in an imported dbt manifest); empty for profiled or requested checks"`
 }
@@ -838,7 +840,8 @@ func buildResult(plan *ScanPlan, k metricKey, js []judged) MetricResult {
 		r.Source = pc.Spec.source
 	}
 	if k.metric == MetricTopValueShare {
-		r.TopValue = focus.obs.Example
+		v := focus.obs.Example
+		r.TopValue = &v
 	}
 	r.Message = message(plan, pc, focus, buckets)
 	// Passed on its buckets while the window value was not judged: the

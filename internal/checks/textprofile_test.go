@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -64,8 +65,8 @@ func TestCurrencyMixThatFlipsIsFlagged(t *testing.T) {
 		check(day.Add(-14*24*time.Hour), day.Add(-24*time.Hour))
 		healthy := check(day.Add(-24*time.Hour), day)
 		share := resultFor(t, healthy, "distribution(currency)", MetricTopValueShare)
-		if share.Status != Pass || share.TopValue != "EUR" || share.Observed == nil || math.Abs(*share.Observed-0.42) > 0.03 {
-			t.Fatalf("healthy day: %s top %q share %v (%s)", share.Status, share.TopValue, deref(share.Observed), share.Message)
+		if share.Status != Pass || topOf(share) != "EUR" || share.Observed == nil || math.Abs(*share.Observed-0.42) > 0.03 {
+			t.Fatalf("healthy day: %s top %q share %v (%s)", share.Status, topOf(share), deref(share.Observed), share.Message)
 		}
 		if d := resultFor(t, healthy, "distribution(currency)", MetricDistinctValues); d.Status != Pass || d.Observed == nil || *d.Observed != 3 {
 			t.Fatalf("healthy distinct currencies: %s %v (%s)", d.Status, deref(d.Observed), d.Message)
@@ -83,8 +84,8 @@ func TestCurrencyMixThatFlipsIsFlagged(t *testing.T) {
 		// The day the default broke.
 		rep := check(day, day.Add(24*time.Hour))
 		r := resultFor(t, rep, "distribution(currency)", MetricTopValueShare)
-		if r.Status != Anomalous || r.Problem != ProblemValues || r.TopValue != "EUR" {
-			t.Fatalf("flipped mix: %s %s top %q (%s)", r.Status, r.Problem, r.TopValue, r.Message)
+		if r.Status != Anomalous || r.Problem != ProblemValues || topOf(r) != "EUR" {
+			t.Fatalf("flipped mix: %s %s top %q (%s)", r.Status, r.Problem, topOf(r), r.Message)
 		}
 		if r.Usual == nil || math.Abs(*r.Usual-0.42) > 0.05 || r.Expected == nil || r.Expected.High > 0.7 {
 			t.Errorf("baseline: usual %v expected %+v", deref(r.Usual), r.Expected)
@@ -174,19 +175,59 @@ func TestTopValueOnATieIsTheFirstInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := resultFor(t, rep, "distribution(tier)", MetricTopValueShare)
-			if r.TopValue != "alpha" || r.Observed == nil || math.Abs(*r.Observed-50.0/130) > 1e-9 {
-				t.Fatalf("%+v: top %q share %v, want alpha 50/130", req, r.TopValue, deref(r.Observed))
+			if topOf(r) != "alpha" || r.Observed == nil || math.Abs(*r.Observed-50.0/130) > 1e-9 {
+				t.Fatalf("%+v: top %q share %v, want alpha 50/130", req, topOf(r), deref(r.Observed))
 			}
 			// NULLs are not a value: the top of a mostly NULL column is
 			// its one value, and a column of NULLs has none.
-			if r := resultFor(t, rep, "distribution(note)", MetricTopValueShare); r.TopValue != "b" || r.Observed == nil || *r.Observed != 1 {
-				t.Fatalf("%+v: note's top %q share %v, want b 30/30", req, r.TopValue, deref(r.Observed))
+			if r := resultFor(t, rep, "distribution(note)", MetricTopValueShare); topOf(r) != "b" || r.Observed == nil || *r.Observed != 1 {
+				t.Fatalf("%+v: note's top %q share %v, want b 30/30", req, topOf(r), deref(r.Observed))
 			}
 			for _, r := range rep.Results {
-				if r.Check == "distribution(empty)" && r.Metric == MetricTopValueShare && r.TopValue != "" {
-					t.Fatalf("%+v: a column of NULLs has top value %q", req, r.TopValue)
+				if r.Check == "distribution(empty)" && r.Metric == MetricTopValueShare && r.TopValue != nil {
+					t.Fatalf("%+v: a column of NULLs has top value %q", req, *r.TopValue)
 				}
 			}
 		}
 	}
+}
+
+// topOf is a result's top value, "(none)" when it names none.
+func topOf(r MetricResult) string {
+	if r.TopValue == nil {
+		return "(none)"
+	}
+	return *r.TopValue
+}
+
+// A blank string that is the most common value is named in the answer,
+// as a top value of "", not left out as if there were none.
+func TestBlankTopValueIsNamed(t *testing.T) {
+	wh := openFixture(t, `CREATE TABLE shop.codes AS
+		SELECT range AS id, CASE WHEN range < 100 THEN '' ELSE 'x' END AS code FROM range(130)`)
+	env := Env{DB: storetest.SQLite(t), Warehouse: wh, Clock: clock.NewFake(day.Add(24 * time.Hour)), Agent: "dw-quality", Tool: "run_quality_check"}
+	rep, err := RunCheck(context.Background(), env, CheckRequest{Table: "shop.codes", Checks: []Spec{{Kind: KindDistribution, Column: "code"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(data, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range parsed.Results {
+		if r["metric"] != MetricTopValueShare {
+			continue
+		}
+		if v, ok := r["top_value"]; !ok || v != "" || r["observed"] != 100.0/130 {
+			t.Fatalf("top value %v (present %v), share %v; want \"\" at 100/130: %v", v, ok, r["observed"], r)
+		}
+		return
+	}
+	t.Fatalf("no top_value_share result in %s", data)
 }
