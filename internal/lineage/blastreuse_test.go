@@ -80,3 +80,113 @@ func TestBlastRadiusReusedWalkArrays(t *testing.T) {
 		}
 	})
 }
+
+// TestWalksOfEveryKindOnReusedArrays does for trace, upstream and
+// downstream hops and owners what TestBlastRadiusReusedWalkArrays does for
+// blast radius: each now hands its walk's arrays on when done, so every
+// answer, asked again and again in another order after walks of very
+// different reach, must equal the same question's answer from a graph
+// whose index has never walked.
+func TestWalksOfEveryKindOnReusedArrays(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g, clk := newGraph(t, db)
+		var edges [][2]int32
+		for i := int32(1); i < 1500; i++ {
+			edges = append(edges, [2]int32{(i - 1) / 12, i})
+		}
+		for i := int32(1999); i < 2004; i++ {
+			edges = append(edges, [2]int32{i, i + 1})
+		}
+		lineagetest.BulkLoad(t, db, 3000, edges)
+		asks := []struct {
+			name string
+			ask  func(*Graph) (any, error)
+		}{
+			{"blast a1", func(g *Graph) (any, error) { return g.BlastRadius(ctx, BlastParams{Asset: "bench://a1"}) }},
+			{"trace a1", func(g *Graph) (any, error) { return g.Trace(ctx, TraceParams{Asset: "bench://a1"}) }},
+			{"trace a1499 up", func(g *Graph) (any, error) {
+				return g.Trace(ctx, TraceParams{Asset: "bench://a1499", Direction: "up"})
+			}},
+			{"trace a2000", func(g *Graph) (any, error) { return g.Trace(ctx, TraceParams{Asset: "bench://a2000"}) }},
+			{"down a1", func(g *Graph) (any, error) { return g.Downstream(ctx, []string{"bench://a1"}, 10) }},
+			{"up a1499", func(g *Graph) (any, error) { return g.Upstream(ctx, []string{"bench://a1499"}, 10) }},
+			{"down a2000", func(g *Graph) (any, error) { return g.Downstream(ctx, []string{"bench://a2000"}, 10) }},
+			{"owners", func(g *Graph) (any, error) {
+				return g.Owners(ctx, OwnersParams{Assets: []string{"bench://a1499", "bench://a2003", "bench://a5", "bench://a2999"}})
+			}},
+		}
+		answer := func(g *Graph, name string, ask func(*Graph) (any, error)) string {
+			t.Helper()
+			res, err := ask(g)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		// Each question once on a graph of its own, its index loaded
+		// (which the first answer after a load reports) but never walked.
+		want := map[string]string{}
+		for _, a := range asks {
+			fresh := New(db, clk)
+			if _, err := fresh.Index(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want[a.name] = answer(fresh, a.name, a.ask)
+		}
+		if _, err := g.Index(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 4; round++ {
+			for k := range asks {
+				a := asks[k]
+				if round%2 == 1 {
+					a = asks[len(asks)-1-k]
+				}
+				if got := answer(g, a.name, a.ask); got != want[a.name] {
+					t.Fatalf("round %d, %s: answer differs from a fresh graph's\nwant: %.300s\ngot:  %.300s", round, a.name, want[a.name], got)
+				}
+			}
+		}
+		// The answers are about the graph, not empty: a1 reaches 1,499
+		// assets, and the trace up from a1499 finds its chain to a0.
+		var down map[string]Hop
+		if err := json.Unmarshal([]byte(want["down a1"]), &down); err != nil || len(down) < 1499 {
+			t.Fatalf("downstream of a1 names %d assets (%v), want at least 1,499", len(down), err)
+		}
+		var up TraceResult
+		if err := json.Unmarshal([]byte(want["trace a1499 up"]), &up); err != nil || len(up.Nodes) < 3 {
+			t.Fatalf("trace up from a1499: %d nodes (%v)", len(up.Nodes), err)
+		}
+		// A trace both ways walks twice in one call, so the second walk
+		// could take the first's arrays while the first is still read: each
+		// side must be what a trace of that side alone finds, and what the
+		// edges say (a13: a1 above, its 12 children below; a2001: a2000
+		// above, a chain of three below).
+		for _, c := range []struct {
+			asset      string
+			ups, downs int // paths each way
+		}{{"bench://a13", 1, 12}, {"bench://a2001", 1, 1}} {
+			trace := func(dir string) *TraceResult {
+				tr, err := g.Trace(ctx, TraceParams{Asset: c.asset, Direction: dir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tr
+			}
+			both, up, down := trace("both"), trace("up"), trace("down")
+			bothUp, _ := json.Marshal(both.Upstream)
+			upOnly, _ := json.Marshal(up.Upstream)
+			bothDown, _ := json.Marshal(both.Downstream)
+			downOnly, _ := json.Marshal(down.Downstream)
+			if string(bothUp) != string(upOnly) || string(bothDown) != string(downOnly) || both.UpstreamTotal != c.ups || both.DownstreamTotal != c.downs {
+				t.Fatalf("%s both ways: %d paths up %s, %d down %s; alone: up %s, down %s; want %d and %d",
+					c.asset, both.UpstreamTotal, bothUp, both.DownstreamTotal, bothDown, upOnly, downOnly, c.ups, c.downs)
+			}
+		}
+	})
+}

@@ -125,6 +125,7 @@ func (g *Graph) walkHops(ctx context.Context, start []string, maxDepth int, up b
 		return out, nil
 	}
 	w := idx.BFS(ctx, nodes, up, graphindex.Limits{MaxDepth: maxDepth, MaxNodes: idx.Len()})
+	defer idx.Release(w) // the answer keeps names, never the walk's arrays
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -637,6 +637,7 @@ func (g *Graph) Owners(ctx context.Context, p OwnersParams) (*OwnersResult, erro
 						break
 					}
 				}
+				idx.Release(w) // the next unowned asset's walk reuses its arrays
 			}
 		} else {
 			grp := groups[r.Owner]

@@ -123,6 +123,8 @@ func (g *Graph) Trace(ctx context.Context, p TraceParams) (*TraceResult, error) 
 	if dir != DirectionUp {
 		down = idx.BFS(ctx, []int32{start}, false, lim)
 	}
+	// The answer keeps ids and counts, never the walks' arrays.
+	defer func() { idx.Release(up); idx.Release(down) }()
 	for _, w := range []*graphindex.Walk{up, down} {
 		if w != nil && w.Budget != "" {
 			res.Partial, res.Budget = true, w.Budget
