@@ -3,6 +3,8 @@ package lineage
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dataworkers/dw/internal/lineage/lineagetest"
@@ -99,6 +101,11 @@ func TestWalksOfEveryKindOnReusedArrays(t *testing.T) {
 			edges = append(edges, [2]int32{i, i + 1})
 		}
 		lineagetest.BulkLoad(t, db, 3000, edges)
+		// a1499 and its parent a125 own nothing, so Owners walks up two
+		// hops from a1499 to the nearest owner (a11, team-11).
+		if _, err := db.ExecContext(ctx, "UPDATE lineage_assets SET owner = '' WHERE id IN ('bench://a1499', 'bench://a125')"); err != nil {
+			t.Fatal(err)
+		}
 		asks := []struct {
 			name string
 			ask  func(*Graph) (any, error)
@@ -151,6 +158,36 @@ func TestWalksOfEveryKindOnReusedArrays(t *testing.T) {
 					t.Fatalf("round %d, %s: answer differs from a fresh graph's\nwant: %.300s\ngot:  %.300s", round, a.name, want[a.name], got)
 				}
 			}
+		}
+		// The same questions from four goroutines at once, on the held
+		// graph: a walk released while another call still reads it shows
+		// here (and under -race).
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range asks {
+					a := asks[(k+w)%len(asks)]
+					res, err := a.ask(g)
+					if err != nil {
+						t.Errorf("%s: %v", a.name, err)
+						return
+					}
+					if b, _ := json.Marshal(res); string(b) != want[a.name] {
+						t.Errorf("at once, %s: answer differs from a fresh graph's", a.name)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var owners OwnersResult
+		if err := json.Unmarshal([]byte(want["owners"]), &owners); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(owners.Assets, func(a AssetOwner) bool { return a.Asset == "bench://a1499" }); i < 0 ||
+			owners.Assets[i].UpstreamOwner != "team-11" || owners.Assets[i].UpstreamOwnerAsset != "bench://a11" {
+			t.Fatalf("owners of a1499: %+v, want the nearest owner upstream, team-11 at bench://a11", owners.Assets)
 		}
 		// The answers are about the graph, not empty: a1 reaches 1,499
 		// assets, and the trace up from a1499 finds its chain to a0.
