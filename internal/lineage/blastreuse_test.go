@@ -12,6 +12,21 @@ import (
 	"github.com/dataworkers/dw/internal/store/storetest"
 )
 
+// loadFanAndChain stores 3,000 assets of very different reach: a1 fans
+// out to 1,499 assets three levels deep (each asset has 12 children), a2000
+// reaches a chain of five, a3000 reaches nothing.
+func loadFanAndChain(t *testing.T, db *store.DB) {
+	t.Helper()
+	var edges [][2]int32
+	for i := int32(1); i < 1500; i++ {
+		edges = append(edges, [2]int32{(i - 1) / 12, i})
+	}
+	for i := int32(1999); i < 2004; i++ {
+		edges = append(edges, [2]int32{i, i + 1})
+	}
+	lineagetest.BulkLoad(t, db, 3000, edges)
+}
+
 // TestBlastRadiusReusedWalkArrays asks blast radius from starts of very
 // different reach, interleaved, so each call walks on the arrays the
 // previous one released (a large walk's arrays under a small one and back):
@@ -21,16 +36,7 @@ func TestBlastRadiusReusedWalkArrays(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, _ := newGraph(t, db)
-		// a1 fans out to 1,500 assets three levels deep; a2000 reaches a
-		// chain of five; a3000 reaches nothing.
-		var edges [][2]int32
-		for i := int32(1); i < 1500; i++ {
-			edges = append(edges, [2]int32{(i - 1) / 12, i})
-		}
-		for i := int32(1999); i < 2004; i++ {
-			edges = append(edges, [2]int32{i, i + 1})
-		}
-		lineagetest.BulkLoad(t, db, 3000, edges)
+		loadFanAndChain(t, db)
 		// The first answer after the load says how long loading the index
 		// took; the next, on the held index, says nothing of it. The
 		// rounds below then compare answers on the held index.
@@ -93,14 +99,7 @@ func TestWalksOfEveryKindOnReusedArrays(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g, clk := newGraph(t, db)
-		var edges [][2]int32
-		for i := int32(1); i < 1500; i++ {
-			edges = append(edges, [2]int32{(i - 1) / 12, i})
-		}
-		for i := int32(1999); i < 2004; i++ {
-			edges = append(edges, [2]int32{i, i + 1})
-		}
-		lineagetest.BulkLoad(t, db, 3000, edges)
+		loadFanAndChain(t, db)
 		// a1499 and its parent a125 own nothing, so Owners walks up two
 		// hops from a1499 to the nearest owner (a11, team-11).
 		if _, err := db.ExecContext(ctx, "UPDATE lineage_assets SET owner = '' WHERE id IN ('bench://a1499', 'bench://a125')"); err != nil {
