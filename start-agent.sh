@@ -10,8 +10,8 @@
 #     are missing or older than the sources are rebuilt in the background,
 #     for the next start (`make build` rebuilds now);
 #   - the agent's binary is missing (a fresh clone whose set-up step was
-#     skipped): start the build of the agents and dw (the warehouse reader
-#     and demo seeder the agents run) in the background, in one `go build`,
+#     skipped): start the build of the agents and the helpers they run
+#     ($helpers) in the background, in one `go build`,
 #     and answer the client at once with bin/dw-starter. Compiling the
 #     agents on a cold Go cache takes minutes, far over a client's connect
 #     timeout (Claude Code waits 30 s); the starter links only the standard
@@ -38,7 +38,10 @@
 # Everything this script prints goes to stderr: stdout belongs to MCP.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-agents="dw-quality dw-incidents dw-context-catalog dw-schema dw-connectors"
+agents="dw-quality dw-incidents dw-context-catalog dw-schema dw-connectors" # hard links to bin/dw-agents
+# What the agents run beside them: dw (demo seeder, and the warehouse
+# child of remote warehouses) and the DuckDB warehouse child.
+helpers="dw dw-warehouse-duckdb"
 bindir="$root/bin"
 
 say() { echo "start-agent: $*" >&2; }
@@ -117,7 +120,11 @@ build() {
     return 127
   }
   if [[ $# -gt 0 ]]; then
-    for b in "$@"; do pkgs+=("./cmd/$b"); done
+    for b in "$@"; do
+      # The agents are one binary, dw-agents, installed under their names.
+      [[ " $agents " == *" $b "* ]] && b=dw-agents
+      [[ " ${pkgs[*]} " == *" ./cmd/$b "* ]] || pkgs+=("./cmd/$b")
+    done
   else
     pkgs=(./cmd/...)
   fi
@@ -133,14 +140,28 @@ build() {
   # -s -w: no symbol table or DWARF, which is most of the link (13 s of CPU
   # instead of 21 s); panics still print file:line (to debug with delve,
   # go build the one binary yourself). Numbers: README, Development.
+  # --exclude-libs (Linux, for the binaries linking DuckDB through cgo):
+  # Go asks the C linker to export every global symbol, which for DuckDB's
+  # static archive is a 6 MiB symbol table that each warehouse child
+  # faults into memory at start; nothing loads symbols from dw at run time
+  # (DuckDB's extension loading is locked down). Numbers: README.
+  local ldflags="-s -w -X main.version=$version"
+  [[ "$(uname -s)" == Linux ]] && ldflags+=" -extldflags=-Wl,--exclude-libs,ALL"
   local began=$SECONDS
-  (cd "$root" && "$go" build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/" "${pkgs[@]}") && ok=1
+  (cd "$root" && "$go" build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") && ok=1
   if [[ $ok == 1 ]]; then
     say "built ${*:-every binary} in $((SECONDS - began)) s"
   else
     say "the build of ${*:-every binary} failed after $((SECONDS - began)) s"
   fi
   if [[ $ok == 1 || $partial == 1 ]]; then
+    # Each agent's name is a hard link to dw-agents, which serves the agent
+    # it is started as: five processes of one file share its pages (five
+    # files held 77 MiB more; README, Memory). The renames below keep the
+    # links.
+    if [[ -e "$tmp/dw-agents" ]]; then
+      for b in $agents; do ln -f "$tmp/dw-agents" "$tmp/$b"; done
+    fi
     for b in "$tmp"/dw*; do
       [[ -e "$b" ]] || continue
       touch -r "$tmp/.start" "$b"
@@ -162,7 +183,7 @@ fi
 
 # The two builds a connect starts, each run by this script in a session of
 # its own (see detach): --build-agents waits for the lock and builds the
-# agents and dw that are still missing or stale, in one go build (on a
+# agents and their helpers that are missing or stale, in one go build (on a
 # cold cache the agents' critical path is modernc.org/sqlite, one package
 # on one core, and dw's packages fill the other: the six cost about what
 # the five do); --build-stale, only when no other build holds the lock,
@@ -180,14 +201,14 @@ case "${1:-}" in
   fi
   rm -f "$since"
   # shellcheck disable=SC2086 # $agents is a list of words
-  todo="$(outdated $agents dw)"
+  todo="$(outdated $agents $helpers)"
   [[ -z "$todo" ]] || build --partial $todo
   exit
   ;;
 --build-stale)
   lock nowait || exit 0 # a build is running: it is the one; no queue forms
   # shellcheck disable=SC2086
-  todo="$(outdated $agents dw)"
+  todo="$(outdated $agents $helpers)"
   [[ -n "$todo" ]] || exit 0
   renice -n 10 -p $$ >/dev/null 2>&1 || true
   build $todo
@@ -264,7 +285,7 @@ if [[ ! -x "$bindir/$agent" ]]; then
   fi
 fi
 # shellcheck disable=SC2086
-if [[ -n "$(outdated $agents dw)" ]] && find_go >/dev/null; then
+if [[ -n "$(outdated $agents $helpers)" ]] && find_go >/dev/null; then
   say "rebuilding the binaries that are missing or older than the sources in the background, for the next start (log: bin/.build.log; make build rebuilds now)"
   # Started from a subshell that exits at once, so the build is not a
   # child of the agent (which would never reap it).

@@ -3,19 +3,24 @@ package cmd
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestProductionBinariesLinkNoFakesOrDemo: no binary under cmd/ links a
 // test fake (a package of this module whose path ends in "test", such as
-// registrytest or storetest), and no agent (cmd/dw-*) links the demo
+// registrytest or storetest), and no agent binary (cmd/dw-agents, and
+// cmd/dw-starter, which stands in for it) links the demo
 // scenario packs or their generators (internal/demo and below, packload):
 // the embedded default is seeded by dw (`dw demo seed`), which the agents
 // run. Nor does an agent link the warehouse drivers (internal/warehouses,
-// internal/warehouse/<driver>, about 50 MiB): they run in `dw warehouse
-// serve`, behind warehouseproc's proxy. Standard-library and third-party packages are not judged: what a
-// driver links is the driver's business.
+// internal/warehouse/<driver>, about 50 MiB): they run in a warehouse
+// child behind warehouseproc's proxy. The DuckDB child
+// (cmd/dw-warehouse-duckdb) links the DuckDB driver and none of the
+// others, nor the store or the MCP SDK: it exists to be small.
+// Standard-library and third-party packages are not judged: what a driver
+// links is the driver's business.
 func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...").Output()
 	if err != nil {
@@ -27,17 +32,23 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 			bins = append(bins, p)
 		}
 	}
-	if len(bins) < 6 {
-		t.Fatalf("found %d binaries under cmd/: %v; want dw and the five agents", len(bins), bins)
+	for _, want := range []string{"cmd/dw", "cmd/dw-agents", "cmd/dw-warehouse-duckdb"} {
+		if !slices.Contains(bins, module+want) {
+			t.Fatalf("found the binaries %v under cmd/; want %s among them (dw, the agents' binary, the DuckDB warehouse child)", bins, want)
+		}
 	}
 	for _, bin := range bins {
-		agent := strings.HasPrefix(bin, module+"cmd/dw-")
+		duckdbChild := bin == module+"cmd/dw-warehouse-duckdb"
+		agent := strings.HasPrefix(bin, module+"cmd/dw-") && !duckdbChild
 		deps, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", bin).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", bin, err)
 		}
 		drivers := 0
 		for _, p := range strings.Fields(string(deps)) {
+			if duckdbChild && (p == "github.com/modelcontextprotocol/go-sdk/mcp" || p == "modernc.org/sqlite" || p == "github.com/jackc/pgx/v5") {
+				t.Errorf("the DuckDB warehouse child %s links %s", bin, p)
+			}
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
@@ -46,17 +57,21 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 				drivers++
 			}
 			switch {
+			case duckdbChild && driverPackage(rel) && rel != "internal/warehouse/duckdb":
+				t.Errorf("the DuckDB warehouse child %s links the driver package %s (remote warehouses are served by dw warehouse serve)", bin, p)
+			case duckdbChild && (rel == "internal/warehouses" || rel == "internal/store" || rel == "internal/deps"):
+				t.Errorf("the DuckDB warehouse child %s links %s", bin, p)
 			case strings.HasSuffix(rel, "test"):
 				t.Errorf("%s links the test package %s", bin, p)
 			case agent && (rel == "internal/demo" || strings.HasPrefix(rel, "internal/demo/") || rel == "internal/packload" || rel == "internal/story"):
 				t.Errorf("agent %s links the demo package %s (the embedded default is seeded by dw demo seed)", bin, p)
-			case agent && (rel == "internal/warehouses" || driverPackage(rel)):
+			case agent && (rel == "internal/warehouses" || strings.HasPrefix(rel, "internal/warehouses/") || driverPackage(rel)):
 				t.Errorf("agent %s links the warehouse driver package %s (drivers run in the warehouse child, dw warehouse serve)", bin, p)
 			}
 		}
 		// dw hosts the drivers: if it links none, the driver paths have
 		// moved and the agents' check above proves nothing.
-		if bin == module+"cmd/dw" && drivers == 0 {
+		if (bin == module+"cmd/dw" || duckdbChild) && drivers == 0 {
 			t.Errorf("%s links no package under internal/warehouse/: where did the drivers go? Update driverPackage", bin)
 		}
 	}
@@ -166,9 +181,9 @@ func TestDomainPackagesDoNotImportTheMCPSDK(t *testing.T) {
 // under internal/ is a domain or infrastructure package, which is given
 // what it needs (values, interfaces, funcs) by the one that wires it.
 var wiringPackages = map[string]string{
-	"internal/deps":          "the wiring layer itself (deps/clients: its client accessors)",
-	"internal/agentboot":     "starts an agent: loads its deps once, then serves",
-	"internal/warehouseproc": "the warehouse child's proxy, which finds the dw binary beside the agent (deps.Sibling)",
+	"internal/deps":      "the wiring layer itself (deps/clients: its client accessors)",
+	"internal/agentboot": "starts an agent: loads its deps once, then serves",
+	"internal/benchmcp":  "builds the agents' binary and installs it under their names (agents.Install, which links every agent)",
 }
 
 // TestDomainPackagesDoNotImportDeps: internal/deps is the wiring layer

@@ -31,7 +31,7 @@ import (
 // real stdio, and the starter must answer initialize and tools/list as it
 // does, to the byte.
 
-// specs are the agents' specs as their binaries start them (cmd/dw-*).
+// specs are the agents' specs as their binary starts them (cmd/dw-agents).
 var specs = map[string]func() agentboot.Spec{
 	quality.Name:    quality.Spec,
 	incidents.Name:  incidents.Spec,

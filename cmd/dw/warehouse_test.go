@@ -86,7 +86,7 @@ func TestWarehouseChildServesTheAgentsConfig(t *testing.T) {
 	}
 	pidFile := filepath.Join(dir, "pids")
 	old := warehouseproc.Command
-	warehouseproc.Command = func(string) (*exec.Cmd, error) {
+	warehouseproc.Command = func(string, string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "warehouse", "serve")
 		cmd.Env = append(os.Environ(), asDW+"=1", asDWPids+"="+pidFile)
 		return cmd, nil

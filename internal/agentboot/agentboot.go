@@ -1,7 +1,8 @@
-// Package agentboot is the one start-up path of the five agent binaries:
-// load the configuration and the clock once, build the agent's
-// dependencies from them, and serve its tools over stdio. Each agent
-// states only what differs (a Spec); cmd/dw-<name> is one line.
+// Package agentboot is the one start-up path of the five agents: load the
+// configuration and the clock once, build the agent's dependencies from
+// them, and serve its tools over stdio. Each agent states only what
+// differs (a Spec); cmd/dw-agents picks the Spec by the name it is started
+// as.
 package agentboot
 
 import (
@@ -23,7 +24,7 @@ type Spec struct {
 	// tools fit together.
 	Instructions string
 	// ReadsWarehouses is true for an agent whose tools query warehouses;
-	// it reaches them through the `dw warehouse serve` child, so the
+	// it reaches them through a warehouse child (warehouseproc), so the
 	// drivers are not linked into the agent.
 	ReadsWarehouses bool
 	// Register adds the tools over the dependencies. It must not open
@@ -40,8 +41,8 @@ func (sp Spec) Agent() mcpserver.Agent {
 
 // Wire sets what every production agent plugs into its dependencies: the
 // embedded default's store is seeded by `dw demo seed` (so no agent links
-// the demo packs), and warehouses are opened in the `dw warehouse serve`
-// child when the agent reads them.
+// the demo packs), and warehouses are opened in a warehouse child
+// (warehouseproc) when the agent reads them.
 func (sp Spec) Wire(d *deps.Deps) {
 	d.SeedStore = deps.SeedWithDW
 	if sp.ReadsWarehouses {
@@ -56,7 +57,7 @@ func (sp Spec) Bind(d *deps.Deps) mcpserver.Agent {
 	return a
 }
 
-// Main is the whole body of an agent binary: the configuration and the
+// Main is the whole body of an agent's process: the configuration and the
 // clock are loaded once (deps.Load) when mcpserver.Main asks for them,
 // and the same values reach the instructions, the tools and every
 // dependency. It returns the process exit code.

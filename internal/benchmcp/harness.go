@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/agents"
 )
 
 // BinDirEnv names prebuilt binaries to measure instead of building this
@@ -30,9 +33,22 @@ import (
 const BinDirEnv = "DW_BENCH_BIN_DIR"
 
 // BuildFlags are the flags start-agent.sh builds every binary with (so
-// make bench measures what a client runs): paths trimmed and the symbol
-// table and DWARF left out. BinDir and the cold-start floor use them too.
-var BuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+// make bench measures what a client runs): paths trimmed, the symbol
+// table and DWARF left out and, on Linux, the C++ symbols of the DuckDB
+// archive kept out of the dynamic symbol table. BinDir and the cold-start
+// floor use them too.
+var BuildFlags = buildFlags()
+
+func buildFlags() []string {
+	ld := "-ldflags=-s -w"
+	if runtime.GOOS == "linux" {
+		ld += " " + excludeLibs
+	}
+	return []string{"-trimpath", ld}
+}
+
+// excludeLibs is start-agent.sh's: see the reason there.
+const excludeLibs = "-extldflags=-Wl,--exclude-libs,ALL"
 
 var build struct {
 	once sync.Once
@@ -63,6 +79,10 @@ func BinDir(tb testing.TB) string {
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+			return
+		}
+		// The agents' names, as make build installs them.
+		if build.err = agents.Install(dir); build.err != nil {
 			return
 		}
 		build.dir = dir

@@ -17,7 +17,8 @@ import (
 const EmbeddedSeededKey = "embedded_default_seeded"
 
 // Sibling is how an agent finds the dw binary installed beside it, for the
-// work it hands to dw: seeding the embedded default, serving warehouses.
+// work it hands to dw: seeding the embedded default (warehouseproc finds
+// the warehouse children the same way).
 // Tests point it elsewhere.
 var Sibling = func(args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/agents"
 )
 
 // binDir holds the agent binaries built once for this test process.
@@ -36,6 +38,11 @@ func TestMain(m *testing.M) {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build agents:", err)
+			return 1
+		}
+		// The agents' names, as make build installs them.
+		if err := agents.Install(binDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return m.Run()

@@ -16,8 +16,8 @@ func TestCancelledQueryKillsTheChild(t *testing.T) {
 	p := proxy(t)
 	var child *exec.Cmd
 	inner := Command
-	Command = func(name string) (*exec.Cmd, error) {
-		cmd, err := inner(name)
+	Command = func(name, kind string) (*exec.Cmd, error) {
+		cmd, err := inner(name, kind)
 		child = cmd
 		return cmd, err
 	}

@@ -10,24 +10,49 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
-	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
 
-// Command is how an agent starts the child: the dw binary beside it.
-// Tests point it elsewhere.
-var Command = func(name string) (*exec.Cmd, error) {
-	cmd, err := deps.Sibling("warehouse", "serve")
+// DuckDBChild is the binary that serves DuckDB files to an agent: DuckDB
+// and the child's protocol alone. Every other kind is served by
+// `dw warehouse serve`, whose process also maps the CLI, the remote
+// drivers and their dependencies (inits run and pages fault in whether a
+// call uses them or not: 76 MiB PSS against 43 MiB for this one after the
+// same calls, README).
+const DuckDBChild = "dw-warehouse-duckdb"
+
+// Command is how an agent starts the child for the warehouse name, of
+// kind: a binary installed beside the agent's, where make build
+// (start-agent.sh) puts them all. Tests point it elsewhere.
+var Command = func(_, kind string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("warehouse access runs in `dw warehouse serve`: %w", err)
+		return nil, err
 	}
-	return cmd, nil
+	return childIn(filepath.Dir(exe), kind)
+}
+
+// childIn is the command that serves a warehouse of kind from the
+// binaries in dir. (deps.Sibling finds dw the same way; this package does
+// not use it, so that the child, which links this package, does not link
+// the store deps opens.)
+func childIn(dir, kind string) (*exec.Cmd, error) {
+	binary, args, what := "dw", []string{"warehouse", "serve"}, "dw warehouse serve"
+	if kind == "duckdb" {
+		binary, args, what = DuckDBChild, nil, DuckDBChild
+	}
+	path := filepath.Join(dir, binary)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s warehouses are read by %s, and there is no %s binary in %s: build it (make build, or start-agent.sh builds it)", kind, what, binary, dir)
+	}
+	return exec.Command(path, args...), nil
 }
 
 // Open returns a warehouse whose driver runs in a child process, started on
@@ -51,7 +76,7 @@ func Open(_ context.Context, cfg *config.Config, wc *config.Warehouse, _ clock.C
 	if err != nil {
 		return nil, err
 	}
-	return &Proxy{name: wc.Name, dialect: d, idle: idle, opening: opening(cfg, wc)}, nil
+	return &Proxy{name: wc.Name, kind: wc.Kind, dialect: d, idle: idle, opening: opening(cfg, wc)}, nil
 }
 
 // IdleEnv names the idle period after which an agent's warehouse child
@@ -60,9 +85,9 @@ func Open(_ context.Context, cfg *config.Config, wc *config.Warehouse, _ clock.C
 const IdleEnv = "DW_WAREHOUSE_IDLE"
 
 // DefaultIdle is how long a child outlives its last call. The child holds
-// the drivers (about 100 MiB resident, most of it the dw binary's pages,
-// which only its exit gives back)
-// for calls that come in bursts: a minute keeps a conversation's calls on
+// the driver (a DuckDB child about 35 MiB resident, most of it its
+// binary's pages, which only its exit gives back) for calls that come in
+// bursts: a minute keeps a conversation's calls on
 // one child, and an agent left open all day holds only itself.
 const DefaultIdle = 60 * time.Second
 
@@ -86,6 +111,7 @@ const cancelGrace = 2 * time.Second
 // child answers one request at a time.
 type Proxy struct {
 	name    string
+	kind    string
 	dialect warehouse.Dialect
 	// idle is how long the child outlives its last call (0: forever).
 	idle time.Duration
@@ -165,7 +191,7 @@ func (p *Proxy) stop() {
 }
 
 func (p *Proxy) start() error {
-	cmd, err := Command(p.name)
+	cmd, err := Command(p.name, p.kind)
 	if err != nil {
 		return err
 	}

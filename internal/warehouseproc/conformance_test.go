@@ -190,7 +190,7 @@ func subjects(t *testing.T) []subject {
 		"sf":       {"DW_TEST_SNOWFLAKE_ADDR=" + net.JoinHostPort(sfHost, strconv.Itoa(sfPort))},
 	}
 	old := Command
-	Command = func(name string) (*exec.Cmd, error) {
+	Command = func(name, _ string) (*exec.Cmd, error) {
 		extra, ok := env[name]
 		if !ok {
 			return nil, fmt.Errorf("no test child for warehouse %q", name)

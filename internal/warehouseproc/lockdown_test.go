@@ -53,7 +53,7 @@ func TestChildForwardsTheEngineVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := Command
-	Command = func(string) (*exec.Cmd, error) {
+	Command = func(string, string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1")
 		return cmd, nil

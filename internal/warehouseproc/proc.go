@@ -4,9 +4,10 @@
 // resident memory at start-up through their packages' initialisation
 // alone, before any warehouse is used. An MCP client starts every agent at
 // once, so the agents do not link the drivers: the first tool call that
-// needs a warehouse starts `dw warehouse serve` (the dw binary beside the
-// agent, which links them) and talks to it over its stdin and stdout, one
-// JSON request per line. Results are small (checks aggregate in the
+// needs a warehouse starts a child beside the agent's binary that links
+// the driver (Command: dw-warehouse-duckdb for DuckDB files, `dw warehouse
+// serve` for BigQuery and Snowflake) and talks to it over its stdin and
+// stdout, one JSON request per line. Results are small (checks aggregate in the
 // warehouse), so the hop costs little.
 //
 // The child reads no configuration of its own: the agent's first request

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func proxy(t *testing.T) *Proxy {
 		t.Fatal(err)
 	}
 	old := Command
-	Command = func(string) (*exec.Cmd, error) {
+	Command = func(string, string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "-test.run=^$")
 		// A child that dies of SIGINT, so a cancelled call that reaches
 		// it shows as a kill (TestCancelledQueryKillsTheChild).
@@ -177,7 +178,7 @@ func TestOpenFailureReachesTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := Command
-	Command = func(string) (*exec.Cmd, error) {
+	Command = func(string, string) (*exec.Cmd, error) {
 		cmd := exec.Command(self, "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1")
 		return cmd, nil
@@ -193,5 +194,30 @@ func TestOpenFailureReachesTheAgent(t *testing.T) {
 	_, err = w.ListTables(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "DW_TEST_UNSET_SF_PASSWORD is empty") {
 		t.Fatalf("listing through a child that cannot open: %v; want the driver's error naming the variable", err)
+	}
+}
+
+// TestCommandPicksTheChildByKind: an agent's DuckDB warehouses are served
+// by dw-warehouse-duckdb, every other kind by dw warehouse serve, each
+// found beside the agent's executable; where it is missing, the error
+// names the binary to build.
+func TestCommandPicksTheChildByKind(t *testing.T) {
+	for kind, binary := range map[string]string{"duckdb": DuckDBChild, "bigquery": "dw", "snowflake": "dw"} {
+		_, err := Command("wh", kind)
+		if err == nil || !strings.Contains(err.Error(), "no "+binary+" binary in") || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("kind %s beside a test binary: %v; want an error naming %s and make build", kind, err, binary)
+		}
+	}
+	dir := t.TempDir()
+	for _, b := range []string{DuckDBChild, "dw"} {
+		if err := os.WriteFile(filepath.Join(dir, b), nil, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kind, want := range map[string][]string{"duckdb": {filepath.Join(dir, DuckDBChild)}, "bigquery": {filepath.Join(dir, "dw"), "warehouse", "serve"}} {
+		cmd, err := childIn(dir, kind)
+		if err != nil || !slices.Equal(cmd.Args, want) {
+			t.Fatalf("kind %s: %v, %v; want %v", kind, cmd, err, want)
+		}
 	}
 }
