@@ -157,8 +157,8 @@ build() {
   if [[ $ok == 1 || $partial == 1 ]]; then
     # Each agent's name is a hard link to dw-agents, which serves the agent
     # it is started as: five processes of one file share its pages (five
-    # files held 77 MiB more; README, Memory). The renames below keep the
-    # links.
+    # files held 55 MiB more; README, "The warehouse child"). The renames
+    # below keep the links.
     if [[ -e "$tmp/dw-agents" ]]; then
       for b in $agents; do ln -f "$tmp/dw-agents" "$tmp/$b"; done
     fi

@@ -44,9 +44,9 @@ func All() []Entry {
 // Binary is the file the five agents are built into; each agent's name is
 // a hard link to it (Install). One file, because a process maps the pages
 // of its binary as it runs and fault-around maps their neighbours too, so
-// each agent held most of its own 19-26 MB binary: five binaries were 77
-// MiB of the five agents' 107 MiB (PSS) after 100 calls each, one shared
-// file is about 23 MiB of 53 (README, "Memory").
+// each agent held most of its own 19-26 MB binary: five binaries were 76
+// MiB of the five quiet agents' 107 MiB (PSS) after 100 calls each; one
+// shared file is 21 MiB of 52 (README, "The warehouse child").
 const Binary = "dw-agents"
 
 // Install gives Binary in dir each agent's name, as hard links (what

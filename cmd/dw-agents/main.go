@@ -3,7 +3,7 @@
 // bin/dw-incidents, … are hard links to it: start-agent.sh, agents.Install)
 // and serves the agent whose name it was started by. One binary and not
 // five, because five processes of one file share its pages and five files
-// do not: the agents' memory, README "Memory".
+// do not (README, "The warehouse child": 107 → 52 MiB for the five, quiet).
 package main
 
 import (
