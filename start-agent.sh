@@ -65,11 +65,13 @@ find_go() {
 }
 
 # outdated prints the binaries among its arguments that are missing or
-# older than a source file they are built from.
+# older than a source file they are built from; an agent's name is also
+# outdated when it is not bin/dw-agents (a bin/ from before the agents were
+# one binary).
 outdated() {
   local b
   for b in "$@"; do
-    if [[ ! -x "$bindir/$b" ]] || [[ -n "$(cd "$root" && find cmd internal agents go.mod go.sum -newer "$bindir/$b" -type f ! -name '*_test.go' -print -quit 2>/dev/null)" ]]; then
+    if [[ ! -x "$bindir/$b" ]] || { [[ " $agents " == *" $b "* ]] && [[ ! "$bindir/$b" -ef "$bindir/dw-agents" ]]; } || [[ -n "$(cd "$root" && find cmd internal agents go.mod go.sum -newer "$bindir/$b" -type f ! -name '*_test.go' -print -quit 2>/dev/null)" ]]; then
       echo "$b"
     fi
   done
@@ -107,8 +109,10 @@ lock() {
 # (every one under cmd/ when none is named) and renames them into bin/;
 # the caller holds the lock. A failed build installs nothing and writes
 # bin/.build.failed, except with --partial (the first build), which puts
-# in place the binaries that did build: an agent that compiled is of use
-# even when dw did not (dw links DuckDB through cgo). --starter is the
+# in place the binaries that did build: the agents are of use even when
+# dw or the DuckDB child did not build (they link DuckDB through cgo); the
+# agents being one binary, a compile error in any agent's package leaves
+# none of them. --starter is the
 # starter's own build, under its own lock: it leaves the agents' build
 # directory and failure mark alone.
 build() {
@@ -159,13 +163,21 @@ build() {
     # it is started as: five processes of one file share its pages (five
     # files held 55 MiB more; README, "The warehouse child"). The renames
     # below keep the links.
+    # The helpers go in first: a waiting starter hands its session over
+    # once bin/AGENT is there, and the agent's first warehouse call needs
+    # its child.
     if [[ -e "$tmp/dw-agents" ]]; then
       for b in $agents; do ln -f "$tmp/dw-agents" "$tmp/$b"; done
     fi
     for b in "$tmp"/dw*; do
-      [[ -e "$b" ]] || continue
+      [[ -e "$b" && " $agents " != *" ${b##*/} "* ]] || continue
       touch -r "$tmp/.start" "$b"
       mv -f "$b" "$bindir/"
+    done
+    for b in $agents; do
+      [[ -e "$tmp/$b" ]] || continue
+      touch -r "$tmp/.start" "$tmp/$b"
+      mv -f "$tmp/$b" "$bindir/"
     done
   fi
   rm -rf "$tmp"

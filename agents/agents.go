@@ -62,8 +62,11 @@ func Install(dir string) error {
 		if err := os.Link(bin, tmp); err != nil {
 			return fmt.Errorf("install %s: %w", a.Name, err)
 		}
-		if err := os.Rename(tmp, filepath.Join(dir, a.Name)); err != nil {
-			_ = os.Remove(tmp)
+		err := os.Rename(tmp, filepath.Join(dir, a.Name))
+		// A rename onto a link to the same file does nothing and succeeds
+		// (POSIX), leaving tmp: remove it either way.
+		_ = os.Remove(tmp)
+		if err != nil {
 			return fmt.Errorf("install %s: %w", a.Name, err)
 		}
 	}

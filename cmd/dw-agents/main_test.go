@@ -85,20 +85,13 @@ func TestServesTheAgentItIsStartedAs(t *testing.T) {
 // file in a directory named like an agent, none), it serves nothing: exit
 // 2, the agents' names on stderr, nothing on stdout.
 func TestAnyOtherNameIsAUsageError(t *testing.T) {
-	for _, argv0 := range []string{"dw-agents", "dw-qualit", "dw-quality.sh", "/bin/dw-quality.d/x", "", "dw-quality\x00x"} {
+	for _, argv0 := range []string{"dw-agents", "dw-qualit", "dw-quality.sh", "/bin/dw-quality.d/x", ""} {
 		cmd := startAs(t, argv0)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n")
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		var exit *exec.ExitError
-		if argv0 == "dw-quality\x00x" {
-			// exec refuses an argument with a NUL before anything runs.
-			if err == nil {
-				t.Fatalf("argv[0] with a NUL started")
-			}
-			continue
-		}
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 			t.Fatalf("started as %q: %v; want exit status 2", argv0, err)
 		}

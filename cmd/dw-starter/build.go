@@ -39,10 +39,11 @@ type buildState int
 
 const (
 	building buildState = iota
-	// done: bin/AGENT can be started. Not before bin/dw is there too (the
-	// agents run it to seed the embedded default's store and to read
-	// warehouses, so a first call without it fails), unless no build is
-	// left to bring it.
+	// done: bin/AGENT can be started. Not before bin/dw and
+	// bin/dw-warehouse-duckdb are there too (the agents run dw to seed the
+	// embedded default's store, and the child to read its warehouse, so a
+	// first call without them fails), unless no build is left to bring
+	// them. start-agent.sh moves them in before the agents' names.
 	done
 	failed
 )
@@ -56,8 +57,8 @@ func (b *build) check(now time.Time) (buildState, string) {
 		b.freeSince = now
 	}
 	if exists(filepath.Join(b.bin, b.agent)) {
-		if held && !exists(filepath.Join(b.bin, "dw")) {
-			return building, "" // dw follows the agents in the same build
+		if held && (!exists(filepath.Join(b.bin, "dw")) || !exists(filepath.Join(b.bin, "dw-warehouse-duckdb"))) {
+			return building, "" // the helpers come with the agents in the same build
 		}
 		return done, ""
 	}

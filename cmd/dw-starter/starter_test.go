@@ -542,9 +542,10 @@ func TestNoBuildRunning(t *testing.T) {
 	}
 }
 
-// TestAgentWaitsForDW: while the build holds the lock, bin/AGENT alone is
-// not enough: the agents run dw for their first store or warehouse call.
-func TestAgentWaitsForDW(t *testing.T) {
+// TestAgentWaitsForItsHelpers: while the build holds the lock, bin/AGENT
+// alone is not enough, nor with bin/dw: the agents run dw for their first
+// store call and dw-warehouse-duckdb for their first warehouse call.
+func TestAgentWaitsForItsHelpers(t *testing.T) {
 	h := newHarness(t, "dw-quality")
 	f, err := os.Create(filepath.Join(h.bin, ".build.lock"))
 	if err != nil {
@@ -559,6 +560,8 @@ func TestAgentWaitsForDW(t *testing.T) {
 	h.installAgent("dw-quality")
 	h.quiet(300 * time.Millisecond)
 	installAgent(t, h.bin, "dw", "DW_STARTER_TEST_ROLE=echo")
+	h.quiet(300 * time.Millisecond)
+	installAgent(t, h.bin, "dw-warehouse-duckdb", "DW_STARTER_TEST_ROLE=echo")
 	if m := h.nextMsg(); string(m.ID) != "1" || m.Result == nil {
 		t.Fatalf("%s", m.raw)
 	}

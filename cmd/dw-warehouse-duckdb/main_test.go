@@ -118,7 +118,8 @@ func TestServesTheConfiguredFile(t *testing.T) {
 }
 
 // TestSeedsTheEmbeddedDefault: with no dw.yaml, the first call creates
-// and seeds the demo warehouse in DW_HOME, as dw warehouse serve does.
+// and seeds the demo warehouse in DW_HOME as of the demo's clock, as dw
+// warehouse serve does.
 func TestSeedsTheEmbeddedDefault(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("DW_HOME", home)
@@ -137,6 +138,11 @@ func TestSeedsTheEmbeddedDefault(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.Warehouses[0].Path); err != nil {
 		t.Fatalf("the demo warehouse is not at %s: %v", cfg.Warehouses[0].Path, err)
+	}
+	// Seeded as of the demo's clock (config.DemoClockFor), which anchors
+	// itself in DW_HOME so that every process of the demo shares it.
+	if _, err := os.Stat(filepath.Join(home, "demo-clock")); err != nil {
+		t.Fatalf("the child seeded the demo without the demo's clock (no anchor in DW_HOME): %v", err)
 	}
 }
 

@@ -34,9 +34,10 @@ func demoRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	binDir := filepath.Dir(exe)
-	for _, a := range []string{"dw-quality", "dw-incidents", "dw-context-catalog", "dw-schema", "dw-connectors"} {
+	// The five agents and the child that reads the demo's DuckDB file for them.
+	for _, a := range []string{"dw-quality", "dw-incidents", "dw-context-catalog", "dw-schema", "dw-connectors", "dw-warehouse-duckdb"} {
 		if _, err := os.Stat(filepath.Join(binDir, a)); err != nil {
-			return fmt.Errorf("agent %s is not next to dw in %s: run make build first", a, binDir)
+			return fmt.Errorf("%s is not next to dw in %s: run make build first", a, binDir)
 		}
 	}
 	if *home == "" {
