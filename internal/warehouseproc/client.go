@@ -87,8 +87,8 @@ const IdleEnv = "DW_WAREHOUSE_IDLE"
 // DefaultIdle is how long a child outlives its last call. The child holds
 // the driver (a DuckDB child about 35 MiB resident, most of it its
 // binary's pages, which only its exit gives back) for calls that come in
-// bursts: a minute keeps a conversation's calls on
-// one child, and an agent left open all day holds only itself.
+// bursts: a minute keeps a conversation's calls on one child, and an
+// agent left open all day holds only itself.
 const DefaultIdle = 60 * time.Second
 
 // IdleFromEnv parses the value of IdleEnv; empty is DefaultIdle.
