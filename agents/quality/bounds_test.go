@@ -14,7 +14,7 @@ import (
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/deps"
 	"github.com/dataworkers/dw/internal/page"
-	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 	"github.com/dataworkers/dw/internal/warehouses"
 )
 
@@ -28,10 +28,6 @@ func TestWideTableAnswersAreBounded(t *testing.T) {
 	t.Setenv("DW_HOME", home)
 	path := filepath.Join(home, "wide.duckdb")
 	now := time.Date(2026, 3, 10, 15, 5, 0, 0, time.UTC)
-	db, err := duckdb.OpenWrite(ctx, path, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cols []string
 	for i := range 60 {
 		// Every column is null in some hours, so the bucketed null rates
@@ -46,12 +42,7 @@ func TestWideTableAnswersAreBounded(t *testing.T) {
 	for i := range 54 {
 		stmts = append(stmts, fmt.Sprintf("CREATE TABLE s.t%03d (id INTEGER)", i))
 	}
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q[:min(len(q), 80)], err)
-		}
-	}
-	db.Close()
+	duckdbtest.File(t, path, stmts...)
 	cfg, err := config.Parse("dw.yaml", []byte(fmt.Sprintf("home: %s\nwarehouses:\n  - {name: w, kind: duckdb, path: %q}\n", home, path)))
 	if err != nil {
 		t.Fatal(err)

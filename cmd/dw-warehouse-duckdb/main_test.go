@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
-	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
@@ -78,16 +77,7 @@ func TestServesTheConfiguredFile(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("DW_HOME", dir)
 	path := filepath.Join(dir, "wh.duckdb")
-	db, err := duckdb.OpenWrite(context.Background(), path, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`CREATE SCHEMA s`, `CREATE TABLE s.t AS SELECT range AS id FROM range(3)`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	duckdbtest.File(t, path, `CREATE SCHEMA s`, `CREATE TABLE s.t AS SELECT range AS id FROM range(3)`)
 	cfgPath := filepath.Join(dir, "dw.yaml")
 	yaml := "warehouses:\n  - {name: wh, kind: duckdb, path: " + path + "}\n  - {name: gone, kind: duckdb, path: " + filepath.Join(dir, "missing.duckdb") + "}\n"
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
-	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
@@ -50,16 +50,7 @@ func TestWarehouseChildServesTheAgentsConfig(t *testing.T) {
 	paths := map[int]string{}
 	for _, rows := range []int{3, 5} {
 		path := filepath.Join(dir, fmt.Sprintf("rows%d.duckdb", rows))
-		db, err := duckdb.OpenWrite(context.Background(), path, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []string{`CREATE SCHEMA s`, fmt.Sprintf(`CREATE TABLE s.t AS SELECT range AS id FROM range(%d)`, rows)} {
-			if _, err := db.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		db.Close()
+		duckdbtest.File(t, path, `CREATE SCHEMA s`, fmt.Sprintf(`CREATE TABLE s.t AS SELECT range AS id FROM range(%d)`, rows))
 		paths[rows] = path
 	}
 	cfgPath := filepath.Join(dir, "dw.yaml")

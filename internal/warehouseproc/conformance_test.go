@@ -24,6 +24,7 @@ import (
 	"github.com/dataworkers/dw/internal/warehouse/bigquery"
 	"github.com/dataworkers/dw/internal/warehouse/bigquery/bigquerytest"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 	"github.com/dataworkers/dw/internal/warehouse/snowflake"
 	"github.com/dataworkers/dw/internal/warehouse/snowflake/snowflaketest"
 )
@@ -122,16 +123,7 @@ func subjects(t *testing.T) []subject {
 	}
 	// DuckDB: one real file for both.
 	path := filepath.Join(t.TempDir(), "wh.duckdb")
-	db, err := duckdb.OpenWrite(ctx, path, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{`CREATE SCHEMA s`, `CREATE TABLE s.t AS SELECT range AS id, 'x' || range AS name FROM range(10)`} {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	duckdbtest.File(t, path, `CREATE SCHEMA s`, `CREATE TABLE s.t AS SELECT range AS id, 'x' || range AS name FROM range(10)`)
 	duckDirect, err := duckdb.Open("t", path, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

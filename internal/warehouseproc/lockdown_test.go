@@ -11,11 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
-	"github.com/dataworkers/dw/internal/warehouse/duckdb"
+	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 )
 
 // TestChildForwardsTheEngineVerdict: ValidateQuery and Query through the
@@ -34,20 +33,10 @@ func TestChildForwardsTheEngineVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "wh.duckdb")
-	db, err := duckdb.OpenWrite(context.Background(), path, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{
+	duckdbtest.File(t, path,
 		`CREATE SCHEMA s`,
 		`CREATE TABLE s.t AS SELECT range AS id FROM range(5)`,
-		fmt.Sprintf(`CREATE VIEW s.leak AS SELECT content FROM read_text('%s')`, secret),
-	} {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db.Close()
+		fmt.Sprintf(`CREATE VIEW s.leak AS SELECT content FROM read_text('%s')`, secret))
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
