@@ -232,37 +232,9 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	// Counted in slices indexed by interned string and kind code: this loop
 	// runs once per asset reached, which can be hundreds of thousands.
 	owners, domains := make([]int, len(idx.Strs)), make([]int, len(idx.Strs))
-	var kinds [32]int
-	var pick, rest []int32
-	metas := idx.ReachedMetas(w)
-	for p := w.Starts; p < len(w.Order); p++ {
-		res.Total++
-		m := metas[p-w.Starts]
-		kinds[m.Kind]++
-		f := m.Flags
-		if f&flagCritical != 0 {
-			res.Critical++
-		}
-		if f&flagScheduled != 0 {
-			res.Scheduled++
-		}
-		if o := m.Owner; o >= 0 {
-			owners[o]++
-		} else {
-			res.Unowned++
-		}
-		if d := m.Domain; d >= 0 {
-			domains[d]++
-		}
-		// Critical and scheduled assets come first on the pages; within
-		// each group the walk's order (by distance) is kept, so pages are
-		// stable for one graph version.
-		if f&(flagCritical|flagScheduled) != 0 {
-			pick = append(pick, int32(p))
-		} else if len(rest) < pg.Offset+pg.Limit {
-			rest = append(rest, int32(p))
-		}
-	}
+	t := tallyReached(idx.ReachedMetas(w), w.Starts, owners, domains, pg.Offset+pg.Limit)
+	res.Total, res.Critical, res.Scheduled, res.Unowned = t.total, t.critical, t.scheduled, t.unowned
+	kinds, pick, rest := t.kinds, t.pick, t.rest
 	for k, c := range kinds {
 		if c > 0 {
 			res.CountsByKind[string(Kinds[k])] = c
@@ -336,6 +308,56 @@ func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *gra
 	}
 	res.Summary = blastSummary(res)
 	return nil
+}
+
+// reachedTally is what tallyReached counts.
+type reachedTally struct {
+	total, critical, scheduled, unowned int
+	kinds                               [32]int
+	// pick holds the positions of the critical and scheduled assets, rest
+	// the first of the others, up to the page's end; both in walk order.
+	pick, rest []int32
+}
+
+// tallyReached counts the reached assets' kinds, flags, owners and domains
+// (metas[i] is the asset at walk position starts+i; owners and domains are
+// indexed by interned name), and picks the positions a page can list, up
+// to upTo of those neither critical nor scheduled. It runs once per asset
+// reached, hundreds of thousands of them, so it is a function of its own:
+// in describeBlast's body the compiler kept its counters in memory (the
+// answer's fields, and spilled registers), and the loop took a fifth of
+// the walk's time.
+func tallyReached(metas []graphindex.NodeMeta, starts int, owners, domains []int, upTo int) reachedTally {
+	var t reachedTally
+	var critical, scheduled, unowned int
+	for i, m := range metas {
+		t.kinds[m.Kind]++
+		f := m.Flags
+		if f&flagCritical != 0 {
+			critical++
+		}
+		if f&flagScheduled != 0 {
+			scheduled++
+		}
+		if o := m.Owner; o >= 0 {
+			owners[o]++
+		} else {
+			unowned++
+		}
+		if d := m.Domain; d >= 0 {
+			domains[d]++
+		}
+		// Critical and scheduled assets come first on the pages; within
+		// each group the walk's order (by distance) is kept, so pages are
+		// stable for one graph version.
+		if f&(flagCritical|flagScheduled) != 0 {
+			t.pick = append(t.pick, int32(starts+i))
+		} else if len(t.rest) < upTo {
+			t.rest = append(t.rest, int32(starts+i))
+		}
+	}
+	t.total, t.critical, t.scheduled, t.unowned = len(metas), critical, scheduled, unowned
+	return t
 }
 
 func rankNames(idx *graphindex.Index, counts []int) []NameCount {

@@ -143,10 +143,11 @@ func (g *Graph) walkHops(ctx context.Context, start []string, maxDepth int, up b
 		}
 		return names[n][0]
 	}
+	parents := w.Parents()
 	for p := range w.Order {
 		pos := int32(p)
 		h := Hop{Distance: int(w.Distance(pos))}
-		if par := w.Parent[pos]; par >= 0 {
+		if par := parents[pos]; par >= 0 {
 			h.Next = nameOf(par)
 		}
 		n := w.Order[pos]

@@ -65,8 +65,8 @@ func viewOf(t *testing.T, ix *graphindex.Index) indexView {
 			var walk []string
 			for p := range w.Order {
 				parent := int64(-1)
-				if w.Parent[p] >= 0 {
-					parent = ix.Seq(w.Order[w.Parent[p]])
+				if par := w.Parent(int32(p)); par >= 0 {
+					parent = ix.Seq(w.Order[par])
 				}
 				walk = append(walk, fmt.Sprintf("%d@%d<%d", ix.Seq(w.Order[p]), w.Distance(int32(p)), parent))
 			}

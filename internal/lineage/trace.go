@@ -241,8 +241,9 @@ const maxPathAssets = 10
 func tracePaths(w *graphindex.Walk, up bool, maxPaths int, idOf, platformOf func(int32) string) ([]TracePath, int) {
 	hasChild := make([]bool, len(w.Order))
 	changes := make([]int32, len(w.Order)) // platform changes from the start to each node
+	parents := w.Parents()
 	for p := w.Starts; p < len(w.Order); p++ {
-		par := w.Parent[p]
+		par := parents[p]
 		hasChild[par] = true
 		changes[p] = changes[par]
 		if platformOf(w.Order[p]) != platformOf(w.Order[par]) {

@@ -22,14 +22,20 @@ type Limits struct {
 }
 
 // Walk is a breadth-first traversal: nodes in the order reached (starts
-// first), each with the position of the node it was reached from.
+// first), each with the position of the node it was reached from (Parent).
 // Positions, not node numbers, keep path reconstruction free of any
 // node-sized lookup table. Distances come from levels (the position where
 // each distance begins) for a plain walk, or per node for a column walk,
 // whose revisits break level order.
+//
+// A plain walk does not write a parent per node: BFS appends a head's
+// children in a run, so it records where each head's run begins (kids),
+// once per head, and Parent finds a position's head by binary search. Its
+// inner loop (expand) then writes one array per edge followed, not two.
 type Walk struct {
 	Order  []int32
-	Parent []int32
+	kids   []int32    // plain walk: kids[h] is the position of head h's first child; one past the last head, len(Order)
+	parent []int32    // column walk: each position's parent
 	metas  []NodeMeta // ReachedMetas' array, reused like Order's
 	dist   []int32
 	levels []int32
@@ -64,16 +70,57 @@ func (w *Walk) Distance(p int32) int32 {
 	return int32(lo - 1)
 }
 
+// Parent is the position of the node the node at position p was reached
+// from, -1 for a start.
+func (w *Walk) Parent(p int32) int32 {
+	if int(p) < w.Starts {
+		return -1
+	}
+	if w.parent != nil {
+		return w.parent[p]
+	}
+	// The last head whose run of children begins at or before p (a head
+	// with no children begins its run where the next one does).
+	lo, hi := 0, len(w.kids)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if w.kids[m] <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return int32(lo - 1)
+}
+
+// Parents is every position's parent, -1 for the starts, for callers that
+// read them all.
+func (w *Walk) Parents() []int32 {
+	if w.parent != nil {
+		return w.parent
+	}
+	out := make([]int32, len(w.Order))
+	for p := range w.Starts {
+		out[p] = -1
+	}
+	for h := 0; h+1 < len(w.kids); h++ {
+		for p := w.kids[h]; p < w.kids[h+1]; p++ {
+			out[p] = int32(h)
+		}
+	}
+	return out
+}
+
 func (w *Walk) add(node, parent, dist int32) {
 	w.Order = append(w.Order, node)
-	w.Parent = append(w.Parent, parent)
+	w.parent = append(w.parent, parent)
 	w.dist = append(w.dist, dist)
 }
 
 // Path returns the node numbers from the start to the node at position p.
 func (w *Walk) Path(p int32) []int32 {
 	var out []int32
-	for ; p >= 0; p = w.Parent[p] {
+	for ; p >= 0; p = w.Parent(p) {
 		out = append(out, w.Order[p])
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -109,27 +156,27 @@ func (ix *Index) getScratch() *scratch {
 
 // walkBufs are the backing arrays of a released walk.
 type walkBufs struct {
-	order, parent []int32
-	metas         []NodeMeta
+	order, kids []int32
+	metas       []NodeMeta
 }
 
 // newWalk starts a walk on released arrays when there are some.
 func (ix *Index) newWalk() *Walk {
 	if b, ok := ix.pools.walks.Get().(*walkBufs); ok {
-		return &Walk{Order: b.order[:0], Parent: b.parent[:0], metas: b.metas[:0], levels: []int32{0}}
+		return &Walk{Order: b.order[:0], kids: b.kids[:0], metas: b.metas[:0], levels: []int32{0}}
 	}
-	return &Walk{Order: make([]int32, 0, 256), Parent: make([]int32, 0, 256), levels: []int32{0}}
+	return &Walk{Order: make([]int32, 0, 256), kids: make([]int32, 0, 256), levels: []int32{0}}
 }
 
 // Release hands a plain walk's arrays back for the next BFS on this index.
-// The caller must not use w, nor any slice of its Order or Parent, nor
+// The caller must not use w, nor any slice of its Order or Parents, nor
 // what ReachedMetas returned for it, after.
 func (ix *Index) Release(w *Walk) {
 	if w == nil || w.dist != nil || cap(w.Order) == 0 {
 		return
 	}
-	ix.pools.walks.Put(&walkBufs{order: w.Order, parent: w.Parent, metas: w.metas})
-	w.Order, w.Parent, w.metas = nil, nil, nil
+	ix.pools.walks.Put(&walkBufs{order: w.Order, kids: w.kids, metas: w.metas})
+	w.Order, w.kids, w.metas = nil, nil, nil
 }
 
 // ReachedMetas is the meta of each node the walk reached past its
@@ -172,60 +219,112 @@ func (ix *Index) BFS(ctx context.Context, starts []int32, up bool, lim Limits) *
 	mark, epoch := sc.mark, sc.epoch
 	off, adj, bits, rows := ix.adjacency(up)
 	w := ix.newWalk()
+	// The walk runs on locals and fills Order by index, grown ahead of
+	// each head's row, so its inner loop keeps no slice header that an
+	// append would load and store (see Walk).
+	order, kids := w.Order[:cap(w.Order)], w.kids
+	n := 0
 	for _, s := range starts {
 		if mark[s] != epoch {
 			mark[s] = epoch
-			w.Order = append(w.Order, s)
-			w.Parent = append(w.Parent, -1)
+			order = room(order, n+1)
+			order[n] = s
+			n++
 		}
 	}
-	w.Starts = len(w.Order)
+	w.Starts = n
 	maxDepth, maxNodes := int32(lim.MaxDepth), lim.MaxNodes+w.Starts
 	timed := !lim.Deadline.IsZero()
-	d, levelEnd := int32(0), len(w.Order)
-	for head := 0; head < len(w.Order); head++ {
-		if head == levelEnd {
-			d++
-			levelEnd = len(w.Order)
-			w.levels = append(w.levels, int32(head))
+	// A time or size budget that cuts the walk ends it at once; the level
+	// after the one in hand begins at resume.
+	cut, resume := "", 0
+walk:
+	for d, lo := int32(0), 0; lo < n; d++ {
+		hi := n // this level is [lo, hi)
+		if d > 0 {
+			w.levels = append(w.levels, int32(lo))
 		}
-		if head&1023 == 1023 && (timed && time.Now().After(lim.Deadline) || ctx.Err() != nil) {
-			w.Budget = BudgetTime
-			return w.closeLevels(levelEnd)
-		}
-		u := w.Order[head]
-		var next []int32
-		// A replaced row costs a map lookup; any other, one bit test (the
-		// bits are a node in eight bytes' worth, so they stay in cache).
-		if bits != nil && int(u>>6) < len(bits) && bits[u>>6]&(1<<(uint(u)&63)) != 0 {
-			r, _ := rows.get(u)
-			next = r.nodes
-		} else {
-			next = adj[off[u]:off[u+1]]
-		}
-		if d >= maxDepth {
-			for _, v := range next {
-				if mark[v] != epoch {
-					w.Budget = BudgetDepth
-					break
-				}
+		for head := lo; head < hi; head++ {
+			if head&1023 == 1023 && (timed && time.Now().After(lim.Deadline) || ctx.Err() != nil) {
+				cut, resume = BudgetTime, hi
+				break walk
 			}
-			continue
-		}
-		for _, v := range next {
-			if mark[v] == epoch {
+			u := order[head]
+			var next []int32
+			// A replaced row costs a map lookup; any other, one bit test
+			// (the bits are a node in eight bytes' worth, so they stay in
+			// cache).
+			if bits != nil && int(u>>6) < len(bits) && bits[u>>6]&(1<<(uint(u)&63)) != 0 {
+				r, _ := rows.get(u)
+				next = r.nodes
+			} else {
+				next = adj[off[u]:off[u+1]]
+			}
+			if d >= maxDepth {
+				// Only a neighbour left unreached makes the answer partial.
+				for _, v := range next {
+					if mark[v] != epoch {
+						w.Budget = BudgetDepth
+						break
+					}
+				}
 				continue
 			}
-			if len(w.Order) >= maxNodes {
-				w.Budget = BudgetSize
-				return w.closeLevels(levelEnd)
+			kids = append(kids, int32(n))
+			order = room(order, n+len(next))
+			if n+len(next) > maxNodes {
+				// The size budget falls inside this row.
+				for _, v := range next {
+					if mark[v] == epoch {
+						continue
+					}
+					if n >= maxNodes {
+						cut, resume = BudgetSize, hi
+						break walk
+					}
+					mark[v] = epoch
+					order[n] = v
+					n++
+				}
+				continue
 			}
-			mark[v] = epoch
-			w.Order = append(w.Order, v)
-			w.Parent = append(w.Parent, int32(head))
+			n = expand(next, mark, epoch, order[:n+len(next)], n)
 		}
+		lo = hi
+	}
+	w.Order, w.kids = order[:n], append(kids, int32(n))
+	if cut != "" {
+		w.Budget = cut
+		return w.closeLevels(resume)
 	}
 	return w
+}
+
+// expand puts the nodes of next not yet marked in out from position n on,
+// marking them, and returns the next free position. It is the walk's inner
+// loop, kept out of BFS on purpose: inlined there, the compiler kept the
+// loop's own variables (the epoch among them) on the stack and loaded them
+// again for every edge, as the walk's old loop did with its two appends.
+//
+//go:noinline
+func expand(next []int32, mark []uint8, epoch uint8, out []int32, n int) int {
+	for _, v := range next {
+		if mark[v] != epoch {
+			mark[v] = epoch
+			out[n] = v
+			n++
+		}
+	}
+	return n
+}
+
+// room returns order, grown if need be, at its full capacity and at
+// least need long.
+func room(order []int32, need int) []int32 {
+	if need > len(order) {
+		order = slices.Grow(order, need-len(order))
+	}
+	return order[:cap(order)]
 }
 
 // ColSet is the set of a node's columns a change may affect; all means
