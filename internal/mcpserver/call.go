@@ -45,6 +45,14 @@ func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jso
 		r, err := output()
 		return err != nil || r == nil || hasDefault(r.Schema())
 	})
+	// And how deep it looks into an answer (answercheck.go).
+	outDepth := sync.OnceValue(func() int {
+		r, err := output()
+		if err != nil || r == nil {
+			return -1
+		}
+		return answerDepth(r.Schema())
+	})
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args json.RawMessage
 		if req.Params.Arguments != nil {
@@ -99,7 +107,7 @@ func typedHandler[In, Out any](h RawHandler[In, Out], input, output func() (*jso
 		if err != nil {
 			return nil, fmt.Errorf("output schema of %s: %w", req.Params.Name, err)
 		}
-		outJSON, err := applySchema(outbytes, outResolved, true, outFills())
+		outJSON, err := checkAnswer(outbytes, outResolved, outFills(), outDepth())
 		if err != nil {
 			return nil, fmt.Errorf("validating tool output: %w", err)
 		}

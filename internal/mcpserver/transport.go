@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -595,7 +596,7 @@ func (c *lineConn) answerAbandoned() {
 func (c *lineConn) end() { c.endOnce.Do(func() { close(c.ended) }) }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
 	}
@@ -634,6 +635,37 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.signalIfIdle()
 	c.mu.Unlock()
 	return err
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, byte for byte, with a result
+// written around as it is: the SDK marshalled it compact a moment before,
+// and EncodeMessage compacted it again whole (for a 20 KB answer, about a
+// twentieth of a warm blast radius through MCP).
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || bytes.IndexByte(resp.Result, '\n') >= 0 {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	var id []byte
+	switch v := resp.ID.Raw().(type) {
+	case int64:
+		id = strconv.AppendInt(nil, v, 10)
+	case string:
+		// As EncodeMessage writes it: HTML characters left as they are.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+		id = bytes.TrimRight(b.Bytes(), "\n")
+	default:
+		return jsonrpc.EncodeMessage(msg)
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2) // and the line's newline
+	out = append(append(append(append(out, head...), id...), mid...), resp.Result...)
+	return append(out, '}'), nil
 }
 
 // maxErrorAnswer bounds a JSON-RPC error answer. The transport words the
