@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
 // An answer is checked against its output schema as the SDK checks it
@@ -19,7 +21,10 @@ import (
 // empty one of the same JSON type, which every schema keyword the check
 // allows (answerDepth) judges as it judges the container in full; scalars
 // are decoded as they are. The answer is the marshalled Go value, so it is
-// valid JSON throughout.
+// valid JSON throughout; a value below the depth the schema looks at is
+// not decoded, so one the SDK could not decode (a number past float64,
+// which json.Marshal never writes) is not reported, as no schema keyword
+// there would have judged it.
 
 // answerDepth is how many levels of containers below an answer's root
 // its schema constrains, or -1 when the schema uses a keyword this does
@@ -145,6 +150,11 @@ func shallow(data []byte, depth int) (any, error) {
 // the schema.
 func checkAnswer(data json.RawMessage, resolved *jsonschema.Resolved, fills bool, depth int) (json.RawMessage, error) {
 	if resolved == nil || fills || depth < 0 || len(data) == 0 {
+		return applySchema(data, resolved, true, fills)
+	}
+	if depth == 0 && wire.Nesting(data) > wire.MaxNesting {
+		// Opened at all, a container is decoded whole first, which holds
+		// it to the SDK's nesting bound; unopened, this does.
 		return applySchema(data, resolved, true, fills)
 	}
 	v, err := shallow(data, depth)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -148,4 +149,23 @@ func anything(rng *rand.Rand, level int) any {
 		return out
 	}
 	return "leaf"
+}
+
+// An answer nested past the SDK's bound fails its check whether or not the
+// schema looks inside it.
+func TestShallowCheckHoldsTheNestingBound(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 1001) + "1" + strings.Repeat("}", 1001)
+	for _, text := range []string{`{"type":"object"}`, `{"type":"object","properties":{"a":{"type":"object"}}}`} {
+		var s jsonschema.Schema
+		if err := json.Unmarshal([]byte(text), &s); err != nil {
+			t.Fatal(err)
+		}
+		resolved, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkAnswer(json.RawMessage(deep), resolved, false, answerDepth(&s)); err == nil {
+			t.Errorf("schema %s: an answer nested 1,001 deep passed", text)
+		}
+	}
 }

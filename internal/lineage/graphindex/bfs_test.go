@@ -156,3 +156,21 @@ func TestBFSCutByTimeIsAPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A size budget bounds what a walk holds, not only what it answers: a hub
+// with 100k children under a budget of ten grows no array for the row.
+func TestBFSSizeBudgetBoundsItsArrays(t *testing.T) {
+	n := 100_001
+	src, dst := make([]int32, 0, n), make([]int32, 0, n)
+	for i := 1; i < n; i++ {
+		src, dst = append(src, 0), append(dst, int32(i))
+	}
+	ix := FromEdges(n, src, dst, make([]uint8, len(src)))
+	for round := 0; round < 2; round++ { // the second on the first's released arrays
+		w := ix.BFS(context.Background(), []int32{0}, false, Limits{MaxDepth: 10, MaxNodes: 10})
+		if len(w.Order) != 11 || w.Budget != BudgetSize || cap(w.Order) > 1024 {
+			t.Fatalf("round %d: reached %d, budget %q, holding an array of %d", round, len(w.Order), w.Budget, cap(w.Order))
+		}
+		ix.Release(w)
+	}
+}

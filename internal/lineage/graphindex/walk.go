@@ -271,9 +271,11 @@ walk:
 				continue
 			}
 			kids = append(kids, int32(n))
-			order = room(order, n+len(next))
 			if n+len(next) > maxNodes {
-				// The size budget falls inside this row.
+				// The size budget falls inside this row: room for what it
+				// allows, not for the row (a hub's 100k children under a
+				// budget of ten had the walk hold a 400 KB array).
+				order = room(order, maxNodes)
 				for _, v := range next {
 					if mark[v] == epoch {
 						continue
@@ -288,6 +290,7 @@ walk:
 				}
 				continue
 			}
+			order = room(order, n+len(next))
 			n = expand(next, mark, epoch, order[:n+len(next)], n)
 		}
 		lo = hi
