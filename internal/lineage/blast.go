@@ -229,8 +229,8 @@ func (g *Graph) checkColumns(ctx context.Context, r resolved, cols []string) ([]
 }
 
 func (g *Graph) describeBlast(ctx context.Context, idx *graphindex.Index, w *graphindex.Walk, states []*graphindex.ColSet, unknown [][2]int32, pg page.Page, res *BlastResult) error {
-	// Counted in slices indexed by interned string and kind code: this loop
-	// runs once per asset reached, which can be hundreds of thousands.
+	// Owners and domains are counted in slices indexed by interned name,
+	// not maps: tallyReached runs once per asset reached.
 	owners, domains := make([]int, len(idx.Strs)), make([]int, len(idx.Strs))
 	t := tallyReached(idx.ReachedMetas(w), w.Starts, owners, domains, pg.Offset+pg.Limit)
 	res.Total, res.Critical, res.Scheduled, res.Unowned = t.total, t.critical, t.scheduled, t.unowned

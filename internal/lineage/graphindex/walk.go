@@ -57,17 +57,7 @@ func (w *Walk) Distance(p int32) int32 {
 	if w.dist != nil {
 		return w.dist[p]
 	}
-	// The last level starting at or before p.
-	lo, hi := 0, len(w.levels)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if w.levels[m] <= p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return int32(lo - 1)
+	return lastAtOrBefore(w.levels, p) // the level starting at or before p
 }
 
 // Parent is the position of the node the node at position p was reached
@@ -79,18 +69,15 @@ func (w *Walk) Parent(p int32) int32 {
 	if w.parent != nil {
 		return w.parent[p]
 	}
-	// The last head whose run of children begins at or before p (a head
-	// with no children begins its run where the next one does).
-	lo, hi := 0, len(w.kids)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if w.kids[m] <= p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return int32(lo - 1)
+	// The head whose run of children begins at or before p (a head with
+	// no children begins its run where the next one does).
+	return lastAtOrBefore(w.kids, p)
+}
+
+// lastAtOrBefore is the index of the last of starts, ascending, that is at
+// most p (-1 when none is).
+func lastAtOrBefore(starts []int32, p int32) int32 {
+	return int32(sort.Search(len(starts), func(i int) bool { return starts[i] > p })) - 1
 }
 
 // Parents is every position's parent, -1 for the starts, for callers that
