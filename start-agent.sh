@@ -39,9 +39,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 agents="dw-quality dw-incidents dw-context-catalog dw-schema dw-connectors" # hard links to bin/dw-agents
-# What the agents run beside them: dw (demo seeder, and the warehouse
-# child of remote warehouses) and the DuckDB warehouse child.
-helpers="dw dw-warehouse-duckdb"
+# What the agents run beside them: dw (the demo's seeder) and a warehouse
+# child per kind, each linking that kind's driver alone.
+helpers="dw dw-warehouse-duckdb dw-warehouse-bigquery dw-warehouse-snowflake"
 bindir="$root/bin"
 
 say() { echo "start-agent: $*" >&2; }

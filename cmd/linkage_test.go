@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dataworkers/dw/internal/warehouseproc"
 )
 
 // TestProductionBinariesLinkNoFakesOrDemo: no binary under cmd/ links a
@@ -16,11 +18,11 @@ import (
 // the embedded default is seeded by dw (`dw demo seed`), which the agents
 // run. Nor does an agent link the warehouse drivers (internal/warehouses,
 // internal/warehouse/<driver>, about 50 MiB): they run in a warehouse
-// child behind warehouseproc's proxy. The DuckDB child
-// (cmd/dw-warehouse-duckdb) links the DuckDB driver and none of the
-// others, nor the store or the MCP SDK: it exists to be small.
-// Standard-library and third-party packages are not judged: what a driver
-// links is the driver's business.
+// child behind warehouseproc's proxy. Each child (cmd/dw-warehouse-<kind>)
+// links its own kind's driver and no other, nor the store, the MCP SDK
+// or internal/warehouses: it exists to be small.
+// Standard-library and third-party packages are not judged beyond that:
+// what a driver links is the driver's business.
 func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...").Output()
 	if err != nil {
@@ -32,22 +34,29 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 			bins = append(bins, p)
 		}
 	}
-	for _, want := range []string{"cmd/dw", "cmd/dw-agents", "cmd/dw-warehouse-duckdb"} {
-		if !slices.Contains(bins, module+want) {
-			t.Fatalf("found the binaries %v under cmd/; want %s among them (dw, the agents' binary, the DuckDB warehouse child)", bins, want)
+	want := []string{"cmd/dw", "cmd/dw-agents"}
+	for _, kind := range warehouseproc.Kinds {
+		want = append(want, "cmd/"+warehouseproc.ChildPrefix+kind)
+	}
+	for _, w := range want {
+		if !slices.Contains(bins, module+w) {
+			t.Fatalf("found the binaries %v under cmd/; want %s among them (dw, the agents' binary, a warehouse child per kind)", bins, w)
 		}
 	}
 	for _, bin := range bins {
-		duckdbChild := bin == module+"cmd/dw-warehouse-duckdb"
-		agent := strings.HasPrefix(bin, module+"cmd/dw-") && !duckdbChild
+		childKind, child := strings.CutPrefix(bin, module+"cmd/"+warehouseproc.ChildPrefix)
+		agent := strings.HasPrefix(bin, module+"cmd/dw-") && !child
 		deps, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", bin).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", bin, err)
 		}
 		drivers := 0
 		for _, p := range strings.Fields(string(deps)) {
-			if duckdbChild && (p == "github.com/modelcontextprotocol/go-sdk/mcp" || p == "modernc.org/sqlite" || p == "github.com/jackc/pgx/v5") {
-				t.Errorf("the DuckDB warehouse child %s links %s", bin, p)
+			if child && (p == "github.com/modelcontextprotocol/go-sdk/mcp" || p == "modernc.org/sqlite" || p == "github.com/jackc/pgx/v5" ||
+				childKind != "duckdb" && p == "github.com/duckdb/duckdb-go/v2" ||
+				childKind != "bigquery" && p == "cloud.google.com/go/bigquery" ||
+				childKind != "snowflake" && p == "github.com/snowflakedb/gosnowflake") {
+				t.Errorf("the %s warehouse child %s links %s", childKind, bin, p)
 			}
 			if !strings.HasPrefix(p, module) {
 				continue
@@ -57,21 +66,22 @@ func TestProductionBinariesLinkNoFakesOrDemo(t *testing.T) {
 				drivers++
 			}
 			switch {
-			case duckdbChild && driverPackage(rel) && rel != "internal/warehouse/duckdb":
-				t.Errorf("the DuckDB warehouse child %s links the driver package %s (remote warehouses are served by dw warehouse serve)", bin, p)
-			case duckdbChild && (rel == "internal/warehouses" || rel == "internal/store" || rel == "internal/deps"):
-				t.Errorf("the DuckDB warehouse child %s links %s", bin, p)
+			case child && driverPackage(rel) && rel != "internal/warehouse/"+childKind && !strings.HasPrefix(rel, "internal/warehouse/"+childKind+"/"):
+				t.Errorf("the %s warehouse child %s links the driver package %s (each kind has a child of its own)", childKind, bin, p)
+			case child && (rel == "internal/warehouses" || rel == "internal/store" || rel == "internal/deps"):
+				t.Errorf("the %s warehouse child %s links %s", childKind, bin, p)
 			case strings.HasSuffix(rel, "test"):
 				t.Errorf("%s links the test package %s", bin, p)
 			case agent && (rel == "internal/demo" || strings.HasPrefix(rel, "internal/demo/") || rel == "internal/packload" || rel == "internal/story"):
 				t.Errorf("agent %s links the demo package %s (the embedded default is seeded by dw demo seed)", bin, p)
 			case agent && (rel == "internal/warehouses" || strings.HasPrefix(rel, "internal/warehouses/") || driverPackage(rel)):
-				t.Errorf("agent %s links the warehouse driver package %s (drivers run in the warehouse child, dw warehouse serve)", bin, p)
+				t.Errorf("agent %s links the warehouse driver package %s (drivers run in the warehouse child of their kind)", bin, p)
 			}
 		}
-		// dw hosts the drivers: if it links none, the driver paths have
-		// moved and the agents' check above proves nothing.
-		if (bin == module+"cmd/dw" || duckdbChild) && drivers == 0 {
+		// dw and the children host the drivers: if one links none, the
+		// driver paths have moved and the agents' check above proves
+		// nothing.
+		if (bin == module+"cmd/dw" || child) && drivers == 0 {
 			t.Errorf("%s links no package under internal/warehouse/: where did the drivers go? Update driverPackage", bin)
 		}
 	}

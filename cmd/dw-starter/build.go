@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -34,14 +35,18 @@ func newBuild(bin, agent string, since time.Time) *build {
 	return &build{bin: bin, agent: agent, since: since, idleLimit: 30 * time.Second}
 }
 
+// helpers are what the agents run beside them, which start-agent.sh
+// builds with them (its $helpers): dw and the warehouse child of each kind.
+var helpers = []string{"dw", "dw-warehouse-duckdb", "dw-warehouse-bigquery", "dw-warehouse-snowflake"}
+
 // buildState is where the build stands.
 type buildState int
 
 const (
 	building buildState = iota
-	// done: bin/AGENT can be started. Not before bin/dw and
-	// bin/dw-warehouse-duckdb are there too (the agents run dw to seed the
-	// embedded default's store, and the child to read its warehouse, so a
+	// done: bin/AGENT can be started. Not before bin/dw and the
+	// warehouse children are there too (the agents run dw to seed the
+	// embedded default's store, and a child to read a warehouse, so a
 	// first call without them fails), unless no build is left to bring
 	// them. start-agent.sh moves them in before the agents' names.
 	done
@@ -57,7 +62,7 @@ func (b *build) check(now time.Time) (buildState, string) {
 		b.freeSince = now
 	}
 	if exists(filepath.Join(b.bin, b.agent)) {
-		if held && (!exists(filepath.Join(b.bin, "dw")) || !exists(filepath.Join(b.bin, "dw-warehouse-duckdb"))) {
+		if held && slices.ContainsFunc(helpers, func(h string) bool { return !exists(filepath.Join(b.bin, h)) }) {
 			return building, "" // the helpers come with the agents in the same build
 		}
 		return done, ""

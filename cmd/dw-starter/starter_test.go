@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -543,9 +545,18 @@ func TestNoBuildRunning(t *testing.T) {
 }
 
 // TestAgentWaitsForItsHelpers: while the build holds the lock, bin/AGENT
-// alone is not enough, nor with bin/dw: the agents run dw for their first
-// store call and dw-warehouse-duckdb for their first warehouse call.
+// is not enough until every helper is there too: the agents run dw for
+// their first store call and a warehouse child for their first warehouse
+// call. The helpers are start-agent.sh's.
 func TestAgentWaitsForItsHelpers(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "start-agent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^helpers="([^"]*)"$`).FindSubmatch(script)
+	if m == nil || !slices.Equal(strings.Fields(string(m[1])), helpers) {
+		t.Fatalf("start-agent.sh builds the helpers %q; the starter waits for %q", m, helpers)
+	}
 	h := newHarness(t, "dw-quality")
 	f, err := os.Create(filepath.Join(h.bin, ".build.lock"))
 	if err != nil {
@@ -558,10 +569,10 @@ func TestAgentWaitsForItsHelpers(t *testing.T) {
 	h.handshake()
 	h.send(call(1, "list_tables", ""))
 	h.installAgent("dw-quality")
-	h.quiet(300 * time.Millisecond)
-	installAgent(t, h.bin, "dw", "DW_STARTER_TEST_ROLE=echo")
-	h.quiet(300 * time.Millisecond)
-	installAgent(t, h.bin, "dw-warehouse-duckdb", "DW_STARTER_TEST_ROLE=echo")
+	for _, helper := range helpers {
+		h.quiet(300 * time.Millisecond)
+		installAgent(t, h.bin, helper, "DW_STARTER_TEST_ROLE=echo")
+	}
 	if m := h.nextMsg(); string(m.ID) != "1" || m.Result == nil {
 		t.Fatalf("%s", m.raw)
 	}

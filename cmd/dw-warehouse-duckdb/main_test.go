@@ -1,57 +1,31 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
 	"github.com/dataworkers/dw/internal/warehouse/duckdb/duckdbtest"
 	"github.com/dataworkers/dw/internal/warehouseproc"
+	"github.com/dataworkers/dw/internal/warehouseproc/childtest"
 )
 
-// asChild makes this test binary the child itself (TestMain), so a test
-// starts it as an agent does.
-const asChild = "DW_TEST_AS_DUCKDB_CHILD"
+func TestMain(m *testing.M) { childtest.Main(m, main) }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(asChild) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// childOf points the agents' Command at this test binary as the child and
-// returns the proxy for the warehouse wc of cfg.
+// childOf is the proxy for the warehouse wc of cfg, served by this test
+// binary as the child.
 func childOf(t *testing.T, cfg *config.Config, wc *config.Warehouse) warehouse.Warehouse {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := warehouseproc.Command
-	warehouseproc.Command = func(_, kind string) (*exec.Cmd, error) {
-		if kind != "duckdb" {
-			t.Errorf("the DuckDB child was started for a warehouse of kind %q", kind)
-		}
-		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), asChild+"=1")
-		return cmd, nil
-	}
-	t.Cleanup(func() { warehouseproc.Command = old })
-	w, err := warehouseproc.Open(context.Background(), cfg, wc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	return w
+	return childtest.Open(t, cfg, wc)
 }
 
 func count(t *testing.T, w warehouse.Warehouse, sql string) (int64, error) {
@@ -108,8 +82,8 @@ func TestServesTheConfiguredFile(t *testing.T) {
 }
 
 // TestSeedsTheEmbeddedDefault: with no dw.yaml, the first call creates
-// and seeds the demo warehouse in DW_HOME as of the demo's clock, as dw
-// warehouse serve does.
+// and seeds the demo warehouse in DW_HOME as of the demo's clock, as dw's
+// own commands do.
 func TestSeedsTheEmbeddedDefault(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("DW_HOME", home)
@@ -139,21 +113,85 @@ func TestSeedsTheEmbeddedDefault(t *testing.T) {
 // TestArgumentsAreAUsageError: the child takes no arguments; given one it
 // exits 2 with a usage line on stderr and nothing on stdout (the agent's
 // protocol stream).
-func TestArgumentsAreAUsageError(t *testing.T) {
-	self, err := os.Executable()
+func TestArgumentsAreAUsageError(t *testing.T) { childtest.Usage(t, "duckdb") }
+
+// TestRefusesOtherKinds: handed a BigQuery or Snowflake warehouse, the
+// DuckDB child says so and opens nothing.
+func TestRefusesOtherKinds(t *testing.T) { childtest.RefusesOtherKinds(t, "duckdb") }
+
+// TestServesTheAgentsConfigAfterAnIdleExit: the child opens the warehouse
+// the agent's configuration names, not whatever dw.yaml says when it
+// starts. The agent loads dw.yaml once; its child idles out; the file is
+// edited to point the warehouse elsewhere; the next call starts a new
+// child, which still serves the warehouse the agent loaded.
+func TestServesTheAgentsConfigAfterAnIdleExit(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DW_HOME", dir)
+	t.Setenv(warehouseproc.IdleEnv, "200ms")
+	pidFile := filepath.Join(dir, "pids")
+	t.Setenv(childtest.Pids, pidFile)
+	paths := map[int]string{}
+	for _, rows := range []int{3, 5} {
+		path := filepath.Join(dir, fmt.Sprintf("rows%d.duckdb", rows))
+		duckdbtest.File(t, path, `CREATE SCHEMA s`, fmt.Sprintf(`CREATE TABLE s.t AS SELECT range AS id FROM range(%d)`, rows))
+		paths[rows] = path
+	}
+	cfgPath := filepath.Join(dir, "dw.yaml")
+	point := func(path string) {
+		if err := os.WriteFile(cfgPath, []byte("warehouses:\n  - {name: wh, kind: duckdb, path: "+path+"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	point(paths[3])
+	t.Setenv("DW_CONFIG", cfgPath)
+
+	// The agent's side: configuration loaded once, the proxy over it.
+	cfg, err := config.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "serve")
-	cmd.Env = append(os.Environ(), asChild+"=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("with an argument: %v; want exit status 2", err)
+	wc, err := cfg.Warehouse("wh")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "usage: dw-warehouse-duckdb") {
-		t.Fatalf("stdout %q, stderr %q; want nothing on stdout and the usage on stderr", stdout.String(), stderr.String())
+	w := childOf(t, cfg, wc)
+	children := func() []int {
+		t.Helper()
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pids []int
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+
+	if n, err := count(t, w, "SELECT count(*) FROM s.t"); err != nil || n != 3 {
+		t.Fatalf("first call counts %d rows (%v), want the 3 of the warehouse dw.yaml named", n, err)
+	}
+	first := children()
+	if len(first) != 1 {
+		t.Fatalf("%d children started for one call", len(first))
+	}
+	// The child idles out: it has exited and been reaped.
+	for deadline := time.Now().Add(30 * time.Second); !errors.Is(syscall.Kill(first[0], 0), syscall.ESRCH); {
+		if time.Now().After(deadline) {
+			t.Fatal("the warehouse child was still running 30 s after its idle period")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	point(paths[5])
+	if n, err := count(t, w, "SELECT count(*) FROM s.t"); err != nil || n != 3 {
+		t.Fatalf("after dw.yaml was edited, the restarted child counts %d rows (%v); want the 3 of the warehouse the agent loaded", n, err)
+	}
+	if got := children(); len(got) != 2 {
+		t.Fatalf("%d children started; want 2 (one idle exit)", len(got))
 	}
 }

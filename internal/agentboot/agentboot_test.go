@@ -22,7 +22,7 @@ type sourceOut struct {
 	Source string `json:"source" jsonschema:"the configuration file the tools run on"`
 	Home   string `json:"home" jsonschema:"its data directory"`
 	Seeds  bool   `json:"seeds" jsonschema:"the store is seeded by dw demo seed"`
-	Reads  bool   `json:"reads" jsonschema:"warehouses open in the dw warehouse serve child"`
+	Reads  bool   `json:"reads" jsonschema:"warehouses open in a warehouse child"`
 }
 
 // childSpec is an agent whose one tool says what its dependencies were

@@ -17,7 +17,7 @@ import (
 // BenchmarkE2EFirstWarehouseCall is issue 18's "first warehouse call after
 // start" row: a dw-quality just started on the embedded default (the demo
 // already seeded), its first call list_tables, which starts the warehouse
-// child (`dw warehouse serve`), opens the DuckDB file in it, counts and
+// child (`dw-warehouse-duckdb`), opens the DuckDB file in it, counts and
 // describes the demo's tables; against the same work by the DuckDB driver
 // in this process on a freshly opened file (the lighter path: an agent
 // linking the driver). Memory: the agent and its child after that call.

@@ -5,7 +5,7 @@ import "fmt"
 // BudgetError is a statement refused before it ran because its dry-run
 // estimate would pass a scan budget (BigQuery's per-query and per-session
 // budgets). It lives here, not in the driver, so an agent that reaches its
-// warehouse through `dw warehouse serve` gets the same type back
+// warehouse through its child process gets the same type back
 // (errors.As) without linking the driver.
 type BudgetError struct {
 	Warehouse string `json:"warehouse"`

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +20,6 @@ import (
 	"github.com/dataworkers/dw/internal/config"
 	"github.com/dataworkers/dw/internal/warehouse"
 )
-
-// DuckDBChild is the binary that serves DuckDB files to an agent: DuckDB
-// and the child's protocol alone. Every other kind is served by
-// `dw warehouse serve`, whose process also maps the CLI, the remote
-// drivers and their dependencies (inits run and pages fault in whether a
-// call uses them or not: after a first call 75 MiB PSS, this one 35 MiB;
-// README, "The warehouse child").
-const DuckDBChild = "dw-warehouse-duckdb"
 
 // Command is how an agent starts the child for the warehouse name, of
 // kind: a binary installed beside the agent's, where make build
@@ -40,19 +33,21 @@ var Command = func(_, kind string) (*exec.Cmd, error) {
 }
 
 // childIn is the command that serves a warehouse of kind from the
-// binaries in dir. (deps.Sibling finds dw the same way; this package does
-// not use it, so that the child, which links this package, does not link
-// the store deps opens.)
+// binaries in dir: ChildPrefix+kind, which links that kind's driver and
+// nothing else a child does not run (a process maps what it links and
+// runs every init it links: README, "The warehouse child"). (deps.Sibling
+// finds dw the same way; this package does not use it, so that the
+// children, which link this package, do not link the store deps opens.)
 func childIn(dir, kind string) (*exec.Cmd, error) {
-	binary, args, what := "dw", []string{"warehouse", "serve"}, "dw warehouse serve"
-	if kind == "duckdb" {
-		binary, args, what = DuckDBChild, nil, DuckDBChild
+	if !slices.Contains(Kinds, kind) {
+		return nil, fmt.Errorf("no warehouse child serves kind %q; valid: %s", kind, strings.Join(Kinds, ", "))
 	}
+	binary := ChildPrefix + kind
 	path := filepath.Join(dir, binary)
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s warehouses are read by %s, and there is no %s binary in %s: build it (make build, or start-agent.sh builds it)", kind, what, binary, dir)
+		return nil, fmt.Errorf("%s warehouses are read by %s, and there is no %s binary in %s: build it (make build, or start-agent.sh builds it)", kind, binary, binary, dir)
 	}
-	return exec.Command(path, args...), nil
+	return exec.Command(path), nil
 }
 
 // Open returns a warehouse whose driver runs in a child process, started on
@@ -127,6 +122,7 @@ type Proxy struct {
 	inFlight []request
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
+	stdout   *os.File // the read end of the child's stdout; out scans it
 	out      *bufio.Scanner
 	done     chan struct{}
 	// idleTimer ends the child once idle has passed without a call;
@@ -187,6 +183,9 @@ func (p *Proxy) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+	// A reader still in Scan (a call given up on) gets an error; its
+	// answer is not waited for.
+	p.stdout.Close()
 	p.cmd = nil
 }
 
@@ -200,18 +199,29 @@ func (p *Proxy) start() error {
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// The answers come through a pipe this side owns, not StdoutPipe's:
+	// Wait closes that one as soon as the child exits, so the answer of a
+	// child that answers and exits at once (one that cannot open its
+	// warehouse) was lost to "file already closed" about one time in ten.
+	// This one is read to its end, and closed once the child is gone.
+	stdout, w, err := os.Pipe()
 	if err != nil {
+		stdin.Close()
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close() // the child has its own copy: EOF comes when it exits
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
 		return fmt.Errorf("start the warehouse process for %s: %w", p.name, err)
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	p.cmd, p.stdin, p.out, p.done = cmd, stdin, sc, done
+	p.cmd, p.stdin, p.stdout, p.out, p.done = cmd, stdin, stdout, sc, done
 	return nil
 }
 
@@ -292,7 +302,7 @@ func (p *Proxy) exchange(ctx context.Context, req request) (*response, error) {
 		}
 		return a.resp, nil
 	case <-ctx.Done():
-		// Ask the child to stop the call: dw warehouse serve cancels its
+		// Ask the child to stop the call: the child cancels its
 		// driver's context on SIGINT, so BigQuery cancels the job server-side
 		// (it would run on, and bill, after a kill) and DuckDB interrupts.
 		// Give it a moment to answer, then kill it. Either way the child is

@@ -38,8 +38,8 @@ import (
 // childEnv makes this test binary the warehouse child (TestMain).
 const childEnv = "DW_TEST_WAREHOUSE_CHILD"
 
-// serveChild is this test binary as `dw warehouse serve`: it opens what
-// the agent's open frame says (openDriver) and, like dw, cancels the
+// serveChild is this test binary as a warehouse child: it opens what
+// the agent's open frame says (openDriver) and, like the children, cancels the
 // driver's context on SIGINT (unless told to die of it, as a child stuck
 // past the grace period is killed).
 func serveChild() int {
@@ -56,7 +56,7 @@ func serveChild() int {
 }
 
 // openDriver opens the driver an open frame names, from the frame alone,
-// as warehouses.Open does in dw; the Snowflake fake's address, which
+// as each child's OpenSection does; the Snowflake fake's address, which
 // dw.yaml has no key for, comes from DW_TEST_SNOWFLAKE_ADDR.
 func openDriver(ctx context.Context, o Opening) (warehouse.Warehouse, error) {
 	wc := o.Warehouse

@@ -5,8 +5,8 @@
 // alone, before any warehouse is used. An MCP client starts every agent at
 // once, so the agents do not link the drivers: the first tool call that
 // needs a warehouse starts a child beside the agent's binary that links
-// the driver (Command: dw-warehouse-duckdb for DuckDB files, `dw warehouse
-// serve` for BigQuery and Snowflake) and talks to it over its stdin and
+// the driver (Command: dw-warehouse-<kind>, which links that kind's driver
+// alone; each is a call of Main) and talks to it over its stdin and
 // stdout, one JSON request per line. Results are small (checks aggregate in the
 // warehouse), so the hop costs little.
 //

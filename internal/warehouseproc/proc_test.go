@@ -21,7 +21,7 @@ import (
 
 // TestMain doubles as the warehouse child: with DW_TEST_WAREHOUSE_CHILD
 // set, this test binary serves what the agent's open frame names, as
-// `dw warehouse serve` does (serveChild).
+// a warehouse child does (serveChild).
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(serveChild())
@@ -171,7 +171,7 @@ func TestServeOpensFromTheFirstFrameOnly(t *testing.T) {
 
 // TestOpenFailureReachesTheAgent: a child that cannot open its warehouse
 // answers why, and the agent's call fails with the driver's words, not
-// with a child that exited.
+// with a child that exited, on every call.
 func TestOpenFailureReachesTheAgent(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -191,33 +191,44 @@ func TestOpenFailureReachesTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	_, err = w.ListTables(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "DW_TEST_UNSET_SF_PASSWORD is empty") {
-		t.Fatalf("listing through a child that cannot open: %v; want the driver's error naming the variable", err)
+	// The child answers and exits at once: every call starts one, and
+	// each must still read its answer before the pipe goes (Wait used to
+	// close it under the reader, and the call failed with "file already
+	// closed" instead of the driver's words).
+	for i := 0; i < 40; i++ {
+		_, err = w.ListTables(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "DW_TEST_UNSET_SF_PASSWORD is empty") {
+			t.Fatalf("call %d listing through a child that cannot open: %v; want the driver's error naming the variable", i, err)
+		}
 	}
 }
 
-// TestCommandPicksTheChildByKind: an agent's DuckDB warehouses are served
-// by dw-warehouse-duckdb, every other kind by dw warehouse serve, each
-// found beside the agent's executable; where it is missing, the error
-// names the binary to build.
+// TestCommandPicksTheChildByKind: an agent's warehouses of each kind are
+// served by dw-warehouse-<kind>, found beside the agent's executable;
+// where it is missing, the error names the binary to build, and a kind
+// no child serves is refused with the valid ones.
 func TestCommandPicksTheChildByKind(t *testing.T) {
-	for kind, binary := range map[string]string{"duckdb": DuckDBChild, "bigquery": "dw", "snowflake": "dw"} {
+	for _, kind := range Kinds {
 		_, err := Command("wh", kind)
-		if err == nil || !strings.Contains(err.Error(), "no "+binary+" binary in") || !strings.Contains(err.Error(), "make build") {
-			t.Fatalf("kind %s beside a test binary: %v; want an error naming %s and make build", kind, err, binary)
+		if err == nil || !strings.Contains(err.Error(), "no "+ChildPrefix+kind+" binary in") || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("kind %s beside a test binary: %v; want an error naming %s and make build", kind, err, ChildPrefix+kind)
 		}
 	}
 	dir := t.TempDir()
-	for _, b := range []string{DuckDBChild, "dw"} {
-		if err := os.WriteFile(filepath.Join(dir, b), nil, 0o700); err != nil {
+	for _, kind := range Kinds {
+		if err := os.WriteFile(filepath.Join(dir, ChildPrefix+kind), nil, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for kind, want := range map[string][]string{"duckdb": {filepath.Join(dir, DuckDBChild)}, "bigquery": {filepath.Join(dir, "dw"), "warehouse", "serve"}} {
+	for _, kind := range Kinds {
 		cmd, err := childIn(dir, kind)
-		if err != nil || !slices.Equal(cmd.Args, want) {
+		if want := []string{filepath.Join(dir, ChildPrefix+kind)}; err != nil || !slices.Equal(cmd.Args, want) {
 			t.Fatalf("kind %s: %v, %v; want %v", kind, cmd, err, want)
+		}
+	}
+	for _, kind := range []string{"", "postgres", "../duckdb", "duckdb/../../bin/sh"} {
+		if cmd, err := childIn(dir, kind); err == nil || cmd != nil || !strings.Contains(err.Error(), "valid: duckdb, bigquery, snowflake") {
+			t.Fatalf("kind %q: %v, %v; want an error listing the valid kinds", kind, cmd, err)
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package warehouses opens the warehouses dw.yaml configures, by kind:
-// DuckDB files (package local), BigQuery and Snowflake. dw links it, for
-// its own commands and for `dw warehouse serve`; no agent does: an agent's
-// warehouse calls go to a child process (internal/warehouseproc).
+// DuckDB files (package local), BigQuery and Snowflake. dw links it for
+// its own commands; no agent does: an agent's warehouse calls go to a
+// child process of the warehouse's kind (internal/warehouseproc), which
+// links that kind's driver alone.
 package warehouses
 
 import (

@@ -21,7 +21,7 @@ import (
 // demo file is created and seeded on first use, as of clk.
 func Open(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error) {
 	if wc.Kind != "duckdb" {
-		return nil, fmt.Errorf("warehouse %s: kind %q is not a DuckDB file (dw warehouse serve serves it)", wc.Name, wc.Kind)
+		return nil, fmt.Errorf("warehouse %s: kind %q is not duckdb: this opens DuckDB files only", wc.Name, wc.Kind)
 	}
 	if cfg.EmbeddedDefault() {
 		if err := ensureDemo(ctx, cfg, wc.Path, clk, slog.Default()); err != nil {

@@ -1,0 +1,22 @@
+// Command dw-warehouse-bigquery serves one BigQuery warehouse to the agent
+// that started it, over stdin/stdout (internal/warehouseproc's line
+// protocol). Agents start it themselves for their BigQuery warehouses; it
+// links the BigQuery driver and the protocol alone, because a process maps
+// what it links (README, "The warehouse child").
+package main
+
+import (
+	"context"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/bigquery"
+	"github.com/dataworkers/dw/internal/warehouseproc"
+)
+
+func main() {
+	warehouseproc.Main("bigquery", func(ctx context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
+		return bigquery.OpenSection(ctx, wc)
+	})
+}

@@ -1,0 +1,22 @@
+// Command dw-warehouse-snowflake serves one Snowflake warehouse to the
+// agent that started it, over stdin/stdout (internal/warehouseproc's line
+// protocol). Agents start it themselves for their Snowflake warehouses; it
+// links the Snowflake driver and the protocol alone, because a process
+// maps what it links (README, "The warehouse child").
+package main
+
+import (
+	"context"
+
+	"github.com/dataworkers/dw/internal/clock"
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/snowflake"
+	"github.com/dataworkers/dw/internal/warehouseproc"
+)
+
+func main() {
+	warehouseproc.Main("snowflake", func(ctx context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
+		return snowflake.OpenSection(ctx, wc)
+	})
+}

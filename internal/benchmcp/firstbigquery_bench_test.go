@@ -1,0 +1,123 @@
+package benchmcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dataworkers/dw/internal/config"
+	"github.com/dataworkers/dw/internal/warehouse"
+	"github.com/dataworkers/dw/internal/warehouse/bigquery"
+	"github.com/dataworkers/dw/internal/warehouse/bigquery/bigquerytest"
+)
+
+// BenchmarkE2EFirstBigQueryCall is the first warehouse call after start
+// on a BigQuery warehouse: a dw-quality just started, its first call
+// list_tables, which starts the BigQuery warehouse child, opens a client
+// in it, lists the dataset's tables, counts them in one job and describes
+// each, against BigQuery's REST API served on loopback (bigquerytest,
+// whose answers are the API reference's whole objects); against the same
+// work by the driver in this process with a newly made client (the
+// lighter path on paper: an agent linking the driver). Memory: the agent
+// and its child after that call. DW_BENCH_BIN_DIR naming binaries from
+// before the per-kind children gives the "before" figures (their child
+// was `dw warehouse serve`).
+func BenchmarkE2EFirstBigQueryCall(b *testing.B) {
+	ctx := context.Background()
+	f := bigquerytest.New(b)
+	f.Estimate, f.Billed = 10<<20, 10<<20
+	tables := []string{"member_balances", "members", "points_ledger", "redemptions"}
+	var rows [][]any
+	for _, t := range tables {
+		rows = append(rows, []any{"acme-prod", "loyalty", t})
+	}
+	f.Results["INFORMATION_SCHEMA.TABLES"] = bigquerytest.Result{
+		Fields: []map[string]any{bigquerytest.Field("table_catalog", "STRING"), bigquerytest.Field("table_schema", "STRING"), bigquerytest.Field("table_name", "STRING")},
+		Rows:   rows,
+	}
+	var counts [][]any
+	for i := range tables {
+		counts = append(counts, []any{fmt.Sprint(i), fmt.Sprint(1000 * (i + 1))})
+	}
+	f.Results["COUNT(*) AS n"] = bigquerytest.Result{Fields: []map[string]any{bigquerytest.Field("i", "INTEGER"), bigquerytest.Field("n", "INTEGER")}, Rows: counts}
+	f.Results["INFORMATION_SCHEMA.COLUMNS"] = bigquerytest.Result{
+		Fields: []map[string]any{bigquerytest.Field("column_name", "STRING"), bigquerytest.Field("data_type", "STRING"), bigquerytest.Field("n", "BOOLEAN"), bigquerytest.Field("ordinal_position", "INTEGER")},
+		Rows:   [][]any{{"member_id", "INT64", "false", "1"}, {"balance", "INT64", "true", "2"}, {"event_time", "TIMESTAMP", "true", "3"}},
+	}
+	home := b.TempDir()
+	conf := filepath.Join(home, "dw.yaml")
+	section := config.Warehouse{Name: "bq", Kind: "bigquery", Project: "acme-prod", Dataset: "loyalty", Location: "US", Endpoint: f.URL()}
+	yaml := fmt.Sprintf("home: %s\nwarehouses:\n  - {name: %s, kind: bigquery, project: %s, dataset: %s, location: %s, endpoint: %q}\n",
+		home, section.Name, section.Project, section.Dataset, section.Location, section.Endpoint)
+	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	env := []string{"DW_HOME=" + home, "DW_CONFIG=" + conf}
+	row := Row{Key: "warehouse-first", What: fmt.Sprintf("first BigQuery call after start (list_tables: list, count and describe %d tables, REST API on loopback)", len(tables))}
+	var agentMem, childMem Mem
+	var rest []time.Duration
+	starts := 7
+	for i := 0; i < b.N; i++ {
+		for s := 0; s < starts; s++ {
+			t := time.Now()
+			firstBigQueryCallInProcess(b, ctx, &section, len(tables))
+			row.Floor = append(row.Floor, time.Since(t))
+
+			agent := Start(b, "dw-quality", env...)
+			var out struct {
+				Tables []struct {
+					RowCount int64 `json:"row_count"`
+				} `json:"tables"`
+			}
+			row.Product = append(row.Product, agent.Call(b, "list_tables", map[string]any{}, &out))
+			if len(out.Tables) != len(tables) || out.Tables[len(tables)-1].RowCount != int64(1000*len(tables)) {
+				b.Fatalf("list_tables answered %+v; want the %d tables with their counts", out.Tables, len(tables))
+			}
+			rest = append(rest, agent.Call(b, "list_tables", map[string]any{}, nil))
+			agentMem = ProcMem(agent.Pid())
+			childMem = Mem{}
+			for _, c := range Descendants(agent.Pid()) {
+				childMem = childMem.Add(ProcMem(c))
+			}
+			agent.session.Close()
+		}
+	}
+	b.ReportMetric(childMem.PSSMiB, "MiB-pss-child")
+	row.RSSMiB = agentMem.RSSMiB + childMem.RSSMiB
+	row.Note = fmt.Sprintf("after the first call: agent %s, warehouse child %s; the second call (child up): %.1f ms median",
+		agentMem, childMem, float64(med(rest).Microseconds())/1000)
+	row.Report(b)
+}
+
+// firstBigQueryCallInProcess is list_tables' warehouse work done by the
+// driver in this process with a new client: list, count every table in
+// one job, describe each.
+func firstBigQueryCallInProcess(b *testing.B, ctx context.Context, section *config.Warehouse, want int) {
+	b.Helper()
+	w, err := bigquery.OpenSection(ctx, section)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	refs, err := w.ListTables(ctx)
+	if err != nil || len(refs) != want {
+		b.Fatalf("in process: %d tables, %v; want %d", len(refs), err, want)
+	}
+	d := w.Dialect()
+	parts := make([]string, len(refs))
+	for i, r := range refs {
+		parts[i] = fmt.Sprintf("SELECT %d AS i, COUNT(*) AS n FROM %s", i, d.Table(r))
+	}
+	if _, err := w.Query(ctx, warehouse.Query{SQL: strings.Join(parts, " UNION ALL "), Agent: "bench", Tool: "list_tables"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range refs {
+		if _, err := w.Describe(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
