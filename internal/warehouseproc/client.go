@@ -39,8 +39,8 @@ var Command = func(_, kind string) (*exec.Cmd, error) {
 // finds dw the same way; this package does not use it, so that the
 // children, which link this package, do not link the store deps opens.)
 func childIn(dir, kind string) (*exec.Cmd, error) {
-	if !slices.Contains(Kinds, kind) {
-		return nil, fmt.Errorf("no warehouse child serves kind %q; valid: %s", kind, strings.Join(Kinds, ", "))
+	if !slices.Contains(kinds[:], kind) {
+		return nil, fmt.Errorf("no warehouse child serves kind %q; valid: %s", kind, strings.Join(kinds[:], ", "))
 	}
 	binary := ChildPrefix + kind
 	path := filepath.Join(dir, binary)
@@ -65,7 +65,7 @@ func Open(_ context.Context, cfg *config.Config, wc *config.Warehouse, _ clock.C
 	case "snowflake":
 		d = warehouse.Snowflake{}
 	default:
-		return nil, fmt.Errorf("warehouse %s: unknown kind %q; valid: duckdb, bigquery, snowflake", wc.Name, wc.Kind)
+		return nil, fmt.Errorf("warehouse %s: unknown kind %q; valid: %s", wc.Name, wc.Kind, strings.Join(kinds[:], ", "))
 	}
 	idle, err := IdleFromEnv(os.Getenv(IdleEnv))
 	if err != nil {
@@ -97,6 +97,11 @@ func IdleFromEnv(v string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// drainAfterExit is how long the answers of a child that has exited are
+// still read: its last line is in the pipe already, unless something it
+// started holds the pipe open, which must not hold the agent's call.
+const drainAfterExit = time.Second
 
 // cancelGrace is how long a cancelled call waits for the child to stop
 // the statement itself before the child is killed.
@@ -195,23 +200,27 @@ func (p *Proxy) start() error {
 		return err
 	}
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
 	// The answers come through a pipe this side owns, not StdoutPipe's:
 	// Wait closes that one as soon as the child exits, so the answer of a
 	// child that answers and exits at once (one that cannot open its
 	// warehouse) was lost to "file already closed" about one time in ten.
-	// This one is read to its end, and closed once the child is gone.
+	// This one is read to its end: EOF once every copy of its write end
+	// is closed, which is when the child exits unless a process it
+	// started holds one; so once the child is gone, the reader gets
+	// drainAfterExit more and the pipe is closed under it.
 	stdout, w, err := os.Pipe()
 	if err != nil {
-		stdin.Close()
 		return err
 	}
 	cmd.Stdout = w
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		stdout.Close()
+		w.Close()
+		return err
+	}
 	err = cmd.Start()
-	w.Close() // the child has its own copy: EOF comes when it exits
+	w.Close() // the child has its own copy
 	if err != nil {
 		stdin.Close()
 		stdout.Close()
@@ -220,7 +229,11 @@ func (p *Proxy) start() error {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		time.AfterFunc(drainAfterExit, func() { stdout.Close() })
+	}()
 	p.cmd, p.stdin, p.stdout, p.out, p.done = cmd, stdin, stdout, sc, done
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/dataworkers/dw/internal/clock"
@@ -19,15 +20,20 @@ import (
 // agents.
 const ChildPrefix = "dw-warehouse-"
 
-// Kinds are the warehouse kinds, each served by a child of its own.
-var Kinds = []string{"duckdb", "bigquery", "snowflake"}
+// kinds are the warehouse kinds, each served by a child of its own.
+var kinds = [...]string{"duckdb", "bigquery", "snowflake"}
+
+// Kinds returns the warehouse kinds, each served by a child of its own
+// (a copy: childIn's allow-list is not the caller's to change).
+func Kinds() []string { return slices.Clone(kinds[:]) }
 
 // Main is a warehouse child's whole main: it serves the kind of warehouse
 // the child is named for (ChildPrefix+kind) on stdin and stdout until the
 // agent closes its end, and exits 0; a protocol or driver failure exits 1,
 // an argument 2 (the child takes none). It reads no dw.yaml: open gets the
 // configuration the agent loaded, holding the one warehouse to serve, and
-// the clock the environment sets (DW_FAKE_NOW). SIGINT and SIGTERM cancel
+// the clock DW_CLOCK sets (a DW_CLOCK that is not a time also exits 2).
+// SIGINT and SIGTERM cancel
 // what is in flight, so a statement stopped by the agent is stopped in
 // the warehouse too. Logs go to stderr; stdout is the protocol's.
 func Main(kind string, open func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error)) {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,19 +211,19 @@ func TestOpenFailureReachesTheAgent(t *testing.T) {
 // where it is missing, the error names the binary to build, and a kind
 // no child serves is refused with the valid ones.
 func TestCommandPicksTheChildByKind(t *testing.T) {
-	for _, kind := range Kinds {
+	for _, kind := range Kinds() {
 		_, err := Command("wh", kind)
 		if err == nil || !strings.Contains(err.Error(), "no "+ChildPrefix+kind+" binary in") || !strings.Contains(err.Error(), "make build") {
 			t.Fatalf("kind %s beside a test binary: %v; want an error naming %s and make build", kind, err, ChildPrefix+kind)
 		}
 	}
 	dir := t.TempDir()
-	for _, kind := range Kinds {
+	for _, kind := range Kinds() {
 		if err := os.WriteFile(filepath.Join(dir, ChildPrefix+kind), nil, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, kind := range Kinds {
+	for _, kind := range Kinds() {
 		cmd, err := childIn(dir, kind)
 		if want := []string{filepath.Join(dir, ChildPrefix+kind)}; err != nil || !slices.Equal(cmd.Args, want) {
 			t.Fatalf("kind %s: %v, %v; want %v", kind, cmd, err, want)
@@ -230,5 +233,53 @@ func TestCommandPicksTheChildByKind(t *testing.T) {
 		if cmd, err := childIn(dir, kind); err == nil || cmd != nil || !strings.Contains(err.Error(), "valid: duckdb, bigquery, snowflake") {
 			t.Fatalf("kind %q: %v, %v; want an error listing the valid kinds", kind, cmd, err)
 		}
+	}
+}
+
+// TestAGrandchildHoldingThePipeDoesNotHoldTheCall: a child that exits
+// while a process it started still holds its stdout (the answers' pipe)
+// fails the call soon after it exits, whether the call waited for an
+// answer or was cancelled; it does not wait for the grandchild, with the
+// proxy's lock held and every later call behind it.
+func TestAGrandchildHoldingThePipeDoesNotHoldTheCall(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	old := Command
+	Command = func(string, string) (*exec.Cmd, error) {
+		n++
+		pidFile := filepath.Join(dir, fmt.Sprintf("grandchild%d", n))
+		t.Cleanup(func() {
+			if b, err := os.ReadFile(pidFile); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+		// The first child exits after reading the open frame; the second
+		// never answers, so its call is cancelled. Both leave a sleep
+		// behind that inherited their stdout.
+		script := "sleep 60 & echo $! >" + pidFile + "; read line; exit 1"
+		if n > 1 {
+			script = "sleep 60 & echo $! >" + pidFile + "; read line; exec sleep 60"
+		}
+		return exec.Command("/bin/sh", "-c", script), nil
+	}
+	t.Cleanup(func() { Command = old })
+	w, err := Open(context.Background(), agentConfig(t), &config.Warehouse{Name: "wh", Kind: "duckdb", Path: filepath.Join(dir, "x.duckdb")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// Bounds far above the drain (1 s) and the cancel grace (2 s), far
+	// below the grandchildren's 60 s: this is about not hanging.
+	t0 := time.Now()
+	if _, err := w.ListTables(context.Background()); err == nil || time.Since(t0) > 20*time.Second {
+		t.Fatalf("a child that exited without answering: %v after %s; want an error well before its grandchild exits", err, time.Since(t0))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 = time.Now()
+	if _, err := w.ListTables(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 20*time.Second {
+		t.Fatalf("a call cancelled on a child that never answers: %v after %s; want the deadline well before its grandchild exits", err, time.Since(t0))
 	}
 }

@@ -1,6 +1,7 @@
 // Package warehouses opens the warehouses dw.yaml configures, by kind:
 // DuckDB files (package local), BigQuery and Snowflake. dw links it for
-// its own commands; no agent does: an agent's warehouse calls go to a
+// its own commands (and `dw warehouse serve`, for agents from before the
+// per-kind children); no agent does: an agent's warehouse calls go to a
 // child process of the warehouse's kind (internal/warehouseproc), which
 // links that kind's driver alone.
 package warehouses

@@ -94,7 +94,7 @@ func Usage(t *testing.T, kind string) {
 // so the child does not trust that it did not.
 func RefusesOtherKinds(t *testing.T, kind string) {
 	t.Helper()
-	for _, other := range warehouseproc.Kinds {
+	for _, other := range warehouseproc.Kinds() {
 		if other == kind {
 			continue
 		}
