@@ -33,9 +33,9 @@ func Kinds() []string { return slices.Clone(kinds[:]) }
 // an argument 2 (the child takes none). It reads no dw.yaml: open gets the
 // configuration the agent loaded, holding the one warehouse to serve, and
 // the clock DW_CLOCK sets (a DW_CLOCK that is not a time also exits 2).
-// SIGINT and SIGTERM cancel
-// what is in flight, so a statement stopped by the agent is stopped in
-// the warehouse too. Logs go to stderr; stdout is the protocol's.
+// SIGINT and SIGTERM cancel what is in flight, so a statement stopped by
+// the agent is stopped in the warehouse too. Logs go to stderr; stdout is
+// the protocol's.
 func Main(kind string, open func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error)) {
 	name := ChildPrefix + kind
 	config.PrivateFiles()
