@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
@@ -16,7 +17,8 @@ import (
 )
 
 func main() {
-	warehouseproc.Main("bigquery", func(ctx context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
+	// stdin and stdout are the agent's protocol stream alone.
+	warehouseproc.Main("bigquery", os.Stdin, os.Stdout, func(ctx context.Context, _ *config.Config, wc *config.Warehouse, _ clock.Clock) (warehouse.Warehouse, error) {
 		return bigquery.OpenSection(ctx, wc)
 	})
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/dataworkers/dw/internal/clock"
 	"github.com/dataworkers/dw/internal/config"
@@ -16,7 +17,8 @@ import (
 )
 
 func main() {
-	warehouseproc.Main("duckdb", func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error) {
+	// stdin and stdout are the agent's protocol stream alone.
+	warehouseproc.Main("duckdb", os.Stdin, os.Stdout, func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error) {
 		// The embedded default seeds its demo warehouse on the demo's
 		// incident day, the agent's clock (config.DemoClockFor).
 		return local.Open(ctx, cfg, wc, config.DemoClockFor(cfg, clk))

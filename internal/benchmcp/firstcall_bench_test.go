@@ -34,41 +34,11 @@ func BenchmarkE2EFirstWarehouseCall(b *testing.B) {
 	}
 	path := filepath.Join(home, "demo.duckdb")
 	row := Row{Key: "warehouse-first", What: "first warehouse call after start (list_tables on the demo: count and describe 8 tables)"}
-	var agentMem, childMem, inProcMem Mem
-	var rest []time.Duration
-	starts := 7
-	for i := 0; i < b.N; i++ {
-		for s := 0; s < starts; s++ {
-			// The floor: the same statements through the driver, in a
-			// fresh instance of the file.
-			t := time.Now()
-			n := firstCallInProcess(b, ctx, path)
-			row.Floor = append(row.Floor, time.Since(t))
-
-			agent := Start(b, "dw-quality", env...)
-			var out struct {
-				Tables []struct {
-					RowCount int64 `json:"row_count"`
-				} `json:"tables"`
-			}
-			row.Product = append(row.Product, agent.Call(b, "list_tables", map[string]any{}, &out))
-			if len(out.Tables) != n {
-				b.Fatalf("list_tables listed %d tables; the driver found %d", len(out.Tables), n)
-			}
-			// The second call, the child already up, for context.
-			rest = append(rest, agent.Call(b, "list_tables", map[string]any{}, nil))
-			agentMem = ProcMem(agent.Pid())
-			childMem = Mem{}
-			for _, c := range Descendants(agent.Pid()) {
-				childMem = childMem.Add(ProcMem(c))
-			}
-			agent.session.Close()
-		}
-	}
+	agentMem, childMem, rest := firstCalls(b, &row, env, func() int { return firstCallInProcess(b, ctx, path) }, nil)
 	// What an agent linking the driver would hold: this benchmark's own
 	// process has the driver in it and did the floor's work; its figure
 	// includes the test binary, so it is an upper bound.
-	inProcMem = ProcMem(os.Getpid())
+	inProcMem := ProcMem(os.Getpid())
 	b.ReportMetric(agentMem.RSSMiB, "MiB-rss-agent")
 	b.ReportMetric(childMem.RSSMiB, "MiB-rss-child")
 	row.RSSMiB = agentMem.RSSMiB + childMem.RSSMiB
@@ -105,4 +75,51 @@ func firstCallInProcess(b *testing.B, ctx context.Context, path string) int {
 		}
 	}
 	return len(refs)
+}
+
+// firstCalls is the loop of the first-warehouse-call rows: seven times,
+// the floor (which returns how many tables the warehouse has), then a
+// dw-quality started with env and its first list_tables, timed into row,
+// its answer held to the floor's table count (and to check, when given,
+// on the tables' row counts), then a second call with the child up. It
+// returns the agent's and its child's memory after the last start's
+// calls, and the second calls' times.
+func firstCalls(b *testing.B, row *Row, env []string, floor func() int, check func(rowCounts []int64) error) (agentMem, childMem Mem, rest []time.Duration) {
+	b.Helper()
+	const starts = 7
+	for i := 0; i < b.N; i++ {
+		for s := 0; s < starts; s++ {
+			t := time.Now()
+			n := floor()
+			row.Floor = append(row.Floor, time.Since(t))
+
+			agent := Start(b, "dw-quality", env...)
+			var out struct {
+				Tables []struct {
+					RowCount int64 `json:"row_count"`
+				} `json:"tables"`
+			}
+			row.Product = append(row.Product, agent.Call(b, "list_tables", map[string]any{}, &out))
+			if len(out.Tables) != n {
+				b.Fatalf("list_tables listed %d tables; the driver found %d", len(out.Tables), n)
+			}
+			if check != nil {
+				counts := make([]int64, len(out.Tables))
+				for i, t := range out.Tables {
+					counts[i] = t.RowCount
+				}
+				if err := check(counts); err != nil {
+					b.Fatalf("list_tables: %v", err)
+				}
+			}
+			rest = append(rest, agent.Call(b, "list_tables", map[string]any{}, nil))
+			agentMem = ProcMem(agent.Pid())
+			childMem = Mem{}
+			for _, c := range Descendants(agent.Pid()) {
+				childMem = childMem.Add(ProcMem(c))
+			}
+			agent.session.Close()
+		}
+	}
+	return agentMem, childMem, rest
 }

@@ -3,6 +3,7 @@ package warehouseproc
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -28,15 +29,17 @@ var kinds = [...]string{"duckdb", "bigquery", "snowflake"}
 func Kinds() []string { return slices.Clone(kinds[:]) }
 
 // Main is a warehouse child's whole main: it serves the kind of warehouse
-// the child is named for (ChildPrefix+kind) on stdin and stdout until the
-// agent closes its end, and exits 0; a protocol or driver failure exits 1,
+// the child is named for (ChildPrefix+kind), reading requests from in and
+// writing answers to out (the child's stdin and stdout, which its cmd
+// hands over: they carry the protocol and nothing else) until the agent
+// closes its end, and exits 0; a protocol or driver failure exits 1,
 // an argument 2 (the child takes none). It reads no dw.yaml: open gets the
 // configuration the agent loaded, holding the one warehouse to serve, and
 // the clock DW_CLOCK sets (a DW_CLOCK that is not a time also exits 2).
 // SIGINT and SIGTERM cancel what is in flight, so a statement stopped by
 // the agent is stopped in the warehouse too. Logs go to stderr; stdout is
 // the protocol's.
-func Main(kind string, open func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error)) {
+func Main(kind string, in io.Reader, out io.Writer, open func(ctx context.Context, cfg *config.Config, wc *config.Warehouse, clk clock.Clock) (warehouse.Warehouse, error)) {
 	name := ChildPrefix + kind
 	config.PrivateFiles()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -50,7 +53,7 @@ func Main(kind string, open func(ctx context.Context, cfg *config.Config, wc *co
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = Serve(ctx, os.Stdin, os.Stdout, func(ctx context.Context, o Opening) (warehouse.Warehouse, error) {
+	err = Serve(ctx, in, out, func(ctx context.Context, o Opening) (warehouse.Warehouse, error) {
 		// An agent only sends a warehouse to the child of its kind
 		// (Command); anything else is refused before a driver sees it.
 		if o.Warehouse.Kind != kind {
