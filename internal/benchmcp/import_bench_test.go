@@ -25,18 +25,28 @@ func importModels() int {
 
 // importAnswer is what the benchmark reads of import_dbt_manifest's answer.
 type importAnswer struct {
-	AssetsCreated int `json:"assets_created"`
-	EdgesCreated  int `json:"edges_created"`
+	AssetsCreated int  `json:"assets_created"`
+	EdgesCreated  int  `json:"edges_created"`
+	Unchanged     bool `json:"unchanged"`
+}
+
+// imported is what importOnce measured.
+type imported struct {
+	took    time.Duration // the first import
+	walPeak float64       // the store's write-ahead log at its largest during it, MiB
+	rssPeak float64       // the agent's memory at its largest during it, MiB
+	aliases int           // the names it registered, so the floor can write as many
+	// again is the same manifest imported a second time into the catalog
+	// the first made (what a scheduled dbt run does every day), with the
+	// log's and the agent's peaks during it.
+	again              time.Duration
+	againWAL, againRSS float64
 }
 
 // importOnce imports the manifest at path through a dw-context-catalog
-// started on a new store (a first import: a re-import of the same project
-// is another workload), warmed by a search so the store is open and
-// migrated before the measured call. It returns the call's time, the
-// store's write-ahead log at its largest during the call, the agent's
-// memory at its largest, and the names the import registered, so the
-// floor can write as many.
-func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Duration, walPeak, rssPeak float64, aliases int) {
+// started on a new store, warmed by a search so the store is open and
+// migrated before the measured call, then imports it again.
+func importOnce(b *testing.B, dir, path string, models, edges int) imported {
 	b.Helper()
 	home, err := os.MkdirTemp(dir, "home-")
 	if err != nil {
@@ -54,19 +64,27 @@ func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Du
 		b.Fatalf("the warm-up call did not open the store at %s: %v", dbPath, err)
 	}
 	stopWAL, stopMem := lineagetest.PeakWAL(dbPath), PeakRSS(b, agent.Pid())
+	var r imported
 	var out importAnswer
-	took = agent.Call(b, "import_dbt_manifest", map[string]any{"path": path}, &out)
-	walPeak, rssPeak = stopWAL(), stopMem()
+	r.took = agent.Call(b, "import_dbt_manifest", map[string]any{"path": path}, &out)
+	r.walPeak, r.rssPeak = stopWAL(), stopMem()
 	if out.AssetsCreated != models || out.EdgesCreated != edges {
 		b.Fatalf("import_dbt_manifest created %d assets and %d edges, want %d and %d", out.AssetsCreated, out.EdgesCreated, models, edges)
+	}
+	stopWAL, stopMem = lineagetest.PeakWAL(dbPath), PeakRSS(b, agent.Pid())
+	out = importAnswer{}
+	r.again = agent.Call(b, "import_dbt_manifest", map[string]any{"path": path}, &out)
+	r.againWAL, r.againRSS = stopWAL(), stopMem()
+	if out.AssetsCreated != 0 || out.EdgesCreated != 0 || !out.Unchanged {
+		b.Fatalf("importing the manifest again created %d assets and %d edges (unchanged %v), want none", out.AssetsCreated, out.EdgesCreated, out.Unchanged)
 	}
 	db, err := store.OpenSQLite(context.Background(), dbPath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	aliases = lineagetest.Count(b, db, "lineage_aliases")
-	return took, walPeak, rssPeak, aliases
+	r.aliases = lineagetest.Count(b, db, "lineage_aliases")
+	return r
 }
 
 // BenchmarkE2EImportDBT is issue 18's catalog-import row through MCP:
@@ -77,7 +95,9 @@ func importOnce(b *testing.B, dir, path string, models, edges int) (took time.Du
 // prepared multi-row INSERTs in one transaction) into another new store.
 // Both write-ahead logs are sampled for their peak. A flat log is one that
 // does not grow with the import: the row also imports a manifest half the
-// size once and compares the two peaks.
+// size once and compares the two peaks. A second row imports the same
+// manifest again into the catalog each import made, against the same
+// floor: the import a scheduled dbt run repeats every day.
 func BenchmarkE2EImportDBT(b *testing.B) {
 	n := importModels()
 	dir := b.TempDir()
@@ -96,12 +116,16 @@ func BenchmarkE2EImportDBT(b *testing.B) {
 		runs = v
 	}
 	row := Row{Key: "import", What: fmt.Sprintf("catalog import through MCP, %dk assets / %dk edges, into a new store", n/1000, edgeCount/1000)}
-	var wal, floorWAL float64
+	again := Row{Key: "import", What: fmt.Sprintf("catalog re-import through MCP, the same %dk assets / %dk edges into the catalog they made", n/1000, edgeCount/1000)}
+	var wal, floorWAL, againWAL float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < runs; r++ {
-			took, w, rss, aliases := importOnce(b, dir, path, n, edgeCount)
-			row.Product = append(row.Product, took)
-			wal, row.RSSMiB = max(wal, w), max(row.RSSMiB, rss)
+			imp := importOnce(b, dir, path, n, edgeCount)
+			aliases := imp.aliases
+			row.Product = append(row.Product, imp.took)
+			again.Product = append(again.Product, imp.again)
+			wal, row.RSSMiB = max(wal, imp.walPeak), max(row.RSSMiB, imp.rssPeak)
+			againWAL, again.RSSMiB = max(againWAL, imp.againWAL), max(again.RSSMiB, imp.againRSS)
 
 			floorPath := filepath.Join(dir, fmt.Sprintf("floor-%d-%d.db", i, r))
 			db, err := store.OpenSQLite(context.Background(), floorPath)
@@ -118,7 +142,8 @@ func BenchmarkE2EImportDBT(b *testing.B) {
 		}
 	}
 	half, halfEdges := write(n / 2)
-	halfTook, halfWAL, _, _ := importOnce(b, dir, half, n/2, len(halfEdges))
+	halfImp := importOnce(b, dir, half, n/2, len(halfEdges))
+	halfTook, halfWAL := halfImp.took, halfImp.walPeak
 	// Flat: the full import's log no larger than a quarter over the half
 	// import's (a log that grew with the import would be about twice).
 	flat := wal <= 1.25*halfWAL
@@ -132,4 +157,13 @@ func BenchmarkE2EImportDBT(b *testing.B) {
 	b.ReportMetric(halfWAL, "MiB-wal-peak-half")
 	b.ReportMetric(floorWAL, "MiB-wal-floor")
 	row.Report(b)
+	// The re-import against the same floor: writing the rows it holds.
+	again.Floor = row.Floor
+	againFlat := againWAL <= 1.25*halfImp.againWAL
+	_, againMid := again.Ratios()
+	againMet := againMid <= 2 && againFlat
+	again.Met = &againMet
+	again.Note = fmt.Sprintf("the same runs, each import followed by the same manifest again (nothing new: it moves every last-seen time); write-ahead log peak %.1f MiB (half the manifest again: %.1f MiB)",
+		againWAL, halfImp.againWAL)
+	again.Report(b)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -269,7 +270,8 @@ func (w *Writer) flushEdges() error {
 		return fmt.Errorf("read edges: %w", err)
 	}
 	args := make([]any, 0, edgeRows*6)
-	stored := map[pair]bool{}
+	stored := map[pair]storedEdge{}
+	var again []any // last_seen_ms, then the pairs only seen again
 	for start := 0; start < len(edges); start += edgeRows {
 		chunk := edges[start:min(start+edgeRows, len(edges))]
 		clear(stored)
@@ -281,10 +283,19 @@ func (w *Writer) flushEdges() error {
 		var ins strings.Builder
 		ins.Grow(len(edgeInsertSQL) + len(chunk)*len(", (?, ?, ?, ?, ?, ?)"))
 		ins.WriteString(edgeInsertSQL)
-		args = args[:0]
+		args, again = args[:0], append(again[:0], w.now)
 		n := 0
 		for _, e := range chunk {
-			if stored[pair{e.From, e.To}] {
+			if st, ok := stored[pair{e.From, e.To}]; ok {
+				// What upsertEdge would do with an edge stored with the
+				// same kind and source: move its last-seen time, here
+				// for the whole chunk in one statement.
+				if !e.override && e.Columns == nil && mergeSourceList(st.sources, string(e.Source)) == st.sources {
+					if st.lastSeen != w.now {
+						again = append(again, e.From, e.To)
+					}
+					continue
+				}
 				if err := w.upsertEdge(e); err != nil {
 					return err
 				}
@@ -297,6 +308,11 @@ func (w *Writer) flushEdges() error {
 			args = append(args, e.From, e.To, string(e.Kind), string(e.Source), w.now, w.now)
 			w.touchEdge(e.From, e.To)
 			n++
+		}
+		if len(again) > 1 {
+			if _, err := w.exec("UPDATE lineage_edges SET last_seen_ms = ? WHERE (from_seq, to_seq) IN (VALUES "+pairVars((len(again)-1)/2)+")", again...); err != nil {
+				return fmt.Errorf("update edges: %w", err)
+			}
 		}
 		if n == 0 {
 			if err := w.batched(len(chunk)); err != nil {
@@ -320,30 +336,36 @@ const edgeInsertSQL = "INSERT INTO lineage_edges (from_seq, to_seq, kind, source
 
 type pair struct{ from, to int64 }
 
-// storedEdges marks in stored the pairs of chunk the edge table holds.
-func (w *Writer) storedEdges(chunk []edgeInput, stored map[pair]bool) error {
-	var q strings.Builder
-	q.WriteString("SELECT from_seq, to_seq FROM lineage_edges WHERE (from_seq, to_seq) IN (VALUES ")
+// storedEdge is what flushEdges reads of a stored edge.
+type storedEdge struct {
+	sources  string
+	lastSeen int64
+}
+
+// pairVars is n (from_seq, to_seq) pairs' bind variables, typed so
+// PostgreSQL compares them with the BIGINT columns.
+func pairVars(n int) string {
+	return strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ")
+}
+
+// storedEdges puts in stored the pairs of chunk the edge table holds.
+func (w *Writer) storedEdges(chunk []edgeInput, stored map[pair]storedEdge) error {
 	args := make([]any, 0, len(chunk)*2)
-	for i, e := range chunk {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT))")
+	for _, e := range chunk {
 		args = append(args, e.From, e.To)
 	}
-	q.WriteString(")")
-	rows, err := w.query(q.String(), args...)
+	rows, err := w.query("SELECT from_seq, to_seq, sources, last_seen_ms FROM lineage_edges WHERE (from_seq, to_seq) IN (VALUES "+pairVars(len(chunk))+")", args...)
 	if err != nil {
 		return fmt.Errorf("read edges: %w", err)
 	}
 	for rows.Next() {
 		var p pair
-		if err := rows.Scan(&p.from, &p.to); err != nil {
+		var st storedEdge
+		if err := rows.Scan(&p.from, &p.to, &st.sources, &st.lastSeen); err != nil {
 			rows.Close()
 			return fmt.Errorf("read edges: %w", err)
 		}
-		stored[p] = true
+		stored[p] = st
 	}
 	err = rows.Err()
 	rows.Close()
@@ -682,30 +704,43 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			count(n)
 		}
 	}
-	stored := map[string]bool{}
+	hits := make(map[string]aliasHit, len(names))
 	for start := 0; start < len(names); start += 500 {
-		hits, err := w.lookupAliases(names[start:min(start+500, len(names))])
+		part, err := w.lookupAliases(names[start:min(start+500, len(names))])
 		if err != nil {
 			return nil, fmt.Errorf("look up assets: %w", err)
 		}
-		for n := range hits {
-			stored[n] = true
-		}
+		maps.Copy(hits, part)
 	}
 	// A name listed twice (by two inputs, or twice by one, which counts
 	// once per listing) sends its inputs down the careful path too.
 	known := func(names []string) bool {
 		for _, n := range names {
-			if stored[n] || uses[n] > 1 {
+			if _, ok := hits[n]; ok || uses[n] > 1 {
 				return true
 			}
 		}
 		return false
 	}
+	// How many inputs reach each stored asset through their names: an
+	// asset only one input reaches is changed by that input alone, so
+	// its input can be written apart from the others, in any order.
+	reach := map[int64]int{}
+	for _, in := range ins {
+		for _, s := range reachedSeqs(in, hits) {
+			reach[s]++
+		}
+	}
 	fresh := make([]int, 0, len(ins))
+	var plain []int
 	for i, in := range ins {
 		if !known(in.Names) && !known(in.Weak) {
 			fresh = append(fresh, i)
+			continue
+		}
+		if s := plainlyStored(in, hits); s > 0 && reach[s] == 1 {
+			seqs[i] = s
+			plain = append(plain, i)
 			continue
 		}
 		seq, err := w.UpsertAsset(in)
@@ -716,6 +751,9 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		if err := w.batched(1); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.refreshStored(ins, plain, seqs); err != nil {
+		return nil, err
 	}
 	if w.kinds == nil {
 		w.kinds = make(map[int64]Kind, len(fresh))
@@ -794,6 +832,107 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		}
 	}
 	return seqs, nil
+}
+
+// reachedSeqs is the stored assets any of in's names (strong or partial)
+// points at, each once.
+func reachedSeqs(in *AssetInput, hits map[string]aliasHit) []int64 {
+	var out []int64
+	for _, names := range [][]string{in.Names, in.Weak} {
+		for _, n := range names {
+			if h, ok := hits[n]; ok && h.seq > 0 && !slices.Contains(out, h.seq) {
+				out = append(out, h.seq)
+			}
+		}
+	}
+	return out
+}
+
+// plainlyStored is the seq of the stored asset in describes when in is a
+// plain re-statement of it, else 0: every strong name is stored as that
+// asset's, and every partial name is stored for that asset or for none.
+// UpsertAsset would then merge nothing and register no name; it would
+// only fold in's facts into that one row. (A name another input lists
+// too makes that input reach the asset as well, which UpsertAssets
+// checks.)
+func plainlyStored(in *AssetInput, hits map[string]aliasHit) int64 {
+	var seq int64
+	for _, n := range in.Names {
+		h, ok := hits[n]
+		if !ok || h.weak != 0 || h.seq <= 0 || (seq != 0 && h.seq != seq) {
+			return 0
+		}
+		seq = h.seq
+	}
+	for _, n := range in.Weak {
+		if h, ok := hits[n]; !ok || (h.seq != 0 && h.seq != seq) {
+			return 0
+		}
+	}
+	return seq
+}
+
+// refreshStored is UpsertAsset for the inputs at idx, each a plain
+// re-statement of the stored asset seqs[i] that no other input reaches
+// (plainlyStored): their rows read and their last-seen times moved a few
+// hundred per statement, the rare changed row saved on its own. A
+// re-import of a whole project otherwise paid four statements per asset.
+func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error {
+	const chunkRows = 500
+	args := make([]any, 0, chunkRows+1)
+	byseq := make(map[int64]*assetRow, chunkRows)
+	for start := 0; start < len(idx); start += chunkRows {
+		chunk := idx[start:min(start+chunkRows, len(idx))]
+		args = args[:0]
+		for _, i := range chunk {
+			args = append(args, seqs[i])
+		}
+		rows, err := w.query("SELECT "+assetCols+" FROM lineage_assets WHERE seq IN ("+bindVars(len(args))+")", args...)
+		if err != nil {
+			return fmt.Errorf("read assets: %w", err)
+		}
+		clear(byseq)
+		for rows.Next() {
+			r, err := scanAsset(rows)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("read assets: %w", err)
+			}
+			byseq[r.Seq] = r
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read assets: %w", err)
+		}
+		args = append(args[:0], w.now)
+		for _, i := range chunk {
+			orig, ok := byseq[seqs[i]]
+			if !ok {
+				return fmt.Errorf("asset #%d: %w", seqs[i], store.ErrNotFound)
+			}
+			merged := *orig
+			applyInput(&merged, ins[i])
+			w.setKind(orig.Seq, orig.Kind)
+			switch {
+			case !merged.same(orig):
+				if err := w.saveAsset(&merged, orig); err != nil {
+					return err
+				}
+			case orig.LastSeen != w.now:
+				args = append(args, orig.Seq)
+			}
+		}
+		if len(args) > 1 {
+			if _, err := w.exec("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq IN ("+bindVars(len(args)-1)+")", args...); err != nil {
+				return fmt.Errorf("update assets: %w", err)
+			}
+		}
+		if err := w.batched(len(chunk)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func mustJSON(v any) string {
