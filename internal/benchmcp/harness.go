@@ -231,6 +231,21 @@ func (r Row) Report(b *testing.B) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(med(r.Product)), "ms/call")
 	b.ReportMetric(r.RSSMiB, "MiB-rss")
+	if len(r.Floor) > 0 {
+		b.ReportMetric(ms(med(r.Floor)), "floor-ms")
+		b.ReportMetric(lo, "x-floor-min")
+		b.ReportMetric(mid, "x-floor-median")
+	}
+	r.Log(b)
+}
+
+// Log writes the row as a table line on the benchmark's log and in the
+// summary table, without metrics: for a benchmark's second row, whose
+// metrics would overwrite its first's.
+func (r Row) Log(b *testing.B) {
+	b.Helper()
+	lo, mid := r.Ratios()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	if err := r.record(); err != nil {
 		b.Logf("summary table: %v", err)
 	}
@@ -239,9 +254,6 @@ func (r Row) Report(b *testing.B) {
 			r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), r.RSSMiB, noteLine(r.Note))
 		return
 	}
-	b.ReportMetric(ms(med(r.Floor)), "floor-ms")
-	b.ReportMetric(lo, "x-floor-min")
-	b.ReportMetric(mid, "x-floor-median")
 	b.Logf("\n| what | through MCP (median, min) | floor (median, min) | ratio (min/median) | RSS |\n|---|---|---|---|---|\n| %s | %.1f ms, %.1f ms | %.1f ms, %.1f ms | %.2f/%.2f× | %.0f MiB |%s",
 		r.What, ms(med(r.Product)), ms(slices.Min(r.Product)), ms(med(r.Floor)), ms(slices.Min(r.Floor)), lo, mid, r.RSSMiB, noteLine(r.Note))
 }

@@ -165,5 +165,5 @@ func BenchmarkE2EImportDBT(b *testing.B) {
 	again.Met = &againMet
 	again.Note = fmt.Sprintf("the same runs, each import followed by the same manifest again (nothing new: it moves every last-seen time); write-ahead log peak %.1f MiB (half the manifest again: %.1f MiB)",
 		againWAL, halfImp.againWAL)
-	again.Report(b)
+	again.Log(b)
 }

@@ -30,9 +30,8 @@ type batchWorld struct {
 	esrcs []Source
 }
 
-func newBatchWorld(seed uint64) *batchWorld {
+func newBatchWorld(seed uint64, tables int) *batchWorld {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	const tables = 60
 	// Table k is pg://db1.s.tk, except every seventh, which is a table of
 	// the same schema and name in another database: the two share their
 	// partial name pg://s.tk.
@@ -44,6 +43,15 @@ func newBatchWorld(seed uint64) *batchWorld {
 		return []string{id, fmt.Sprintf("dbt://model.p.t%d", k)}
 	}
 	weak := func(k int) []string { return []string{weakOf(strong(k)[0])} }
+	// Every fifth table is known by its dbt name and its partial
+	// warehouse name only, so an input naming just the partial name
+	// finds it.
+	names := func(k int) []string {
+		if k%5 == 4 {
+			return strong(k)[1:]
+		}
+		return strong(k)
+	}
 	owners := []string{"", "team-a", "team-b"}
 	tags := [][]string{nil, {"money"}, {"pii", "regulator"}}
 	input := func(k int, names []string) *AssetInput {
@@ -58,14 +66,14 @@ func newBatchWorld(seed uint64) *batchWorld {
 			continue
 		}
 		stored[k] = true
-		names := strong(k)
-		if rng.IntN(2) == 0 {
-			names = names[:1] // the dbt name not yet known
+		ns := names(k)
+		if len(ns) > 1 && rng.IntN(4) == 0 {
+			ns = ns[:1] // the dbt name not yet known
 		}
 		// A name of the table's the re-import lists only in a late
 		// input of its own.
-		names = append(names, fmt.Sprintf("snowflake://acct.db.s.t%d", k))
-		w.setup = append(w.setup, input(k, names))
+		ns = append(ns, fmt.Sprintf("snowflake://acct.db.s.t%d", k))
+		w.setup = append(w.setup, input(k, ns))
 	}
 	for range len(w.setup) * 2 {
 		i, j := rng.IntN(len(w.setup)), rng.IntN(len(w.setup))
@@ -76,7 +84,10 @@ func newBatchWorld(seed uint64) *batchWorld {
 		if rng.IntN(4) == 0 {
 			continue
 		}
-		in := input(k, strong(k))
+		in := input(k, names(k))
+		if k%5 == 4 {
+			in.Names = append(in.Names, fmt.Sprintf("snowflake://acct.db.s.t%d", k))
+		}
 		switch rng.IntN(7) {
 		case 0:
 			in.Owner = "team-new" // a changed fact
@@ -86,6 +97,8 @@ func newBatchWorld(seed uint64) *batchWorld {
 			in.Weak = append(in.Weak, fmt.Sprintf("pg://s.v%d", k)) // a partial name not stored yet
 		case 3:
 			in.Names, in.Weak = append(in.Names, in.Weak...), nil // the partial name, now as a full one
+		case 4:
+			in.Weak = append(in.Weak, weak(rng.IntN(tables))...) // another table's partial name
 		}
 		w.again = append(w.again, in)
 	}
@@ -108,12 +121,15 @@ func newBatchWorld(seed uint64) *batchWorld {
 	}
 	w.again = append(special, w.again...)
 	// Late inputs restating a stored table under another of its names,
-	// with an owner of their own: the one written last decides it.
+	// or naming it only by its partial name, with an owner of their own:
+	// the one written last decides it.
 	for range 3 {
 		if len(keys) > 0 {
 			d := keys[rng.IntN(len(keys))]
 			id := fmt.Sprintf("snowflake://acct.db.s.t%d", d)
 			w.again = append(w.again, &AssetInput{ID: id, Owner: "team-late"})
+			d = keys[rng.IntN(len(keys))]
+			w.again = append(w.again, &AssetInput{ID: fmt.Sprintf("looker://explore.t%d", d), Weak: weak(d), Owner: "team-partial"})
 		}
 	}
 	// An import links its pairs as one source, some of them stored
@@ -143,7 +159,7 @@ func clones(ins []*AssetInput) []*AssetInput {
 // build writes the world's catalog into db one asset and one edge at a
 // time, then its re-import: batched (UpsertAssets, LinkLater) or one by
 // one (UpsertAsset, Link). It returns the re-import's stats.
-func (bw *batchWorld) build(t *testing.T, db *store.DB, batched bool) ImportStats {
+func (bw *batchWorld) build(t *testing.T, db *store.DB, batched, staged bool) (ImportStats, []string) {
 	t.Helper()
 	ctx := context.Background()
 	now := lineagetest.StoryTime
@@ -168,7 +184,8 @@ func (bw *batchWorld) build(t *testing.T, db *store.DB, batched bool) ImportStat
 		t.Fatalf("seed %d: setup: %v", bw.seed, err)
 	}
 	c.Advance(3600e9) // the re-import comes an hour later: every last-seen time moves
-	stats, err := g.Write(ctx, func(w *Writer) error {
+	var logged []string
+	reimport := func(w *Writer) error {
 		ins := clones(bw.again)
 		seqs := make([]int64, len(ins))
 		var err error
@@ -193,12 +210,50 @@ func (bw *batchWorld) build(t *testing.T, db *store.DB, batched bool) ImportStat
 				return fmt.Errorf("edge %d %v (%s -> %s): %w", i, e, bw.again[e[0]].ID, bw.again[e[1]].ID, err)
 			}
 		}
+		if err := w.flushEdges(); err != nil {
+			return err
+		}
+		logged = changeLog(w)
 		return nil
-	})
+	}
+	var stats ImportStats
+	if staged {
+		stats, err = g.WriteBulk(ctx, stageMinRows, reimport, BulkOptions{})
+	} else {
+		stats, err = g.Write(ctx, reimport)
+	}
 	if err != nil {
 		t.Fatalf("seed %d: re-import (batched %v): %v", bw.seed, batched, err)
 	}
-	return stats
+	return stats, logged
+}
+
+// changeLog is what w logged for held indexes to catch up with (nodes,
+// edges, column lineage and facts touched), by asset id: the two ways
+// number new assets differently.
+func changeLog(w *Writer) []string {
+	id := func(seq int64) string {
+		var s string
+		if err := w.queryRow("SELECT id FROM lineage_assets WHERE seq = ?", seq).Scan(&s); err != nil {
+			return "(gone)"
+		}
+		return s
+	}
+	out := []string{fmt.Sprintf("whole %v facts %v", w.touched.whole, w.facts)}
+	for seq := range w.touched.nodes {
+		out = append(out, "node "+id(seq))
+	}
+	for p := range w.touched.edges {
+		out = append(out, "edge "+id(p.from)+" "+id(p.to))
+	}
+	for p := range w.touched.cols {
+		out = append(out, "cols "+id(p.from)+" "+id(p.to))
+	}
+	for seq := range w.factSeqs {
+		out = append(out, "facts "+id(seq))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // seenDump is every asset's and edge's first- and last-seen times, by id.
@@ -234,35 +289,92 @@ func seenDump(t *testing.T, db *store.DB) []string {
 // and moves their last-seen times in one statement per batch) leaves the
 // store exactly as the same inputs written one at a time through
 // UpsertAsset and Link do: every asset, name, edge and column mapping,
-// every first- and last-seen time, and the same counts. Seeded worlds the
-// batching was not written against, on both engines.
+// every first- and last-seen time, the same counts and the same change
+// log for held indexes. Seeded worlds the batching was not written
+// against, on both engines; one large enough to cross every batch
+// boundary, and one staged (WriteBulk: the statements rewritten to the
+// staging tables, committed in batches).
 func TestBatchedReimportIsOneByOne(t *testing.T) {
+	type world struct {
+		seed   uint64
+		tables int
+		staged bool
+	}
+	var worlds []world
+	for seed := range uint64(12) {
+		worlds = append(worlds, world{seed, 60, seed%4 == 3})
+	}
+	worlds = append(worlds, world{12, 3000, false}, world{13, 3000, true})
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		for seed := range uint64(12) {
-			bw := newBatchWorld(seed)
+		for _, wd := range worlds {
+			bw := newBatchWorld(wd.seed, wd.tables)
 			one := storetest.SQLite(t)
 			if db.Dialect() == store.Postgres {
 				one = storetest.Postgres(t)
 			}
-			batchedStats := bw.build(t, db, true)
-			oneStats := bw.build(t, one, false)
-			// db holds the earlier seeds' versions too.
+			batchedStats, batchedLog := bw.build(t, db, true, wd.staged)
+			oneStats, oneLog := bw.build(t, one, false, wd.staged)
+			// db holds the earlier worlds' versions too.
 			batchedStats.GraphVersion, oneStats.GraphVersion = 0, 0
 			if !reflect.DeepEqual(batchedStats, oneStats) {
-				t.Errorf("seed %d: batched re-import counted %+v, one by one %+v", seed, batchedStats, oneStats)
+				t.Errorf("seed %d: batched re-import counted %+v, one by one %+v", wd.seed, batchedStats, oneStats)
 			}
 			if got, want := lineagetest.GraphDump(t, db), lineagetest.GraphDump(t, one); !slices.Equal(got, want) {
-				t.Errorf("seed %d: the stores differ\nbatched:    %q\none by one: %q", seed, got, want)
+				t.Errorf("seed %d: the stores differ\nbatched:    %q\none by one: %q", wd.seed, got, want)
 			}
 			if got, want := seenDump(t, db), seenDump(t, one); !slices.Equal(got, want) {
-				t.Errorf("seed %d: seen times differ\nbatched:    %q\none by one: %q", seed, got, want)
+				t.Errorf("seed %d: seen times differ\nbatched:    %q\none by one: %q", wd.seed, got, want)
 			}
-			// The next seed starts from an empty catalog.
+			if !slices.Equal(batchedLog, oneLog) {
+				t.Errorf("seed %d: change logs differ\nbatched:    %q\none by one: %q", wd.seed, batchedLog, oneLog)
+			}
+			// The next world starts from an empty catalog.
 			for _, table := range []string{"lineage_edge_columns", "lineage_edges", "lineage_aliases", "lineage_assets"} {
 				if _, err := db.ExecContext(context.Background(), "DELETE FROM "+table); err != nil {
 					t.Fatal(err)
 				}
 			}
+		}
+	})
+}
+
+// TestEdgesQueuedBeforeRestatedAssets: an edge queued before a batch of
+// plainly restated assets is written before them, as UpsertAsset writes
+// queued edges before touching a stored asset, so the same pair queued
+// again after under another source adds that source.
+func TestEdgesQueuedBeforeRestatedAssets(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		g := New(db, clock.NewFake(lineagetest.StoryTime))
+		var a, b int64
+		if _, err := g.Write(ctx, func(w *Writer) error {
+			var err error
+			if a, err = w.UpsertAsset(&AssetInput{ID: "pg://db.s.a"}); err != nil {
+				return err
+			}
+			b, err = w.UpsertAsset(&AssetInput{ID: "pg://db.s.b"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		stats, err := g.Write(ctx, func(w *Writer) error {
+			if err := w.LinkLater(a, b, SourceDBT); err != nil {
+				return err
+			}
+			if _, err := w.UpsertAssets([]*AssetInput{{ID: "pg://db.s.a", Owner: "team-a"}}); err != nil {
+				return err
+			}
+			return w.LinkLater(a, b, SourceOpenLineage)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sources string
+		if err := db.QueryRowContext(ctx, "SELECT sources FROM lineage_edges WHERE from_seq = ? AND to_seq = ?", a, b).Scan(&sources); err != nil {
+			t.Fatal(err)
+		}
+		if sources != "dbt,openlineage" || stats.EdgesCreated != 1 || stats.EdgesUpdated != 1 || stats.AssetsUpdated != 1 {
+			t.Fatalf("edge sources %q, stats %+v; want dbt,openlineage, one edge created and updated, one asset updated", sources, stats)
 		}
 	})
 }

@@ -310,7 +310,7 @@ func (w *Writer) flushEdges() error {
 			n++
 		}
 		if len(again) > 1 {
-			if _, err := w.exec("UPDATE lineage_edges SET last_seen_ms = ? WHERE (from_seq, to_seq) IN (VALUES "+pairVars((len(again)-1)/2)+")", again...); err != nil {
+			if _, err := w.execOnce("UPDATE lineage_edges SET last_seen_ms = ? WHERE (from_seq, to_seq) IN (VALUES "+pairVars((len(again)-1)/2)+")", again...); err != nil {
 				return fmt.Errorf("update edges: %w", err)
 			}
 		}
@@ -411,6 +411,15 @@ func (w *Writer) exec(query string, args ...any) (sql.Result, error) {
 		return nil, err
 	}
 	return st.ExecContext(w.ctx, args...)
+}
+
+// execOnce runs a statement whose text is seldom repeated (a list of as
+// many values as a batch happened to need) without keeping it prepared.
+func (w *Writer) execOnce(query string, args ...any) (sql.Result, error) {
+	if w.stage != nil {
+		query = stageTables.Replace(query)
+	}
+	return w.tx.ExecContext(w.ctx, query, args...)
 }
 
 func (w *Writer) query(query string, args ...any) (*sql.Rows, error) {
@@ -878,6 +887,15 @@ func plainlyStored(in *AssetInput, hits map[string]aliasHit) int64 {
 // hundred per statement, the rare changed row saved on its own. A
 // re-import of a whole project otherwise paid four statements per asset.
 func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	// As UpsertAsset does for a stored asset (mergeInto): edges queued
+	// before are written first, so one queued again after merges its
+	// source into theirs rather than being dropped as a repeat.
+	if err := w.flushEdges(); err != nil {
+		return err
+	}
 	const chunkRows = 500
 	args := make([]any, 0, chunkRows+1)
 	byseq := make(map[int64]*assetRow, chunkRows)
@@ -924,7 +942,7 @@ func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error
 			}
 		}
 		if len(args) > 1 {
-			if _, err := w.exec("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq IN ("+bindVars(len(args)-1)+")", args...); err != nil {
+			if _, err := w.execOnce("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq IN ("+bindVars(len(args)-1)+")", args...); err != nil {
 				return fmt.Errorf("update assets: %w", err)
 			}
 		}
