@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/dataworkers/dw/internal/config"
-	"github.com/dataworkers/dw/internal/warehouse"
 	"github.com/dataworkers/dw/internal/warehouse/bigquery"
 	"github.com/dataworkers/dw/internal/warehouse/bigquery/bigquerytest"
 )
@@ -87,22 +85,5 @@ func firstBigQueryCallInProcess(b *testing.B, ctx context.Context, section *conf
 		b.Fatal(err)
 	}
 	defer w.Close()
-	refs, err := w.ListTables(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := w.Dialect()
-	parts := make([]string, len(refs))
-	for i, r := range refs {
-		parts[i] = fmt.Sprintf("SELECT %d AS i, COUNT(*) AS n FROM %s", i, d.Table(r))
-	}
-	if _, err := w.Query(ctx, warehouse.Query{SQL: strings.Join(parts, " UNION ALL "), Agent: "bench", Tool: "list_tables"}); err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range refs {
-		if _, err := w.Describe(ctx, r); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return len(refs)
+	return listTablesWork(b, ctx, w)
 }

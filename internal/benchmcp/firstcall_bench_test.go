@@ -57,6 +57,14 @@ func firstCallInProcess(b *testing.B, ctx context.Context, path string) int {
 		b.Fatal(err)
 	}
 	defer w.Close()
+	return listTablesWork(b, ctx, w)
+}
+
+// listTablesWork is list_tables' warehouse work on an open warehouse:
+// list, count every table in one statement, describe each. It returns
+// the number of tables.
+func listTablesWork(b *testing.B, ctx context.Context, w warehouse.Warehouse) int {
+	b.Helper()
 	refs, err := w.ListTables(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -66,7 +74,7 @@ func firstCallInProcess(b *testing.B, ctx context.Context, path string) int {
 	for i, r := range refs {
 		parts[i] = fmt.Sprintf("SELECT %d AS i, COUNT(*) AS n FROM %s", i, d.Table(r))
 	}
-	if _, err := w.Query(ctx, warehouse.Query{SQL: strings.Join(parts, " UNION ALL ")}); err != nil {
+	if _, err := w.Query(ctx, warehouse.Query{SQL: strings.Join(parts, " UNION ALL "), Agent: "bench", Tool: "list_tables"}); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range refs {
