@@ -31,7 +31,8 @@ import (
 // tables. One bulk import runs at a time per store (a file lock beside a
 // SQLite store, an advisory lock on PostgreSQL); a write by anyone else
 // during the staging moves the graph version, and the import is staged
-// again from the new graph.
+// again from the new graph. A bulk import into a graph that already holds
+// most of it (a re-import) is first tried in place (inplace.go).
 
 // stageMinRows is the input size (assets plus edges) from which a write is
 // staged; below it one transaction's log is small and the copy would cost
@@ -95,13 +96,22 @@ type BulkOptions struct {
 // staging rewrites.
 func (g *Graph) WriteBulk(ctx context.Context, rows int, fn func(w *Writer) error, opts BulkOptions) (ImportStats, error) {
 	if rows < stageMinRows {
-		return g.write(ctx, fn, opts.InSwap)
+		return g.write(ctx, fn, opts.InSwap, nil)
 	}
 	unlock, err := lockStage(ctx, g.db)
 	if err != nil {
 		return ImportStats{}, err
 	}
 	defer unlock()
+	if try, err := g.worthInPlace(ctx, rows); err != nil {
+		return ImportStats{}, err
+	} else if try {
+		stats, err := g.writeInPlace(ctx, fn, opts.InSwap, stageBatchRows)
+		if !errors.Is(err, errInPlaceFull) {
+			return stats, err
+		}
+		slog.Info("lineage: the import changes more than a batch of rows; staging it", "rows", rows)
+	}
 	for attempt := 1; ; attempt++ {
 		stats, err := g.writeStaged(ctx, fn, opts.InSwap)
 		if err != nil {
@@ -165,9 +175,13 @@ func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error, inSwa
 }
 
 // batched counts rows a staged import wrote and commits once a batch is
-// full, so the write-ahead log can be checkpointed; outside a staged
-// import it does nothing.
+// full, so the write-ahead log can be checkpointed; in place, it counts
+// the rows written and fails once they pass a batch (inplace.go);
+// otherwise it does nothing.
 func (w *Writer) batched(rows int) error {
+	if w.place != nil {
+		return w.place.wrote(rows)
+	}
 	if w.stage == nil {
 		return nil
 	}

@@ -159,13 +159,36 @@ func clones(ins []*AssetInput) []*AssetInput {
 // build writes the world's catalog into db one asset and one edge at a
 // time, then its re-import: batched (UpsertAssets, LinkLater) or one by
 // one (UpsertAsset, Link). It returns the re-import's stats.
-func (bw *batchWorld) build(t *testing.T, db *store.DB, batched, staged bool) (ImportStats, []string) {
+func (bw *batchWorld) build(t *testing.T, db *store.DB, batched bool, how writeMode) (ImportStats, []string) {
 	t.Helper()
 	ctx := context.Background()
-	now := lineagetest.StoryTime
-	c := clock.NewFake(now)
+	g, c := bw.catalog(t, db)
+	c.Advance(3600e9) // the re-import comes an hour later: every last-seen time moves
+	var logged []string
+	reimport := bw.reimport(batched, &logged)
+	var stats ImportStats
+	var err error
+	switch how {
+	case oneTx:
+		stats, err = g.Write(ctx, reimport)
+	case staged:
+		stats, err = g.writeStaged(ctx, reimport, nil)
+	case inPlaceMode:
+		stats, err = g.writeInPlace(ctx, reimport, nil, stageBatchRows)
+	}
+	if err != nil {
+		t.Fatalf("seed %d: re-import (batched %v): %v", bw.seed, batched, err)
+	}
+	return stats, logged
+}
+
+// catalog writes the world's catalog into db one asset and one edge at a
+// time, on a fake clock.
+func (bw *batchWorld) catalog(t *testing.T, db *store.DB) (*Graph, *clock.Fake) {
+	t.Helper()
+	c := clock.NewFake(lineagetest.StoryTime)
 	g := New(db, c)
-	_, err := g.Write(ctx, func(w *Writer) error {
+	_, err := g.Write(context.Background(), func(w *Writer) error {
 		seqs := make([]int64, len(bw.setup))
 		var err error
 		for i, in := range clones(bw.setup) {
@@ -183,9 +206,13 @@ func (bw *batchWorld) build(t *testing.T, db *store.DB, batched, staged bool) (I
 	if err != nil {
 		t.Fatalf("seed %d: setup: %v", bw.seed, err)
 	}
-	c.Advance(3600e9) // the re-import comes an hour later: every last-seen time moves
-	var logged []string
-	reimport := func(w *Writer) error {
+	return g, c
+}
+
+// reimport is the world's re-import, batched or one by one; it puts what
+// the write logged for held indexes in logged.
+func (bw *batchWorld) reimport(batched bool, logged *[]string) func(w *Writer) error {
+	return func(w *Writer) error {
 		ins := clones(bw.again)
 		seqs := make([]int64, len(ins))
 		var err error
@@ -213,20 +240,22 @@ func (bw *batchWorld) build(t *testing.T, db *store.DB, batched, staged bool) (I
 		if err := w.flushEdges(); err != nil {
 			return err
 		}
-		logged = changeLog(w)
+		*logged = changeLog(w)
 		return nil
 	}
-	var stats ImportStats
-	if staged {
-		stats, err = g.WriteBulk(ctx, stageMinRows, reimport, BulkOptions{})
-	} else {
-		stats, err = g.Write(ctx, reimport)
-	}
-	if err != nil {
-		t.Fatalf("seed %d: re-import (batched %v): %v", bw.seed, batched, err)
-	}
-	return stats, logged
 }
+
+// writeMode is how a test's bulk write is written: one transaction
+// (Write), staged (stage.go) or in place (inplace.go).
+type writeMode int
+
+const (
+	oneTx writeMode = iota
+	staged
+	inPlaceMode
+)
+
+func (m writeMode) String() string { return [...]string{"one transaction", "staged", "in place"}[m] }
 
 // changeLog is what w logged for held indexes to catch up with (nodes,
 // edges, column lineage and facts touched), by asset id: the two ways
@@ -292,19 +321,20 @@ func seenDump(t *testing.T, db *store.DB) []string {
 // every first- and last-seen time, the same counts and the same change
 // log for held indexes. Seeded worlds the batching was not written
 // against, on both engines; one large enough to cross every batch
-// boundary, and one staged (WriteBulk: the statements rewritten to the
-// staging tables, committed in batches).
+// boundary; each written in one transaction, staged (the statements
+// rewritten to the staging tables, committed in batches) or in place (the
+// restated rows' last-seen times moved after the commit).
 func TestBatchedReimportIsOneByOne(t *testing.T) {
 	type world struct {
 		seed   uint64
 		tables int
-		staged bool
+		how    writeMode
 	}
 	var worlds []world
 	for seed := range uint64(12) {
-		worlds = append(worlds, world{seed, 60, seed%4 == 3})
+		worlds = append(worlds, world{seed, 60, writeMode(seed % 3)})
 	}
-	worlds = append(worlds, world{12, 3000, false}, world{13, 3000, true})
+	worlds = append(worlds, world{12, 3000, oneTx}, world{13, 3000, staged}, world{14, 3000, inPlaceMode})
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		for _, wd := range worlds {
 			bw := newBatchWorld(wd.seed, wd.tables)
@@ -312,21 +342,21 @@ func TestBatchedReimportIsOneByOne(t *testing.T) {
 			if db.Dialect() == store.Postgres {
 				one = storetest.Postgres(t)
 			}
-			batchedStats, batchedLog := bw.build(t, db, true, wd.staged)
-			oneStats, oneLog := bw.build(t, one, false, wd.staged)
+			batchedStats, batchedLog := bw.build(t, db, true, wd.how)
+			oneStats, oneLog := bw.build(t, one, false, wd.how)
 			// db holds the earlier worlds' versions too.
 			batchedStats.GraphVersion, oneStats.GraphVersion = 0, 0
 			if !reflect.DeepEqual(batchedStats, oneStats) {
-				t.Errorf("seed %d: batched re-import counted %+v, one by one %+v", wd.seed, batchedStats, oneStats)
+				t.Errorf("seed %d (%v): batched re-import counted %+v, one by one %+v", wd.seed, wd.how, batchedStats, oneStats)
 			}
 			if got, want := lineagetest.GraphDump(t, db), lineagetest.GraphDump(t, one); !slices.Equal(got, want) {
-				t.Errorf("seed %d: the stores differ\nbatched:    %q\none by one: %q", wd.seed, got, want)
+				t.Errorf("seed %d (%v): the stores differ\nbatched:    %q\none by one: %q", wd.seed, wd.how, got, want)
 			}
 			if got, want := seenDump(t, db), seenDump(t, one); !slices.Equal(got, want) {
-				t.Errorf("seed %d: seen times differ\nbatched:    %q\none by one: %q", wd.seed, got, want)
+				t.Errorf("seed %d (%v): seen times differ\nbatched:    %q\none by one: %q", wd.seed, wd.how, got, want)
 			}
 			if !slices.Equal(batchedLog, oneLog) {
-				t.Errorf("seed %d: change logs differ\nbatched:    %q\none by one: %q", wd.seed, batchedLog, oneLog)
+				t.Errorf("seed %d (%v): change logs differ\nbatched:    %q\none by one: %q", wd.seed, wd.how, batchedLog, oneLog)
 			}
 			// The next world starts from an empty catalog.
 			for _, table := range []string{"lineage_edge_columns", "lineage_edges", "lineage_aliases", "lineage_assets"} {

@@ -213,6 +213,10 @@ type Writer struct {
 	// stage, when set, is a staged bulk import (WriteBulk): statements
 	// name the staging tables and the work commits every stageBatchRows.
 	stage *stager
+	// place, when set, is a bulk import written in place (inplace.go):
+	// last-seen times are moved after the commit, and the import gives
+	// way to staging once it has written more than a batch.
+	place *inPlace
 	// touched is what the write changed that the traversal index holds,
 	// logged at commit for every process holding one (indexlog.go); facts
 	// says it changed something else, and factSeqs the assets whose facts
@@ -284,7 +288,7 @@ func (w *Writer) flushEdges() error {
 		ins.Grow(len(edgeInsertSQL) + len(chunk)*len(", (?, ?, ?, ?, ?, ?)"))
 		ins.WriteString(edgeInsertSQL)
 		args, again = args[:0], append(again[:0], w.now)
-		n := 0
+		n, careful := 0, 0
 		for _, e := range chunk {
 			if st, ok := stored[pair{e.From, e.To}]; ok {
 				// What upsertEdge would do with an edge stored with the
@@ -299,6 +303,7 @@ func (w *Writer) flushEdges() error {
 				if err := w.upsertEdge(e); err != nil {
 					return err
 				}
+				careful++
 				continue
 			}
 			if n > 0 {
@@ -309,23 +314,29 @@ func (w *Writer) flushEdges() error {
 			w.touchEdge(e.From, e.To)
 			n++
 		}
-		if len(again) > 1 {
+		// The rows this chunk writes: in place, the restated edges'
+		// times move after the commit and are not counted.
+		wrote := len(chunk)
+		switch {
+		case w.place != nil:
+			for i := 1; i < len(again); i += 2 {
+				w.place.edges = append(w.place.edges, pair{again[i].(int64), again[i+1].(int64)})
+			}
+			wrote = n + careful
+		case len(again) == 1:
+		default:
 			if _, err := w.execOnce("UPDATE lineage_edges SET last_seen_ms = ? WHERE (from_seq, to_seq) IN (VALUES "+pairVars((len(again)-1)/2)+")", again...); err != nil {
 				return fmt.Errorf("update edges: %w", err)
 			}
 		}
-		if n == 0 {
-			if err := w.batched(len(chunk)); err != nil {
-				return err
+		if n > 0 {
+			if _, err := w.exec(ins.String(), args...); err != nil {
+				return fmt.Errorf("insert edges: %w", err)
 			}
-			continue
+			w.changed = true
+			w.stats.EdgesCreated += n
 		}
-		if _, err := w.exec(ins.String(), args...); err != nil {
-			return fmt.Errorf("insert edges: %w", err)
-		}
-		w.changed = true
-		w.stats.EdgesCreated += n
-		if err := w.batched(len(chunk)); err != nil {
+		if err := w.batched(wrote); err != nil {
 			return err
 		}
 	}
@@ -454,15 +465,20 @@ func (w *Writer) close() {
 // graph's versions and logs what changed in the traversal index, so every
 // agent's index catches up on its next call (indexlog.go).
 func (g *Graph) Write(ctx context.Context, fn func(w *Writer) error) (ImportStats, error) {
-	return g.write(ctx, fn, nil)
+	return g.write(ctx, fn, nil, nil)
 }
 
 // write is Write with inSwap (BulkOptions.InSwap) run last in the
-// transaction.
-func (g *Graph) write(ctx context.Context, fn func(w *Writer) error, inSwap func(tx *store.Tx) error) (ImportStats, error) {
+// transaction; place, when set, makes it a bulk import in place
+// (inplace.go), reset at every attempt.
+func (g *Graph) write(ctx context.Context, fn func(w *Writer) error, inSwap func(tx *store.Tx) error, place *inPlace) (ImportStats, error) {
 	var stats ImportStats
 	err := g.db.InTx(ctx, func(tx *store.Tx) error {
 		w := &Writer{ctx: ctx, tx: tx, now: store.Millis(g.clock.Now())}
+		if place != nil {
+			*place = inPlace{now: w.now, max: place.max}
+			w.place = place
+		}
 		defer w.close()
 		if err := fn(w); err != nil {
 			return err
@@ -513,6 +529,47 @@ func (w *Writer) lookupAliases(names []string) (map[string]aliasHit, error) {
 		out[a] = h
 	}
 	return out, rows.Err()
+}
+
+// scanMinKeys is how many keys a look-up needs before reading the whole
+// table may be cheaper: below it the look-ups take a few milliseconds.
+const scanMinKeys = 2_000
+
+// worthScanning reports whether looking up keys rows of table one by one
+// costs more than reading the table whole: a re-import of a project
+// looks up nearly every name the store holds, and on SQLite a look-up by
+// key costs about what four rows read in order do. (Edges were measured
+// too: their look-ups cost what reading the table does.)
+func (w *Writer) worthScanning(table string, keys int) (bool, error) {
+	if keys < scanMinKeys {
+		return false, nil
+	}
+	var n int
+	if err := w.queryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		return false, err
+	}
+	return 4*keys >= n, nil
+}
+
+// scanAliases puts in hits every stored name that uses counts, reading the
+// alias table whole (worthScanning).
+func (w *Writer) scanAliases(uses map[string]int, hits map[string]aliasHit) error {
+	rows, err := w.query("SELECT alias, asset_seq, weak FROM lineage_aliases")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var a string
+	var h aliasHit
+	for rows.Next() {
+		if err := rows.Scan(&a, &h.seq, &h.weak); err != nil {
+			return err
+		}
+		if uses[a] > 0 {
+			hits[a] = h
+		}
+	}
+	return rows.Err()
 }
 
 type aliasHit struct {
@@ -714,6 +771,16 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		}
 	}
 	hits := make(map[string]aliasHit, len(names))
+	scan, err := w.worthScanning("lineage_aliases", len(names))
+	if err != nil {
+		return nil, fmt.Errorf("look up assets: %w", err)
+	}
+	if scan {
+		if err := w.scanAliases(uses, hits); err != nil {
+			return nil, fmt.Errorf("look up assets: %w", err)
+		}
+		names = nil
+	}
 	for start := 0; start < len(names); start += 500 {
 		part, err := w.lookupAliases(names[start:min(start+500, len(names))])
 		if err != nil {
@@ -924,6 +991,7 @@ func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error
 			return fmt.Errorf("read assets: %w", err)
 		}
 		args = append(args[:0], w.now)
+		saved := 0
 		for _, i := range chunk {
 			orig, ok := byseq[seqs[i]]
 			if !ok {
@@ -937,16 +1005,27 @@ func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error
 				if err := w.saveAsset(&merged, orig); err != nil {
 					return err
 				}
+				saved++
 			case orig.LastSeen != w.now:
 				args = append(args, orig.Seq)
 			}
 		}
-		if len(args) > 1 {
+		// In place, the restated assets' times move after the commit
+		// and are not counted as written.
+		wrote := len(chunk)
+		switch {
+		case w.place != nil:
+			for _, a := range args[1:] {
+				w.place.assets = append(w.place.assets, a.(int64))
+			}
+			wrote = saved
+		case len(args) == 1:
+		default:
 			if _, err := w.execOnce("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq IN ("+bindVars(len(args)-1)+")", args...); err != nil {
 				return fmt.Errorf("update assets: %w", err)
 			}
 		}
-		if err := w.batched(len(chunk)); err != nil {
+		if err := w.batched(wrote); err != nil {
 			return err
 		}
 	}

@@ -171,8 +171,9 @@ func (p *ParsedManifest) Import(ctx context.Context, g *lineage.Graph, opts DBTO
 	if opts.InSwap != nil {
 		bulk.InSwap = func(tx *store.Tx) error { return opts.InSwap(tx, m.project) }
 	}
-	// A whole project is staged and swapped in (WriteBulk): the
-	// write-ahead log stays one batch long and readers never see half of it.
+	// A whole project is staged and swapped in, or a re-import written in
+	// place (WriteBulk): the write-ahead log stays about a batch long and
+	// readers never see half of the import's changes.
 	stats, err := g.WriteBulk(ctx, len(m.nodes)+len(m.edges), func(w *lineage.Writer) error {
 		ins := make([]*lineage.AssetInput, 0, len(m.nodes))
 		for _, n := range m.nodes {

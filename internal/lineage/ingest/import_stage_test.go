@@ -70,6 +70,22 @@ func stagingTables(t *testing.T, db *store.DB) []string {
 	return out
 }
 
+// tableIdentity is which table lineage_assets is: its root page on SQLite,
+// its object id on PostgreSQL. A staged import swaps a new table in; an
+// import in place leaves the same one.
+func tableIdentity(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	q := "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'lineage_assets'"
+	if db.Dialect() == store.Postgres {
+		q = "SELECT 'lineage_assets'::regclass::oid::bigint"
+	}
+	var id int64
+	if err := db.QueryRowContext(context.Background(), q).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // indexNames lists the lineage tables' index names.
 func indexNames(t *testing.T, db *store.DB) []string {
 	t.Helper()
@@ -127,8 +143,10 @@ func seedOldGraph(t *testing.T, db *store.DB, g *lineage.Graph) int64 {
 // carried over with its seqs, new seqs continue the counter past a
 // deleted asset, the version moves once, no staging table is left, and the
 // index names are the migrations' again (PostgreSQL) or alternate with a
-// suffix (SQLite, which cannot rename an index). A re-import is staged
-// too and changes nothing; a third import swaps cleanly after the second.
+// suffix (SQLite, which cannot rename an index). A re-import is written in
+// place (the same tables, no staging) and changes nothing; so is a grown
+// project's; a renamed project, which writes more than a batch of rows,
+// gives way to staging and swaps cleanly after them.
 func TestStagedImportSwapsWhole(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -171,9 +189,13 @@ func TestStagedImportSwapsWhole(t *testing.T) {
 			t.Errorf("indexes after the swap %v, before %v", idxAfter, idxBefore)
 		}
 
+		swapped := tableIdentity(t, db)
 		again, err := DBTManifest(ctx, g, bytes.NewReader(data), DBTOptions{})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got := tableIdentity(t, db); got != swapped {
+			t.Fatalf("the re-import swapped the tables (lineage_assets %d, was %d), want it written in place", got, swapped)
 		}
 		if !again.Unchanged || again.AssetsCreated != 0 || again.EdgesCreated != 0 || again.GraphVersion != after.Version {
 			t.Fatalf("re-import: %+v (version before %d)", again.ImportStats, after.Version)
@@ -189,8 +211,30 @@ func TestStagedImportSwapsWhole(t *testing.T) {
 		if more.AssetsCreated != 100 || more.EdgesCreated != len(grownEdges)-len(edges) || more.GraphVersion != after.Version+1 {
 			t.Fatalf("grown import: %+v", more.ImportStats)
 		}
+		if got := tableIdentity(t, db); got != swapped {
+			t.Fatalf("the grown import swapped the tables (lineage_assets %d, was %d), want it written in place", got, swapped)
+		}
+		if got := indexNames(t, db); !slices.Equal(got, idxAfter) {
+			t.Errorf("indexes after an import in place %v, want %v", got, idxAfter)
+		}
+		grownState := readState(t, db)
+		// Another project: other dbt names, models in another schema.
+		renamed := bytes.ReplaceAll(bytes.ReplaceAll(grown, []byte(".bench."), []byte(".renamed.")), []byte(`"schema": "s"`), []byte(`"schema": "s2"`))
+		moved, err := DBTManifest(ctx, g, bytes.NewReader(renamed), DBTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved.AssetsCreated != stagedModels+100 || moved.EdgesCreated != len(grownEdges) || moved.GraphVersion != after.Version+2 {
+			t.Fatalf("renamed project's import: %+v", moved.ImportStats)
+		}
+		if got := tableIdentity(t, db); got == swapped {
+			t.Fatalf("the renamed project's import kept the tables (lineage_assets %d), want it staged and swapped in", got)
+		}
+		if got := readState(t, db); got.Assets != grownState.Assets+stagedModels+100 || got.Edges != grownState.Edges+len(grownEdges) {
+			t.Fatalf("after the renamed project %+v, before %+v", got, grownState)
+		}
 		if got := indexNames(t, db); len(got) != len(idxBefore) || (db.Dialect() == store.Postgres && !slices.Equal(got, idxBefore)) {
-			t.Errorf("indexes after three imports %v, want %v", got, idxBefore)
+			t.Errorf("indexes after four imports %v, want %v", got, idxBefore)
 		}
 		if left := stagingTables(t, db); len(left) != 0 {
 			t.Fatalf("staging tables left: %v", left)
@@ -314,4 +358,62 @@ func TestStagedImportKilledKeepsGraph(t *testing.T) {
 	if left := stagingTables(t, db); len(left) != 0 {
 		t.Fatalf("staging tables left: %v", left)
 	}
+}
+
+// TestReimportInPlaceBesideAnotherWriter: while a re-import is written in
+// place, another process records lineage into the same store. Both
+// finish: the other's assets and edges are there, every model the
+// re-import restated was seen at or after its start, and the re-import
+// changed nothing of its own.
+func TestReimportInPlaceBesideAnotherWriter(t *testing.T) {
+	storetest.EachTwice(t, func(t *testing.T, a, b *store.DB) {
+		ctx := context.Background()
+		ga, gb := lineage.New(a, nil), lineage.New(b, nil)
+		data, _ := lineagetest.DBTManifest(stagedModels)
+		if _, err := DBTManifest(ctx, ga, bytes.NewReader(data), DBTOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().UnixMilli()
+		done := make(chan error, 1)
+		var again *DBTImportResult
+		go func() {
+			var err error
+			again, err = DBTManifest(ctx, ga, bytes.NewReader(data), DBTOptions{})
+			done <- err
+		}()
+		const notes = 8
+		for i := range notes {
+			_, err := gb.RecordLineage(ctx, lineage.Note{Path: []string{fmt.Sprintf("kafka://prod/other%d", i), fmt.Sprintf("duckdb://db.s.m%d", i*50)}})
+			if err != nil {
+				t.Fatalf("note %d beside the re-import: %v", i, err)
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("re-import beside another writer: %v", err)
+		}
+		if again.AssetsCreated != 0 || again.EdgesCreated != 0 || again.AssetsUpdated != 0 || again.EdgesUpdated != 0 {
+			t.Fatalf("re-import: %+v, want nothing of its own changed", again.ImportStats)
+		}
+		var others, models, stale int
+		if err := a.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets WHERE id LIKE 'kafka://prod/other%'").Scan(&others); err != nil {
+			t.Fatal(err)
+		}
+		// The notes named the models themselves: no new table.
+		if err := a.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets WHERE id LIKE 'dbt://model.bench.%'").Scan(&models); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets WHERE id LIKE 'dbt://model.bench.%' AND last_seen_ms < ?", start).Scan(&stale); err != nil {
+			t.Fatal(err)
+		}
+		var edges int
+		if err := a.QueryRowContext(ctx, `SELECT COUNT(*) FROM lineage_edges e JOIN lineage_assets f ON f.seq = e.from_seq
+			WHERE f.id LIKE 'kafka://prod/other%'`).Scan(&edges); err != nil {
+			t.Fatal(err)
+		}
+		if others != notes || edges != notes || models != stagedModels || stale != 0 {
+			t.Fatalf("after both: %d of the other's %d assets, %d of its edges, %d models (want %d), %d not seen since before the re-import",
+				others, notes, edges, models, stagedModels, stale)
+		}
+	})
 }
