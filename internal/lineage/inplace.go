@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/dataworkers/dw/internal/store"
@@ -21,9 +22,13 @@ import (
 // write-ahead log holds only those rows and holders catch up from the
 // index log; the last-seen times of what it merely restated are moved
 // after the commit, in committed batches, so the log stays a batch long.
-// An import that turns out to write more than a batch of rows (a new
-// project, a changed one) is rolled back and staged: its one transaction
-// would grow the log by all of them.
+// Every row a statement of the import writes is counted (Writer.count); an
+// import that turns out to write more than a batch of rows (a new project,
+// a changed one, many merges) is rolled back and staged: its one
+// transaction would grow the log by all of them. Readers see the import's
+// changes at its commit and the restated rows' times move batch by batch
+// after it; an import cut off in between leaves some of those times
+// earlier than the import (the next one moves them).
 
 // inPlace is a bulk import written in place: what it has written, and the
 // restated rows whose last-seen times move after the commit.
@@ -50,10 +55,12 @@ func (p *inPlace) wrote(rows int) error {
 	return nil
 }
 
-// worthInPlace reports whether a bulk input of rows assets and edges is
-// likely to restate the graph rather than add to it: the live graph holds
-// at least half as many rows. Into a smaller graph most rows are new, and
-// the attempt in place would be rolled back after a batch.
+// worthInPlace reports whether a bulk input of rows assets and edges may
+// restate the graph rather than add to it: the live graph holds at least
+// half as many rows. Into a smaller graph most rows are new, and the
+// attempt in place would be rolled back after a batch. (A new project
+// into a large catalog of others is tried in place too, and costs a
+// batch's writes, rolled back, before it is staged.)
 func (g *Graph) worthInPlace(ctx context.Context, rows int) (bool, error) {
 	var live int
 	err := g.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM lineage_assets) + (SELECT COUNT(*) FROM lineage_edges)").Scan(&live)
@@ -65,7 +72,8 @@ func (g *Graph) worthInPlace(ctx context.Context, rows int) (bool, error) {
 
 // writeInPlace writes a bulk import in one transaction on the live tables,
 // then moves the restated rows' last-seen times. It returns errInPlaceFull,
-// having changed nothing, when the import writes more than max rows.
+// having changed nothing (the transaction rolled back, whatever fn made of
+// the error), when the import writes more than max rows.
 func (g *Graph) writeInPlace(ctx context.Context, fn func(w *Writer) error, inSwap func(tx *store.Tx) error, max int) (ImportStats, error) {
 	place := inPlace{max: max}
 	stats, err := g.write(ctx, fn, inSwap, &place)
@@ -78,11 +86,46 @@ func (g *Graph) writeInPlace(ctx context.Context, fn func(w *Writer) error, inSw
 		return stats, err
 	}
 	// The import is committed: the times follow even if the caller gives
-	// up now, or its answer would say the import failed.
+	// up now, and a failure to move them is a warning, not a failed
+	// import (its changes are in).
 	if err := g.moveLastSeen(context.WithoutCancel(ctx), &place); err != nil {
-		return stats, fmt.Errorf("the import is written, but moving the last-seen times of what it restated failed: %w", err)
+		slog.Warn("lineage: moving the last-seen times of a re-import", "err", err)
+		stats.AddWarnings(fmt.Sprintf("the import is written, but the last-seen times of some of the %d assets and %d edges it restated were not moved (%v); the next import moves them",
+			len(place.assets), len(place.edges), err))
 	}
 	return stats, nil
+}
+
+// moveDeferredEdgesOf moves, inside an import in place's transaction, the
+// times it deferred of the edges of seqs, about to be merged: a merge
+// re-points edges with their stored times, so a restated edge of a
+// dropped asset would otherwise carry its old time to the kept one.
+func (w *Writer) moveDeferredEdgesOf(seqs []int64) error {
+	if w.place == nil || len(w.place.edges) == 0 {
+		return nil
+	}
+	var move []pair
+	kept := w.place.edges[:0]
+	for _, e := range w.place.edges {
+		if slices.Contains(seqs, e.from) || slices.Contains(seqs, e.to) {
+			move = append(move, e)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	w.place.edges = kept
+	for start := 0; start < len(move); start += edgeRows {
+		chunk := move[start:min(start+edgeRows, len(move))]
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, w.now, w.now)
+		for _, e := range chunk {
+			args = append(args, e.from, e.to)
+		}
+		if _, err := w.execOnce("UPDATE lineage_edges SET last_seen_ms = ? WHERE last_seen_ms < ? AND (from_seq, to_seq) IN (VALUES "+pairVars(len(chunk))+")", args...); err != nil {
+			return fmt.Errorf("update edges: %w", err)
+		}
+	}
+	return nil
 }
 
 // moveLastSeen moves the last-seen times of the assets and edges an import

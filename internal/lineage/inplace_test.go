@@ -227,3 +227,212 @@ func TestInPlaceCountsWhatItWrites(t *testing.T) {
 		}
 	})
 }
+
+// otherStore is a fresh store on db's engine.
+func otherStore(t *testing.T, db *store.DB) *store.DB {
+	t.Helper()
+	if db.Dialect() == store.Postgres {
+		return storetest.Postgres(t)
+	}
+	return storetest.SQLite(t)
+}
+
+// TestInPlaceMergeCarriesMovedEdgeTimes: an edge an import in place
+// restates (its time deferred) and then re-points by merging its asset
+// into another reaches the kept asset with the import's time, as in one
+// transaction, where the time moved before the merge copied it.
+func TestInPlaceMergeCarriesMovedEdgeTimes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ids := []string{"pg://db.s.b", "pg://db.s.a", "pg://db.s.c"}
+		run := func(db *store.DB, how writeMode) []string {
+			c := clock.NewFake(lineagetest.StoryTime)
+			g := New(db, c)
+			if _, err := g.Write(ctx, func(w *Writer) error {
+				var seqs []int64
+				for _, id := range ids { // b first: the lowest seq, the one kept
+					s, err := w.UpsertAsset(&AssetInput{ID: id})
+					if err != nil {
+						return err
+					}
+					seqs = append(seqs, s)
+				}
+				return w.Link(seqs[1], seqs[2], "", SourceDBT, nil, false)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			c.Advance(time.Hour)
+			fn := func(w *Writer) error {
+				got, err := w.UpsertAssets([]*AssetInput{{ID: ids[1]}, {ID: ids[2]}})
+				if err != nil {
+					return err
+				}
+				if err := w.LinkLater(got[0], got[1], SourceDBT); err != nil {
+					return err
+				}
+				// b is a too: a merges into b, and a -> c becomes b -> c.
+				_, err = w.UpsertAsset(&AssetInput{ID: ids[0], Names: []string{ids[1]}})
+				return err
+			}
+			var err error
+			if how == inPlaceMode {
+				_, err = g.writeInPlace(ctx, fn, nil, stageBatchRows)
+			} else {
+				_, err = g.Write(ctx, fn)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return seenDump(t, db)
+		}
+		want := run(otherStore(t, db), oneTx)
+		if got := run(db, inPlaceMode); !slices.Equal(got, want) {
+			t.Fatalf("seen times differ\nin place:        %q\none transaction: %q", got, want)
+		}
+	})
+}
+
+// TestInPlaceCountsMergesAndLinks: what a merge re-points (edges, names)
+// and what the one-by-one calls write (UpsertAsset, Link with column
+// lineage) count against an import in place's room like any other row.
+func TestInPlaceCountsMergesAndLinks(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c := clock.NewFake(lineagetest.StoryTime)
+		g := New(db, c)
+		const n, k = 10, 30
+		if _, err := g.Write(ctx, func(w *Writer) error {
+			var ins []*AssetInput
+			for i := range n {
+				ins = append(ins, &AssetInput{ID: fmt.Sprintf("pg://db.s.t%d", i)}, &AssetInput{ID: fmt.Sprintf("dbt://model.p.m%d", i), Kind: KindDBTModel})
+				for j := range k {
+					ins = append(ins, &AssetInput{ID: fmt.Sprintf("pg://db.s.x%d_%d", i, j)})
+				}
+			}
+			seqs, err := w.UpsertAssets(ins)
+			if err != nil {
+				return err
+			}
+			for i := range n {
+				for j := range k {
+					if err := w.LinkLater(seqs[i*(k+2)], seqs[i*(k+2)+2+j], SourceOpenLineage); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Hour)
+		// n merges, each re-pointing k edges: hundreds of rows.
+		merges := func(w *Writer) error {
+			var ins []*AssetInput
+			for i := range n {
+				ins = append(ins, &AssetInput{ID: fmt.Sprintf("dbt://model.p.m%d", i), Kind: KindDBTModel, Names: []string{fmt.Sprintf("pg://db.s.t%d", i)}})
+			}
+			_, err := w.UpsertAssets(ins)
+			return err
+		}
+		links := func(w *Writer) error {
+			var prev int64
+			for i := range 50 {
+				s, err := w.UpsertAsset(&AssetInput{ID: fmt.Sprintf("pg://db.s.u%d", i)})
+				if err != nil {
+					return err
+				}
+				if prev != 0 {
+					if err := w.Link(prev, s, "", SourceDBT, []ColumnMapping{{From: "a", To: "b"}}, false); err != nil {
+						return err
+					}
+				}
+				prev = s
+			}
+			return nil
+		}
+		before := lineagetest.GraphDump(t, db)
+		for name, fn := range map[string]func(w *Writer) error{"merges": merges, "links": links} {
+			if _, err := g.writeInPlace(ctx, fn, nil, 2*n); !errors.Is(err, errInPlaceFull) {
+				t.Errorf("%s with room for %d rows: %v, want errInPlaceFull", name, 2*n, err)
+			}
+			if got := lineagetest.GraphDump(t, db); !slices.Equal(got, before) {
+				t.Fatalf("%s: the rolled-back import changed the graph", name)
+			}
+		}
+	})
+}
+
+// TestInPlaceSwallowedErrorRollsBack: an import whose code drops the
+// error of passing its room still rolls back whole.
+func TestInPlaceSwallowedErrorRollsBack(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		bw := newBatchWorld(21, 200)
+		g, c := bw.catalog(t, db)
+		c.Advance(time.Hour)
+		before, seenBefore := lineagetest.GraphDump(t, db), seenDump(t, db)
+		var logged []string
+		reimport := bw.reimport(true, &logged)
+		swallow := func(w *Writer) error {
+			_ = reimport(w) // say, a caller that logs it as a warning
+			return nil
+		}
+		if _, err := g.writeInPlace(ctx, swallow, nil, 5); !errors.Is(err, errInPlaceFull) {
+			t.Fatalf("in place with room for 5 rows, error swallowed: %v, want errInPlaceFull", err)
+		}
+		if got := lineagetest.GraphDump(t, db); !slices.Equal(got, before) {
+			t.Fatalf("the import committed though it passed its room\nnow: %q\nwas: %q", got, before)
+		}
+		if got := seenDump(t, db); !slices.Equal(got, seenBefore) {
+			t.Fatalf("seen times moved though the import passed its room")
+		}
+	})
+}
+
+// TestInPlaceRetryStartsAfresh: a transaction retried (a serialization
+// failure on PostgreSQL, here made to happen at the end of the first
+// attempt) runs the import again from nothing: the first attempt's count
+// and deferred times do not carry over, so room for exactly what the
+// import writes is enough, and the times come out as in one transaction.
+func TestInPlaceRetryStartsAfresh(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		bw := newBatchWorld(21, 200)
+		g, c := bw.catalog(t, db)
+		c.Advance(time.Hour)
+		var logged []string
+		reimport := bw.reimport(true, &logged)
+		// What the re-import writes, measured and rolled back.
+		measure := &inPlace{max: 1 << 30}
+		if _, err := g.write(ctx, func(w *Writer) error {
+			if err := reimport(w); err != nil {
+				return err
+			}
+			return errors.New("measured")
+		}, nil, measure); err == nil || measure.rows == 0 {
+			t.Fatalf("measuring: %v, %d rows", err, measure.rows)
+		}
+		attempts := 0
+		flaky := func(w *Writer) error {
+			attempts++
+			if err := reimport(w); err != nil {
+				return err
+			}
+			if attempts == 1 {
+				return errors.New("ERROR: could not serialize access due to read/write dependencies among transactions (SQLSTATE 40001)")
+			}
+			return nil
+		}
+		if _, err := g.writeInPlace(ctx, flaky, nil, measure.rows); err != nil || attempts != 2 {
+			t.Fatalf("retried import with room for its %d rows: %v after %d attempts", measure.rows, err, attempts)
+		}
+		one := otherStore(t, db)
+		bw.build(t, one, false, oneTx)
+		if got, want := seenDump(t, db), seenDump(t, one); !slices.Equal(got, want) {
+			t.Fatalf("seen times after a retried import in place\ngot:  %q\nwant: %q", got, want)
+		}
+		if got, want := lineagetest.GraphDump(t, db), lineagetest.GraphDump(t, one); !slices.Equal(got, want) {
+			t.Fatalf("graph after a retried import in place\ngot:  %q\nwant: %q", got, want)
+		}
+	})
+}

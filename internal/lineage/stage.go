@@ -82,10 +82,12 @@ var errGraphMoved = errors.New("the lineage graph changed while the import was s
 type BulkOptions struct {
 	// InSwap, when set, is work that belongs with the graph write: it runs
 	// inside the transaction that makes the write visible (a small
-	// write's one transaction, or a staged import's swap), after the graph
-	// is written, so its error rolls the write back and readers see both
-	// or neither. It writes only through tx, and may run more than once
-	// (a staged import staged again after another writer moved the graph).
+	// write's one transaction, an import in place's, or a staged import's
+	// swap), after the graph is written, so its error rolls the write back
+	// and readers see both or neither. It writes only through tx, and may
+	// run more than once (a transaction retried, an import in place that
+	// gives way to staging, a staged import staged again after another
+	// writer moved the graph).
 	InSwap func(tx *store.Tx) error
 }
 
@@ -175,13 +177,10 @@ func (g *Graph) writeStaged(ctx context.Context, fn func(w *Writer) error, inSwa
 }
 
 // batched counts rows a staged import wrote and commits once a batch is
-// full, so the write-ahead log can be checkpointed; in place, it counts
-// the rows written and fails once they pass a batch (inplace.go);
-// otherwise it does nothing.
+// full, so the write-ahead log can be checkpointed; outside a staged
+// import it does nothing (an import in place counts the rows its
+// statements write: Writer.count).
 func (w *Writer) batched(rows int) error {
-	if w.place != nil {
-		return w.place.wrote(rows)
-	}
 	if w.stage == nil {
 		return nil
 	}

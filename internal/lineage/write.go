@@ -288,7 +288,7 @@ func (w *Writer) flushEdges() error {
 		ins.Grow(len(edgeInsertSQL) + len(chunk)*len(", (?, ?, ?, ?, ?, ?)"))
 		ins.WriteString(edgeInsertSQL)
 		args, again = args[:0], append(again[:0], w.now)
-		n, careful := 0, 0
+		n := 0
 		for _, e := range chunk {
 			if st, ok := stored[pair{e.From, e.To}]; ok {
 				// What upsertEdge would do with an edge stored with the
@@ -303,7 +303,6 @@ func (w *Writer) flushEdges() error {
 				if err := w.upsertEdge(e); err != nil {
 					return err
 				}
-				careful++
 				continue
 			}
 			if n > 0 {
@@ -314,15 +313,12 @@ func (w *Writer) flushEdges() error {
 			w.touchEdge(e.From, e.To)
 			n++
 		}
-		// The rows this chunk writes: in place, the restated edges'
-		// times move after the commit and are not counted.
-		wrote := len(chunk)
 		switch {
 		case w.place != nil:
+			// In place, the restated edges' times move after the commit.
 			for i := 1; i < len(again); i += 2 {
 				w.place.edges = append(w.place.edges, pair{again[i].(int64), again[i+1].(int64)})
 			}
-			wrote = n + careful
 		case len(again) == 1:
 		default:
 			if _, err := w.execOnce("UPDATE lineage_edges SET last_seen_ms = ? WHERE (from_seq, to_seq) IN (VALUES "+pairVars((len(again)-1)/2)+")", again...); err != nil {
@@ -336,7 +332,7 @@ func (w *Writer) flushEdges() error {
 			w.changed = true
 			w.stats.EdgesCreated += n
 		}
-		if err := w.batched(wrote); err != nil {
+		if err := w.batched(len(chunk)); err != nil {
 			return err
 		}
 	}
@@ -421,7 +417,7 @@ func (w *Writer) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(w.ctx, args...)
+	return w.count(st.ExecContext(w.ctx, args...))
 }
 
 // execOnce runs a statement whose text is seldom repeated (a list of as
@@ -430,7 +426,22 @@ func (w *Writer) execOnce(query string, args ...any) (sql.Result, error) {
 	if w.stage != nil {
 		query = stageTables.Replace(query)
 	}
-	return w.tx.ExecContext(w.ctx, query, args...)
+	return w.count(w.tx.ExecContext(w.ctx, query, args...))
+}
+
+// count adds the rows a statement wrote to an import in place's count
+// (inplace.go), failing once they pass its room: every write of the
+// Writer but its INSERT … RETURNING (counted where they run) goes through
+// here, a merge's re-pointed edges and names included.
+func (w *Writer) count(res sql.Result, err error) (sql.Result, error) {
+	if err != nil || w.place == nil {
+		return res, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return res, err
+	}
+	return res, w.place.wrote(int(n))
 }
 
 func (w *Writer) query(query string, args ...any) (*sql.Rows, error) {
@@ -480,10 +491,18 @@ func (g *Graph) write(ctx context.Context, fn func(w *Writer) error, inSwap func
 			w.place = place
 		}
 		defer w.close()
-		if err := fn(w); err != nil {
+		// An import in place that passed its room rolls back, even if
+		// fn made light of the error.
+		full := func(err error) error {
+			if place != nil && place.full {
+				return errInPlaceFull
+			}
 			return err
 		}
-		if err := w.flushEdges(); err != nil {
+		if err := full(fn(w)); err != nil {
+			return err
+		}
+		if err := full(w.flushEdges()); err != nil {
 			return err
 		}
 		if err := w.publish(ctx, tx); err != nil {
@@ -686,6 +705,11 @@ func (w *Writer) insertAsset(in *AssetInput) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("insert asset %s: %w", in.ID, err)
 	}
+	if w.place != nil {
+		if err := w.place.wrote(1); err != nil {
+			return 0, err
+		}
+	}
 	w.changed = true
 	w.touchNode(seq)
 	w.touchFacts(seq)
@@ -875,6 +899,11 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("insert assets: %w", err)
 		}
+		if w.place != nil {
+			if err := w.place.wrote(len(chunk)); err != nil {
+				return nil, err
+			}
+		}
 		aliases = aliases[:0]
 		for j, i := range chunk {
 			seq, ok := byID[ins[i].ID]
@@ -991,7 +1020,6 @@ func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error
 			return fmt.Errorf("read assets: %w", err)
 		}
 		args = append(args[:0], w.now)
-		saved := 0
 		for _, i := range chunk {
 			orig, ok := byseq[seqs[i]]
 			if !ok {
@@ -1005,27 +1033,23 @@ func (w *Writer) refreshStored(ins []*AssetInput, idx []int, seqs []int64) error
 				if err := w.saveAsset(&merged, orig); err != nil {
 					return err
 				}
-				saved++
 			case orig.LastSeen != w.now:
 				args = append(args, orig.Seq)
 			}
 		}
-		// In place, the restated assets' times move after the commit
-		// and are not counted as written.
-		wrote := len(chunk)
 		switch {
 		case w.place != nil:
+			// In place, the restated assets' times move after the commit.
 			for _, a := range args[1:] {
 				w.place.assets = append(w.place.assets, a.(int64))
 			}
-			wrote = saved
 		case len(args) == 1:
 		default:
 			if _, err := w.execOnce("UPDATE lineage_assets SET last_seen_ms = ? WHERE seq IN ("+bindVars(len(args)-1)+")", args...); err != nil {
 				return fmt.Errorf("update assets: %w", err)
 			}
 		}
-		if err := w.batched(wrote); err != nil {
+		if err := w.batched(len(chunk)); err != nil {
 			return err
 		}
 	}
@@ -1210,6 +1234,11 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput, hits map[string]alia
 // the survivor with the others' facts folded in, not yet saved.
 func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	if err := w.flushEdges(); err != nil {
+		return nil, nil, err
+	}
+	// The merge re-points edges with their stored times: an import in
+	// place moves the times it deferred of these assets' edges first.
+	if err := w.moveDeferredEdgesOf(seqs); err != nil {
 		return nil, nil, err
 	}
 	rows := make([]*assetRow, 0, len(seqs))

@@ -173,7 +173,8 @@ func (p *ParsedManifest) Import(ctx context.Context, g *lineage.Graph, opts DBTO
 	}
 	// A whole project is staged and swapped in, or a re-import written in
 	// place (WriteBulk): the write-ahead log stays about a batch long and
-	// readers never see half of the import's changes.
+	// readers never see half of the import's changes (in place, the
+	// restated rows' last-seen times follow the commit).
 	stats, err := g.WriteBulk(ctx, len(m.nodes)+len(m.edges), func(w *lineage.Writer) error {
 		ins := make([]*lineage.AssetInput, 0, len(m.nodes))
 		for _, n := range m.nodes {
