@@ -57,18 +57,22 @@ func TestInPlaceGivesWayWhole(t *testing.T) {
 		if _, err := g.writeStaged(ctx, reimport, nil); err != nil {
 			t.Fatal(err)
 		}
-		one := storetest.SQLite(t)
-		if db.Dialect() == store.Postgres {
-			one = storetest.Postgres(t)
-		}
+		one := otherStore(t, db)
 		bw.build(t, one, false, oneTx)
-		if got, want := lineagetest.GraphDump(t, db), lineagetest.GraphDump(t, one); !slices.Equal(got, want) {
-			t.Fatalf("staged after the attempt in place\ngot:  %q\nwant: %q", got, want)
-		}
-		if got, want := seenDump(t, db), seenDump(t, one); !slices.Equal(got, want) {
-			t.Fatalf("seen times staged after the attempt in place\ngot:  %q\nwant: %q", got, want)
-		}
+		sameStore(t, db, one, "staged after the attempt in place")
 	})
+}
+
+// sameStore fails t unless got holds what want does: every asset, name,
+// edge and column mapping, and every first- and last-seen time.
+func sameStore(t *testing.T, got, want *store.DB, what string) {
+	t.Helper()
+	if g, w := lineagetest.GraphDump(t, got), lineagetest.GraphDump(t, want); !slices.Equal(g, w) {
+		t.Fatalf("%s: the graphs differ\ngot:  %q\nwant: %q", what, g, w)
+	}
+	if g, w := seenDump(t, got), seenDump(t, want); !slices.Equal(g, w) {
+		t.Fatalf("%s: the seen times differ\ngot:  %q\nwant: %q", what, g, w)
+	}
 }
 
 // TestInPlaceKeepsLaterSeenTimes: the last-seen times of what an import in
@@ -428,11 +432,6 @@ func TestInPlaceRetryStartsAfresh(t *testing.T) {
 		}
 		one := otherStore(t, db)
 		bw.build(t, one, false, oneTx)
-		if got, want := seenDump(t, db), seenDump(t, one); !slices.Equal(got, want) {
-			t.Fatalf("seen times after a retried import in place\ngot:  %q\nwant: %q", got, want)
-		}
-		if got, want := lineagetest.GraphDump(t, db), lineagetest.GraphDump(t, one); !slices.Equal(got, want) {
-			t.Fatalf("graph after a retried import in place\ngot:  %q\nwant: %q", got, want)
-		}
+		sameStore(t, db, one, "a retried import in place")
 	})
 }

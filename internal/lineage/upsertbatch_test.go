@@ -338,10 +338,7 @@ func TestBatchedReimportIsOneByOne(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		for _, wd := range worlds {
 			bw := newBatchWorld(wd.seed, wd.tables)
-			one := storetest.SQLite(t)
-			if db.Dialect() == store.Postgres {
-				one = storetest.Postgres(t)
-			}
+			one := otherStore(t, db)
 			batchedStats, batchedLog := bw.build(t, db, true, wd.how)
 			// In place is held to one plain transaction; staged, to the
 			// one-by-one writes staged.
