@@ -179,6 +179,7 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *s
 type Tx struct {
 	tx      *sql.Tx
 	dialect Dialect
+	ctx     context.Context // the one it began with, for Commit's error
 }
 
 // ExecContext runs a statement written with `?` bind parameters.
@@ -216,11 +217,12 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
-	return &Tx{tx: stx, dialect: db.dialect}, nil
+	return &Tx{tx: stx, dialect: db.dialect, ctx: ctx}, nil
 }
 
-// Commit commits a transaction from Begin.
-func (tx *Tx) Commit() error { return tx.tx.Commit() }
+// Commit commits a transaction from Begin; when Begin's context has
+// ended, the error says so (becauseDone).
+func (tx *Tx) Commit() error { return becauseDone(tx.ctx, tx.tx.Commit()) }
 
 // Rollback rolls back a transaction from Begin; after Commit it does nothing.
 func (tx *Tx) Rollback() error { return tx.tx.Rollback() }
@@ -297,12 +299,28 @@ func (db *DB) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) er
 	}()
 	if err := fn(&Tx{tx: stx, dialect: db.dialect}); err != nil {
 		_ = stx.Rollback()
-		return err
+		return becauseDone(ctx, err)
 	}
 	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return becauseDone(ctx, fmt.Errorf("commit: %w", err))
 	}
 	return nil
+}
+
+// becauseDone makes an error that a cancelled or expired ctx caused say
+// so. database/sql rolls a transaction back on its own goroutine when the
+// context ends, so Commit (or a driver's statement) may report only
+// "transaction has already been committed or rolled back" or an
+// interruption, and a caller checking errors.Is(err, context.Canceled)
+// would not learn that it was stopped rather than failed.
+func becauseDone(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
 
 // retryable reports whether err is a transient conflict between writers.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,6 +72,58 @@ func TestTransactionRollsBack(t *testing.T) {
 		}
 		if _, _, ok, _ := store.GetSetting(ctx, db, "k"); ok {
 			t.Fatal("rolled-back write is visible")
+		}
+	})
+}
+
+// TestCancelledCommitSaysCancelled: a context cancelled while fn runs
+// rolls the transaction back on database/sql's own goroutine, so Commit
+// may find it already done. The caller still learns why, as
+// context.Canceled, and nothing fn wrote is kept.
+func TestCancelledCommitSaysCancelled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if err := store.PutSetting(ctx, tx, "cancelled", "v", time.Now()); err != nil {
+				return err
+			}
+			cancel()
+			// Give database/sql's watcher time to roll back first,
+			// the order a busy machine makes likely.
+			time.Sleep(50 * time.Millisecond)
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("commit after a cancel: %v, want context.Canceled", err)
+		}
+		if _, _, ok, _ := store.GetSetting(context.Background(), db, "cancelled"); ok {
+			t.Fatal("a cancelled transaction's write is visible")
+		}
+	})
+}
+
+// TestCancelledBatchCommitSaysCancelled: the same for a transaction from
+// Begin, committed by its caller (a staged import's batches).
+func TestCancelledBatchCommitSaysCancelled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := store.PutSetting(ctx, tx, "cancelled batch", "v", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+		if err := tx.Commit(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("commit after a cancel: %v, want context.Canceled", err)
+		}
+		if _, _, ok, _ := store.GetSetting(context.Background(), db, "cancelled batch"); ok {
+			t.Fatal("a cancelled transaction's write is visible")
 		}
 	})
 }
