@@ -246,7 +246,7 @@ func (db *DB) ReadSnapshot(ctx context.Context, fn func(tx *Tx) error) error {
 	// Read only: nothing to commit, and a refused write has ended a
 	// PostgreSQL transaction, which then could not commit.
 	defer stx.Rollback()
-	return fn(&Tx{tx: stx, dialect: db.dialect})
+	return fn(&Tx{tx: stx, dialect: db.dialect, ctx: ctx})
 }
 
 // InTx runs fn in a serializable transaction, committing when it returns
@@ -297,7 +297,7 @@ func (db *DB) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) er
 			panic(p)
 		}
 	}()
-	if err := fn(&Tx{tx: stx, dialect: db.dialect}); err != nil {
+	if err := fn(&Tx{tx: stx, dialect: db.dialect, ctx: ctx}); err != nil {
 		_ = stx.Rollback()
 		return becauseDone(ctx, err)
 	}

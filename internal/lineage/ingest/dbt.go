@@ -188,10 +188,11 @@ func (p *ParsedManifest) Import(ctx context.Context, g *lineage.Graph, opts DBTO
 		if err != nil {
 			return err
 		}
-		seqs := map[string]int64{}
+		seqs := make(map[string]int64, len(m.nodes))
 		for i, n := range m.nodes {
 			seqs[n.UniqueID] = got[i]
 		}
+		w.ExpectLinks(len(m.edges))
 		for _, e := range m.edges {
 			if err := w.LinkLater(seqs[e[0]], seqs[e[1]], lineage.SourceDBT); err != nil {
 				return fmt.Errorf("edge %s -> %s: %w", e[0], e[1], err)
@@ -514,6 +515,11 @@ func dependsOn(nodes []*dbtNode) map[string][]string {
 // a warning for each dependency on a node the import does not take.
 func (m *manifest) addEdges(byID map[string]*dbtNode, parents map[string][]string) {
 	skipped := map[string]bool{}
+	room := 0
+	for _, n := range m.nodes {
+		room += len(parents[n.UniqueID])
+	}
+	m.edges = slices.Grow(m.edges, room)
 	for _, n := range m.nodes {
 		// An edge into n comes only from n's own parent list, so a
 		// repeat is looked for there, not in a map of every edge.
