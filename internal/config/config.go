@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/user"
@@ -83,8 +84,11 @@ type Warehouse struct {
 	Location       string `yaml:"location"`
 	Dataset        string `yaml:"dataset"`
 	CredentialsEnv string `yaml:"credentials_env"`
-	// Endpoint overrides the BigQuery API address (an emulator or a test
-	// server); it turns authentication off.
+	// Endpoint overrides the warehouse's address. BigQuery: the API's
+	// (an emulator or a test server), and it turns authentication off.
+	// Snowflake: https://host[:port] in place of
+	// <account>.snowflakecomputing.com (a proxy, a private endpoint under
+	// a name of its own); see SnowflakeEndpoint.
 	Endpoint           string `yaml:"endpoint"`
 	MaxBytesPerQuery   int64  `yaml:"max_bytes_per_query"`
 	MaxBytesPerSession int64  `yaml:"max_bytes_per_session"`
@@ -98,6 +102,62 @@ type Warehouse struct {
 	Database      string `yaml:"database"`
 	Schema        string `yaml:"schema"`
 	Compute       string `yaml:"warehouse"`
+}
+
+// SnowflakeEndpoint splits a Snowflake section's endpoint into what the
+// driver takes; all empty when the section has none. The password or the
+// key-signed token is sent there, so plain http is accepted only to a
+// loopback host (a local proxy or a test server), and the URL may carry
+// nothing but a scheme, a host and a port: a path, a query or a user
+// would be dropped by the driver without a word.
+func (w Warehouse) SnowflakeEndpoint() (protocol, host string, port int, err error) {
+	if w.Endpoint == "" {
+		return "", "", 0, nil
+	}
+	const valid = "valid: https://host or https://host:port (http:// only to localhost)"
+	u, err := url.Parse(w.Endpoint)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return "", "", 0, fmt.Errorf("%q is not a URL; %s", clip(w.Endpoint), valid)
+	}
+	shown := clip(u.Redacted()) // never the password a URL may carry
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", "", 0, fmt.Errorf("%q has more than a scheme, host and port; %s", shown, valid)
+	}
+	host = u.Hostname()
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return "", "", 0, fmt.Errorf("%q: port %q is not 1-65535; %s", shown, p, valid)
+		}
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopbackHost(host) {
+			return "", "", 0, fmt.Errorf("%q: plain http would send the password or key-signed token in the clear; use https (http is accepted only to localhost)", shown)
+		}
+	default:
+		return "", "", 0, fmt.Errorf("%q: scheme %q; %s", shown, clip(u.Scheme), valid)
+	}
+	return u.Scheme, host, port, nil
+}
+
+// clip shortens a value quoted in an error to what a reader needs.
+func clip(s string) string {
+	const most = 120
+	if len(s) <= most {
+		return s
+	}
+	return s[:most] + "…"
+}
+
+// loopbackHost reports whether host names this machine: localhost or a
+// loopback address. A name is not resolved: what it resolves to can change.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Kafka is a Kafka cluster.
@@ -313,6 +373,9 @@ func (c *Config) validate() []fieldError {
 			}
 			if w.PasswordEnv == "" && w.PrivateKeyEnv == "" {
 				add(p+".password_env", "snowflake needs password_env or private_key_env")
+			}
+			if _, _, _, err := w.SnowflakeEndpoint(); err != nil {
+				add(p+".endpoint", "%v", err)
 			}
 		default:
 			add(p+".kind", "unknown kind %q; valid: duckdb, bigquery, snowflake", w.Kind)

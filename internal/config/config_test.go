@@ -118,3 +118,63 @@ func TestSecretNamesTheVariable(t *testing.T) {
 		t.Errorf("got %q %v", v, err)
 	}
 }
+
+// TestSnowflakeEndpoint: a Snowflake section's endpoint reaches the driver
+// as scheme, host and port, and anything the driver would drop or that
+// would send the credential in the clear is refused at the endpoint key,
+// with what is valid.
+func TestSnowflakeEndpoint(t *testing.T) {
+	ok := []struct {
+		endpoint, protocol, host string
+		port                     int
+	}{
+		{"", "", "", 0},
+		{"https://acme.privatelink.snowflakecomputing.com", "https", "acme.privatelink.snowflakecomputing.com", 0},
+		{"https://sf-proxy.corp.example:8443/", "https", "sf-proxy.corp.example", 8443},
+		{"http://127.0.0.1:50123", "http", "127.0.0.1", 50123},
+		{"http://localhost:8080", "http", "localhost", 8080},
+		{"http://[::1]:9000", "http", "::1", 9000},
+	}
+	for _, tc := range ok {
+		w := Warehouse{Name: "sf", Kind: "snowflake", Account: "acme", User: "u", PasswordEnv: "P", Endpoint: tc.endpoint}
+		protocol, host, port, err := w.SnowflakeEndpoint()
+		if err != nil || protocol != tc.protocol || host != tc.host || port != tc.port {
+			t.Errorf("%q: %q %q %d %v; want %q %q %d", tc.endpoint, protocol, host, port, err, tc.protocol, tc.host, tc.port)
+		}
+		c := &Config{Warehouses: []Warehouse{w}}
+		if errs := c.validate(); len(errs) != 0 {
+			t.Errorf("%q: refused: %v", tc.endpoint, errs)
+		}
+	}
+	for _, bad := range []string{
+		"http://sf-proxy.corp.example",      // the password in the clear
+		"http://10.0.0.8:8080",              // not loopback either
+		"http://localhost.evil.example",     // a name is not resolved, and this one is not localhost
+		"ftp://acme.snowflakecomputing.com", // not a scheme the driver speaks
+		"acme.snowflakecomputing.com",       // no scheme
+		"https://acme.snowflakecomputing.com/session/v1",
+		"https://acme.snowflakecomputing.com?warehouse=x",
+		"https://user:pw@acme.snowflakecomputing.com",
+		"https://acme.snowflakecomputing.com:0",
+		"https://acme.snowflakecomputing.com:70000",
+		"https://acme.snowflakecomputing.com:https",
+		"https://",
+		"https://acme\x00.snowflakecomputing.com",
+		"mailto:dw@example.com",
+		strings.Repeat("https://a", 10000),
+	} {
+		w := Warehouse{Name: "sf", Kind: "snowflake", Account: "acme", User: "u", PasswordEnv: "P", Endpoint: bad}
+		if protocol, host, port, err := w.SnowflakeEndpoint(); err == nil {
+			t.Errorf("%q accepted as %q %q %d", bad, protocol, host, port)
+			continue
+		}
+		c := &Config{Warehouses: []Warehouse{w}}
+		errs := c.validate()
+		if len(errs) != 1 || errs[0].path != "$.warehouses[0].endpoint" {
+			t.Errorf("%q: errors %v; want one at $.warehouses[0].endpoint", bad, errs)
+		}
+		if strings.Contains(bad, "pw@") && strings.Contains(errs[0].msg, "pw") {
+			t.Errorf("the error repeats the password: %q", errs[0].msg)
+		}
+	}
+}

@@ -173,6 +173,15 @@ func TestConfigRefusesBadSettings(t *testing.T) {
 		{Name: "bq", Project: "p-1"},
 		{Name: "bq", Project: "p-1", Dataset: "d", CredentialsEnv: `{"type":"service_account"}`},
 		{Name: "bq", Project: "p-1", Dataset: "d", MaxBytesPerQuery: 10, MaxBytesPerSession: 5},
+		{Name: "bq", Project: "p" + strings.Repeat("1", 128), Dataset: "d"},   // 129 characters
+		{Name: "bq", Project: "p-1", Location: "e" + strings.Repeat("u", 64)}, // 65 characters
+	}
+	// The longest project id and location are accepted.
+	for _, c := range []Config{{Name: "bq", Project: "p" + strings.Repeat("1", 127), Dataset: "d"}, {Name: "bq", Project: "p-1", Location: "e" + strings.Repeat("u", 63)}} {
+		c.SetDefaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s / %s: %v", c.Project, c.Location, err)
+		}
 	}
 	for _, c := range bad {
 		c.SetDefaults()

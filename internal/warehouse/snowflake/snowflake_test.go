@@ -166,6 +166,14 @@ func TestConfigRefusesSecretsInPlaceOfNames(t *testing.T) {
 		{Name: "sf", Account: "acme", User: "u", PasswordEnv: "P"},
 		{Name: "sf", Account: "acme", User: "u", Database: "D; DROP", PasswordEnv: "P"},
 		{Account: "acme", User: "u", Database: "D", PasswordEnv: "P"},
+		{Name: "sf", Account: "a" + strings.Repeat("b", 255), User: "u", Database: "D", PasswordEnv: "P"}, // 256 characters
+		{Name: "sf", Account: "-acme", User: "u", Database: "D", PasswordEnv: "P"},
+	}
+	// The longest account identifier is accepted.
+	longest := Config{Name: "sf", Account: "a" + strings.Repeat("b", 254), User: "u", Database: "D", PasswordEnv: "P"}
+	longest.SetDefaults()
+	if err := longest.Validate(); err != nil {
+		t.Errorf("a 255-character account: %v", err)
 	}
 	for _, c := range bad {
 		c.SetDefaults()
