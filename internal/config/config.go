@@ -117,28 +117,50 @@ func (w Warehouse) SnowflakeEndpoint() (protocol, host string, port int, err err
 	const valid = "valid: https://host or https://host:port (http:// only to localhost)"
 	u, err := url.Parse(w.Endpoint)
 	if err != nil || u.Opaque != "" || u.Host == "" {
-		return "", "", 0, fmt.Errorf("%q is not a URL; %s", clip(w.Endpoint), valid)
+		return "", "", 0, fmt.Errorf("%q is not a URL; %s", clip(withoutUser(w.Endpoint)), valid)
 	}
 	shown := clip(u.Redacted()) // never the password a URL may carry
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return "", "", 0, fmt.Errorf("%q has more than a scheme, host and port; %s", shown, valid)
 	}
 	host = u.Hostname()
+	switch u.Scheme {
+	case "https":
+		port = 443
+	case "http":
+		if !loopbackHost(host) {
+			return "", "", 0, fmt.Errorf("%q: plain http would send the password or key-signed token in the clear; use https (http is accepted only to localhost)", shown)
+		}
+		port = 80
+	default:
+		return "", "", 0, fmt.Errorf("%q: scheme %q; %s", shown, clip(u.Scheme), valid)
+	}
 	if p := u.Port(); p != "" {
 		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
 			return "", "", 0, fmt.Errorf("%q: port %q is not 1-65535; %s", shown, p, valid)
 		}
 	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !loopbackHost(host) {
-			return "", "", 0, fmt.Errorf("%q: plain http would send the password or key-signed token in the clear; use https (http is accepted only to localhost)", shown)
-		}
-	default:
-		return "", "", 0, fmt.Errorf("%q: scheme %q; %s", shown, clip(u.Scheme), valid)
+	// The driver joins host and port as host+":"+port, so an IPv6
+	// address keeps its brackets.
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
 	}
 	return u.Scheme, host, port, nil
+}
+
+// withoutUser is an endpoint that did not parse as a URL, fit to quote:
+// whatever precedes its last '@' after the scheme (a user and perhaps a
+// password) is left out.
+func withoutUser(raw string) string {
+	at := strings.LastIndexByte(raw, '@')
+	if at < 0 {
+		return raw
+	}
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return raw[:start] + "…" + raw[at:]
 }
 
 // clip shortens a value quoted in an error to what a reader needs.

@@ -129,11 +129,17 @@ func TestSnowflakeEndpoint(t *testing.T) {
 		port                     int
 	}{
 		{"", "", "", 0},
-		{"https://acme.privatelink.snowflakecomputing.com", "https", "acme.privatelink.snowflakecomputing.com", 0},
+		// The driver would take port 0 for 443 whatever the scheme, so
+		// each scheme's own port is given.
+		{"https://acme.privatelink.snowflakecomputing.com", "https", "acme.privatelink.snowflakecomputing.com", 443},
 		{"https://sf-proxy.corp.example:8443/", "https", "sf-proxy.corp.example", 8443},
 		{"http://127.0.0.1:50123", "http", "127.0.0.1", 50123},
 		{"http://localhost:8080", "http", "localhost", 8080},
-		{"http://[::1]:9000", "http", "::1", 9000},
+		{"http://localhost", "http", "localhost", 80},
+		// The driver writes host+":"+port: an IPv6 address keeps its brackets.
+		{"http://[::1]:9000", "http", "[::1]", 9000},
+		{"https://[2001:db8::7]", "https", "[2001:db8::7]", 443},
+		{"https://acme.snowflakecomputing.com:", "https", "acme.snowflakecomputing.com", 443}, // an empty port is the scheme's
 	}
 	for _, tc := range ok {
 		w := Warehouse{Name: "sf", Kind: "snowflake", Account: "acme", User: "u", PasswordEnv: "P", Endpoint: tc.endpoint}
@@ -154,7 +160,13 @@ func TestSnowflakeEndpoint(t *testing.T) {
 		"acme.snowflakecomputing.com",       // no scheme
 		"https://acme.snowflakecomputing.com/session/v1",
 		"https://acme.snowflakecomputing.com?warehouse=x",
-		"https://user:pw@acme.snowflakecomputing.com",
+		"https://user:hunter2@acme.snowflakecomputing.com",
+		"https://dw:hunter2@acme example",    // not a URL, with a password in it
+		"https://dw:hunter2%zz@acme.example", // a bad escape in the password
+		"https://dw:hunter2@[::1",            // an unclosed address
+		"dw:hunter2@acme.snowflakecomputing.com",
+		"http://[::1%25lo]:9000", // a zone: refused with the rest of http's non-loopback
+
 		"https://acme.snowflakecomputing.com:0",
 		"https://acme.snowflakecomputing.com:70000",
 		"https://acme.snowflakecomputing.com:https",
@@ -173,7 +185,7 @@ func TestSnowflakeEndpoint(t *testing.T) {
 		if len(errs) != 1 || errs[0].path != "$.warehouses[0].endpoint" {
 			t.Errorf("%q: errors %v; want one at $.warehouses[0].endpoint", bad, errs)
 		}
-		if strings.Contains(bad, "pw@") && strings.Contains(errs[0].msg, "pw") {
+		if strings.Contains(bad, "hunter2") && strings.Contains(errs[0].msg, "hunter2") {
 			t.Errorf("the error repeats the password: %q", errs[0].msg)
 		}
 	}

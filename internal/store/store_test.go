@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,6 +126,98 @@ func TestCancelledBatchCommitSaysCancelled(t *testing.T) {
 		}
 		if _, _, ok, _ := store.GetSetting(context.Background(), db, "cancelled batch"); ok {
 			t.Fatal("a cancelled transaction's write is visible")
+		}
+	})
+}
+
+// TestCancelRaceKeepsItsWord: a cancel racing a write at random moments,
+// through InTx and through Begin and Commit. Whatever the race, nil means
+// the write is kept and an error that is context.Canceled means it is
+// not: on PostgreSQL a COMMIT cut off in flight used to be applied by the
+// server while the caller was told it was cancelled.
+func TestCancelRaceKeepsItsWord(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		check := func(key string, err error) (kept bool) {
+			t.Helper()
+			_, _, visible, gerr := store.GetSetting(context.Background(), db, key)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			switch {
+			case err == nil && !visible:
+				t.Errorf("%s: nil, but the write is not there", key)
+			case err != nil && !errors.Is(err, context.Canceled):
+				t.Errorf("%s: %v, neither nil nor cancelled", key, err)
+			case err != nil && visible:
+				t.Errorf("%s: %v, but the write was kept", key, err)
+			}
+			return err == nil
+		}
+		var kept, cancelled int
+		for i := 0; i < 150; i++ {
+			key := fmt.Sprintf("race-%d", i)
+			ctx, cancel := context.WithCancel(context.Background())
+			after := time.Duration(rand.IntN(1500)) * time.Microsecond
+			go func(cancel context.CancelFunc) { time.Sleep(after); cancel() }(cancel)
+			err := db.InTx(ctx, func(tx *store.Tx) error {
+				return store.PutSetting(ctx, tx, key, "v", time.Now())
+			})
+			if check(key, err) {
+				kept++
+			} else {
+				cancelled++
+			}
+			cancel()
+
+			key = fmt.Sprintf("batch-race-%d", i)
+			ctx, cancel = context.WithCancel(context.Background())
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.PutSetting(ctx, tx, key, "v", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			after = time.Duration(rand.IntN(300)) * time.Microsecond
+			go func(cancel context.CancelFunc) { time.Sleep(after); cancel() }(cancel)
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+			err = tx.Commit()
+			if again := tx.Commit(); err == nil && (again == nil || errors.Is(again, context.Canceled)) {
+				t.Errorf("%s: a second Commit says %v, want the transaction done", key, again)
+			}
+			if check(key, err) {
+				kept++
+			} else {
+				cancelled++
+			}
+			cancel()
+		}
+		t.Logf("kept %d, cancelled %d", kept, cancelled)
+	})
+}
+
+// TestCancelKeepsTheCause: an error fn returned after its context ended
+// still matches fn's own sentinel and says it was cancelled, once, and a
+// conflict met after the cancel is not retried.
+func TestCancelKeepsTheCause(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			cancel()
+			return fmt.Errorf("lookup: %w", store.ErrNotFound)
+		})
+		if !errors.Is(err, store.ErrNotFound) || !errors.Is(err, context.Canceled) || strings.Count(err.Error(), "context canceled") != 1 {
+			t.Errorf("sentinel after a cancel: %v", err)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		runs := 0
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			runs++
+			cancel()
+			return errors.New("ERROR: could not serialize access (SQLSTATE 40001)")
+		})
+		if !errors.Is(err, context.Canceled) || runs != 1 {
+			t.Errorf("a conflict after a cancel: %v after %d runs, want cancelled after one", err, runs)
 		}
 	})
 }

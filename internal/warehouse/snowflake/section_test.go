@@ -3,6 +3,8 @@ package snowflake
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -65,6 +67,25 @@ func TestOpenSectionEndpoint(t *testing.T) {
 	data, _ := f.Login()["data"].(map[string]any)
 	if data["LOGIN_NAME"] != "dw_reader" {
 		t.Errorf("the endpoint saw login %v; want dw_reader", data["LOGIN_NAME"])
+	}
+	// An IPv6 endpoint, where the machine has IPv6 loopback: the driver
+	// writes host+":"+port, so the brackets must reach it.
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		srv := httptest.NewUnstartedServer(f)
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		defer srv.Close()
+		v6 := *wc
+		v6.Endpoint = fmt.Sprintf("http://[::1]:%d", ln.Addr().(*net.TCPAddr).Port)
+		w, err := OpenSection(context.Background(), &v6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.Query(context.Background(), warehouse.Query{SQL: "SELECT 42 AS n", Agent: "dw-quality", Tool: "list_tables"}); err != nil {
+			t.Fatalf("through %s: %v", v6.Endpoint, err)
+		}
 	}
 	for _, bad := range []string{"http://sf-proxy.corp.example", "https://acme.snowflakecomputing.com/x", "sf-proxy:443"} {
 		wc := *wc
