@@ -182,9 +182,9 @@ type Tx struct {
 	// ctx is the context the caller began it with; commit reports
 	// whether that context may no longer end it (txContext), and end
 	// releases it once the transaction is over. Set by Begin.
-	ctx    context.Context
-	commit func() bool
-	end    context.CancelFunc
+	ctx, tctx context.Context
+	commit    func() bool
+	end       func()
 }
 
 // ExecContext runs a statement written with `?` bind parameters.
@@ -218,13 +218,16 @@ func (tx *Tx) Dialect() Dialect { return tx.dialect }
 // not retried and runs at the engine's default isolation: use it only for
 // rows no other writer touches.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
 	tctx, commit, end := txContext(ctx)
 	stx, err := db.db.BeginTx(tctx, nil)
 	if err != nil {
 		end()
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, beginFailed(ctx, err)
 	}
-	return &Tx{tx: stx, dialect: db.dialect, ctx: ctx, commit: commit, end: end}, nil
+	return &Tx{tx: stx, dialect: db.dialect, ctx: ctx, tctx: tctx, commit: commit, end: end}, nil
 }
 
 // Commit commits a transaction from Begin. Once Begin's context has ended
@@ -239,6 +242,7 @@ func (tx *Tx) Commit() error {
 			_ = tx.tx.Rollback()
 			return notCommitted(tx.ctx)
 		}
+		return commitWithin(tx.ctx, tx.tctx, tx.tx.Commit, tx.end)
 	}
 	return tx.tx.Commit()
 }
@@ -259,16 +263,59 @@ func (tx *Tx) release() {
 // txContext is the context a writing transaction begins with. Until
 // commit is called, it ends when ctx does (database/sql then rolls the
 // transaction back, and a statement waiting on a lock gives up). commit
-// then reports whether ctx has ended; if it has not, nothing ends the
-// returned context any more, so the COMMIT is never cut off in flight: a
-// COMMIT that PostgreSQL received and applied but whose answer was
-// abandoned would leave the caller told "cancelled" about a write that
-// was kept (a review found 28 of 150 such races on PostgreSQL). end
-// releases the context once the transaction is over.
-func txContext(ctx context.Context) (tctx context.Context, commit func() bool, end context.CancelFunc) {
-	tctx, end = context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, end)
-	return tctx, stop, end
+// then reports whether ctx has ended; if it has not, ctx no longer ends
+// the returned context, so the COMMIT is not cut off the moment the
+// caller gives up: a COMMIT that PostgreSQL received and applied but
+// whose answer was abandoned would leave the caller told "cancelled"
+// about a write that was kept (a review found 28 of 150 such races on
+// PostgreSQL). commitWithin bounds that COMMIT instead. end releases
+// both contexts on every path; every transaction calls it once over.
+func txContext(ctx context.Context) (tctx context.Context, commit func() bool, end func()) {
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return tctx, stop, func() { stop(); cancel() }
+}
+
+// commitGrace is how long a COMMIT already sent may still take once the
+// caller's context has ended: a healthy store answers in milliseconds,
+// and a COMMIT waiting on a stalled network, a lock or a synchronous
+// standby that is down would otherwise hold the caller past its deadline
+// for as long as the server or TCP takes to give up.
+var commitGrace = 5 * time.Second
+
+// ErrCommitUnknown is a COMMIT that was sent and not answered within
+// commitGrace after the caller's context ended: the store may or may not
+// have kept the transaction. It is not context.Canceled, which always
+// means nothing was kept.
+var ErrCommitUnknown = errors.New("commit outcome unknown")
+
+// commitWithin runs commit, a COMMIT decided on (ctx had not ended), cut
+// off by end only when ctx ends and commitGrace passes with no answer.
+func commitWithin(ctx, tctx context.Context, commit func() error, end func()) error {
+	late := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(commitGrace, end)
+		<-tctx.Done() // ended by the timer, or by end after the COMMIT
+		t.Stop()
+	})
+	err := commit()
+	late()
+	switch {
+	case err == nil:
+		return nil
+	case tctx.Err() != nil:
+		return fmt.Errorf("commit: %w: no answer within %s of the caller giving up (%v)", ErrCommitUnknown, commitGrace, err)
+	}
+	return fmt.Errorf("commit: %w", err)
+}
+
+// beginFailed is the error of a BEGIN that failed: ctx's own error when
+// ctx ended meanwhile (the begin ran on txContext's context, whose end
+// says only "canceled", while a caller may be told of its deadline).
+func beginFailed(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("begin transaction: %w", cerr)
+	}
+	return fmt.Errorf("begin transaction: %w", err)
 }
 
 // notCommitted is the error of a transaction rolled back because ctx
@@ -337,11 +384,14 @@ func (db *DB) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) err
 }
 
 func (db *DB) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
 	tctx, commit, end := txContext(ctx)
 	defer end()
 	stx, err := db.db.BeginTx(tctx, opts)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return beginFailed(ctx, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -357,10 +407,7 @@ func (db *DB) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) er
 		_ = stx.Rollback()
 		return notCommitted(ctx)
 	}
-	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return commitWithin(ctx, tctx, stx.Commit, end)
 }
 
 // becauseDone makes an error that a cancelled or expired ctx caused say

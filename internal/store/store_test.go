@@ -158,7 +158,7 @@ func TestCancelRaceKeepsItsWord(t *testing.T) {
 			key := fmt.Sprintf("race-%d", i)
 			ctx, cancel := context.WithCancel(context.Background())
 			after := time.Duration(rand.IntN(1500)) * time.Microsecond
-			go func(cancel context.CancelFunc) { time.Sleep(after); cancel() }(cancel)
+			go func(cancel context.CancelFunc, after time.Duration) { time.Sleep(after); cancel() }(cancel, after)
 			err := db.InTx(ctx, func(tx *store.Tx) error {
 				return store.PutSetting(ctx, tx, key, "v", time.Now())
 			})
@@ -179,7 +179,7 @@ func TestCancelRaceKeepsItsWord(t *testing.T) {
 				t.Fatal(err)
 			}
 			after = time.Duration(rand.IntN(300)) * time.Microsecond
-			go func(cancel context.CancelFunc) { time.Sleep(after); cancel() }(cancel)
+			go func(cancel context.CancelFunc, after time.Duration) { time.Sleep(after); cancel() }(cancel, after)
 			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
 			err = tx.Commit()
 			if again := tx.Commit(); err == nil && (again == nil || errors.Is(again, context.Canceled)) {
