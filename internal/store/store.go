@@ -179,9 +179,9 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *s
 type Tx struct {
 	tx      *sql.Tx
 	dialect Dialect
-	// ctx is the context the caller began it with; commit reports
-	// whether that context may no longer end it (txContext), and end
-	// releases it once the transaction is over. Set by Begin.
+	// Set by Begin: ctx is the caller's context and tctx the one the
+	// transaction began on; commit decides that ctx may no longer end
+	// it, and end releases both (txContext).
 	ctx, tctx context.Context
 	commit    func() bool
 	end       func()
