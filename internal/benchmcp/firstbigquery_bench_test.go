@@ -55,15 +55,24 @@ func BenchmarkE2EFirstBigQueryCall(b *testing.B) {
 	}
 	env := []string{"DW_HOME=" + home, "DW_CONFIG=" + conf}
 	row := Row{Key: "warehouse-first", What: fmt.Sprintf("first BigQuery call after start (list_tables: list, count and describe %d tables, REST API on loopback)", len(tables))}
-	agentMem, childMem, rest := firstCalls(b, &row, env, func() int {
-		if n := firstBigQueryCallInProcess(b, ctx, &section); n != len(tables) {
-			b.Fatalf("in process: %d tables; the API lists %d", n, len(tables))
+	remoteFirstCalls(b, &row, env, len(tables), func() int { return firstBigQueryCallInProcess(b, ctx, &section) })
+}
+
+// remoteFirstCalls is the first-call loop of a remote warehouse row whose
+// fake answers len(tables) tables, table i holding 1000*(i+1) rows, with
+// floor doing the same work in this process; it reports the row with the
+// agent's and its child's memory after the last first call.
+func remoteFirstCalls(b *testing.B, row *Row, env []string, tables int, floor func() int) {
+	b.Helper()
+	agentMem, childMem, rest := firstCalls(b, row, env, func() int {
+		if n := floor(); n != tables {
+			b.Fatalf("in process: %d tables; the service lists %d", n, tables)
 		}
-		return len(tables)
+		return tables
 	}, func(counts []int64) error {
 		for i, n := range counts {
 			if n != int64(1000*(i+1)) {
-				return fmt.Errorf("table %d has %d rows; the API answered %d", i, n, 1000*(i+1))
+				return fmt.Errorf("table %d has %d rows; the service answered %d", i, n, 1000*(i+1))
 			}
 		}
 		return nil

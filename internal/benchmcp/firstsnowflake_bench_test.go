@@ -53,27 +53,12 @@ func BenchmarkE2EFirstSnowflakeCall(b *testing.B) {
 	}
 	env := []string{"DW_HOME=" + home, "DW_CONFIG=" + conf}
 	row := Row{Key: "warehouse-first", What: fmt.Sprintf("first Snowflake call after start (list_tables: log in, list, count and describe %d tables, REST protocol on loopback)", len(tables))}
-	agentMem, childMem, rest := firstCalls(b, &row, env, func() int {
+	remoteFirstCalls(b, &row, env, len(tables), func() int {
 		w, err := snowflake.OpenSection(ctx, &section)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer w.Close()
-		if n := listTablesWork(b, ctx, w); n != len(tables) {
-			b.Fatalf("in process: %d tables; the service lists %d", n, len(tables))
-		}
-		return len(tables)
-	}, func(rowCounts []int64) error {
-		for i, n := range rowCounts {
-			if n != int64(1000*(i+1)) {
-				return fmt.Errorf("table %d has %d rows; the service answered %d", i, n, 1000*(i+1))
-			}
-		}
-		return nil
+		return listTablesWork(b, ctx, w)
 	})
-	b.ReportMetric(childMem.PSSMiB, "MiB-pss-child")
-	row.RSSMiB = agentMem.RSSMiB + childMem.RSSMiB
-	row.Note = fmt.Sprintf("after the first call: agent %s, warehouse child %s; the second call (child up): %.1f ms median",
-		agentMem, childMem, float64(med(rest).Microseconds())/1000)
-	row.Report(b)
 }
