@@ -117,7 +117,14 @@ type Agent struct {
 // stderr (its logs) is discarded unless DW_BENCH_STDERR is set.
 func Start(tb testing.TB, name string, env ...string) *Agent {
 	tb.Helper()
-	cmd := exec.Command(filepath.Join(BinDir(tb), name))
+	return StartBin(tb, filepath.Join(BinDir(tb), name), env...)
+}
+
+// StartBin is Start for a binary given by its path.
+func StartBin(tb testing.TB, bin string, env ...string) *Agent {
+	tb.Helper()
+	name := filepath.Base(bin)
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = io.Discard
 	if os.Getenv("DW_BENCH_STDERR") != "" {
@@ -140,6 +147,22 @@ func Start(tb testing.TB, name string, env ...string) *Agent {
 // tool error fails the benchmark: a fast wrong answer measures nothing.
 func (a *Agent) Call(tb testing.TB, tool string, args map[string]any, out any) time.Duration {
 	tb.Helper()
+	res, d := a.CallResult(tb, tool, args)
+	if out != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			tb.Fatalf("%s %s: structured answer: %v", a.Name, tool, err)
+		}
+	}
+	return d
+}
+
+// CallResult is Call returning the whole result as the client decoded it.
+func (a *Agent) CallResult(tb testing.TB, tool string, args map[string]any) (*mcp.CallToolResult, time.Duration) {
+	tb.Helper()
 	t0 := time.Now()
 	res, err := a.session.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	d := time.Since(t0)
@@ -155,16 +178,7 @@ func (a *Agent) Call(tb testing.TB, tool string, args map[string]any, out any) t
 		}
 		tb.Fatalf("%s %s answered an error: %s", a.Name, tool, msg.String())
 	}
-	if out != nil {
-		raw, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			tb.Fatalf("%s %s: structured answer: %v", a.Name, tool, err)
-		}
-	}
-	return d
+	return res, d
 }
 
 // RSSMiB is the agent process's resident memory now, from /proc (0 where
