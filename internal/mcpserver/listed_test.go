@@ -163,3 +163,51 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// TestInputSchemasCloseEveryObject: in every tool's input schema, each
+// object with properties (a Go struct) refuses any other name. Arguments
+// are decoded into their Go types with encoding/json, which would match a
+// name to a field case-insensitively where the SDK's decoder matches it
+// exactly; the schema refusing every name that is not exactly a property
+// is what makes the two the same (call.go, sdkUnmarshal). Free-form
+// objects (maps) have no properties and are not held to it.
+func TestInputSchemasCloseEveryObject(t *testing.T) {
+	var open func(path string, v any) []string
+	open = func(path string, v any) []string {
+		var out []string
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["properties"]; ok && v["additionalProperties"] != false {
+				out = append(out, path)
+			}
+			for k, sub := range v {
+				out = append(out, open(path+"/"+k, sub)...)
+			}
+		case []any:
+			for i, sub := range v {
+				out = append(out, open(path+"/"+strconv.Itoa(i), sub)...)
+			}
+		}
+		return out
+	}
+	checked := 0
+	for _, s := range registerAll(t, true) {
+		tools, err := mcpserver.LiveTools(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools {
+			var schema any
+			if err := json.Unmarshal([]byte(tool.In), &schema); err != nil {
+				t.Fatalf("%s: %v", tool.Name, err)
+			}
+			if paths := open("", schema); len(paths) > 0 {
+				t.Errorf("%s: objects with properties that take other names too: %v", tool.Name, paths)
+			}
+			checked++
+		}
+	}
+	if checked < 40 {
+		t.Errorf("checked %d tools' schemas, want every agent's (45)", checked)
+	}
+}

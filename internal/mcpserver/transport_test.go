@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dataworkers/dw/internal/mcpserver/wire"
 )
 
 type slowIn struct {
@@ -214,6 +216,10 @@ func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 		{"empty batch", `[]`, -32600, "null"},
 		{"nesting deeper than 1000", `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":` + deep + `}}`, -32700, "8"},
 		{"nesting far deeper", strings.Repeat("[", 200000), -32700, "null"},
+		// Outside a tool call's arguments, at most wire.MaxOuterNesting.
+		{"_meta nested 33 deep", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"word":"w"},"_meta":{"x":` + nest(30) + `}}}`, -32600, "11"},
+		{"params nested 33 deep", `{"jsonrpc":"2.0","id":12,"method":"ping","params":{"x":` + nest(31) + `}}`, -32600, "12"},
+		{"an unknown member nested 33 deep", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"word":"w"}},"extra":` + nest(32) + `}`, -32600, "13"},
 		{"bare number", `42`, -32600, "null"},
 		{"no jsonrpc version", `{"id":9,"method":"ping"}`, -32600, "9"},
 		{"string id kept", `{"jsonrpc":"1.0","id":"abc","method":"ping"}`, -32600, `"abc"`},
@@ -243,6 +249,53 @@ func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 	if code := <-h.exit; code != 0 {
 		t.Errorf("exit code %d", code)
 	}
+}
+
+// nest is n arrays, one inside the other.
+func nest(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// TestOuterNestingBoundary: outside a tool call's arguments a message
+// may nest wire.MaxOuterNesting levels and not one more; the arguments
+// themselves up to wire.MaxNesting, and a deep call still reaches its tool.
+func TestOuterNestingBoundary(t *testing.T) {
+	call := func(args, meta string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + args + `,"_meta":` + meta + `}}`
+	}
+	ping := func(n int) string { return `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + nest(n) + `}}` }
+	for _, c := range []struct {
+		name, line string
+		ok         bool
+	}{
+		{"ping params at the bound", ping(wire.MaxOuterNesting - 2), true},
+		{"ping params one past it", ping(wire.MaxOuterNesting - 1), false},
+		{"_meta at the bound", call(`{}`, `{"x":`+nest(wire.MaxOuterNesting-3)+`}`), true},
+		{"_meta one past it", call(`{}`, `{"x":`+nest(wire.MaxOuterNesting-2)+`}`), false},
+		{"arguments far deeper", call(`{"x":`+nest(wire.MaxNesting-4)+`}`, `{}`), true},
+		{"arguments named in another case are not arguments", strings.Replace(call(`{}`, `{}`), `"arguments":{}`, `"Arguments":`+nest(wire.MaxOuterNesting), 1), false},
+		{"a response's result", `{"jsonrpc":"2.0","id":1,"result":{"content":` + nest(wire.MaxOuterNesting) + `}}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			line := []byte(c.line)
+			if p := wire.CheckLine(line); p != nil {
+				t.Fatalf("CheckLine: %+v", p)
+			}
+			_, p := wire.CheckObject(line)
+			if (p == nil) != c.ok {
+				t.Fatalf("accepted %v (%+v), want %v", p == nil, p, c.ok)
+			}
+			if p != nil && (p.Code != wire.CodeInvalidRequest || !strings.Contains(p.Message, "at most 32")) {
+				t.Errorf("problem %+v", p)
+			}
+		})
+	}
+	// Through the transport, a call whose arguments nest 900 deep reaches
+	// the tool, which answers for itself, and the server keeps serving.
+	h := newHarness(t, &StdioTransport{MaxMessageBytes: 1 << 20})
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"word":` + nest(900) + `}}}`)
+	if r := h.next(); r.Error != nil || string(r.ID) != "2" || r.Result == nil {
+		t.Fatalf("got %s %+v %+v, want the tool's own answer", r.ID, r.Error, r.Result)
+	}
+	h.echo(3, "still here")
 }
 
 func echoCall(id int, word string) string {

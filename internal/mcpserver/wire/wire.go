@@ -39,6 +39,16 @@ const DefaultMaxMessageBytes = 32 << 20
 // let through never fails to decode further in.
 const MaxNesting = 1000
 
+// MaxOuterNesting bounds how deep a message nests outside a tool call's
+// arguments. The SDK decodes the rest of a message (params, results)
+// itself, and its decoder's time for a value of interface type (_meta, a
+// client's capabilities, the answers to a form) grows with the value's
+// size times its depth: 1 MB of _meta nested 990 deep kept an agent
+// busy for 17 s. Nothing MCP sends there nests more than a few levels. A
+// tool call's arguments, which the SDK hands on undecoded and the server
+// decodes in time linear in their size, may nest up to MaxNesting.
+const MaxOuterNesting = 32
+
 // idPrefixBytes is how much of an over-size line is kept to find its id in,
 // so the error can be addressed to the request that was too big.
 const idPrefixBytes = 64 << 10
@@ -240,7 +250,45 @@ func CheckObject(line []byte) (Message, *Problem) {
 	} else if len(env.ID) == 0 || string(env.ID) == "null" {
 		return bad(nil, CodeInvalidRequest, "not a JSON-RPC 2.0 message: a request needs a method; a response needs the id of a request this server sent")
 	}
+	if d := outerNesting(line, method); d > MaxOuterNesting {
+		where := "a message"
+		if method == "tools/call" {
+			where = "a tool call outside its arguments"
+		}
+		return bad(id, CodeInvalidRequest, fmt.Sprintf("%s nests %d levels deep; at most %d are read there (a tool call's arguments may nest up to %d)", where, d, MaxOuterNesting, MaxNesting))
+	}
 	return Message{Line: line, ID: id, Method: method}, nil
+}
+
+// outerNesting is how deep line (one JSON-RPC object) nests, leaving out
+// a tool call's arguments. Only a message nesting deeper than
+// MaxOuterNesting at all is taken apart, so a common one costs one scan.
+func outerNesting(line []byte, method string) int {
+	d := Nesting(line)
+	if d <= MaxOuterNesting || method != "tools/call" {
+		return d
+	}
+	// Members are told apart by their exact names, as the SDK's decoder
+	// does (encoding/json would match "Params" to a params field).
+	var env map[string]json.RawMessage
+	if json.Unmarshal(line, &env) != nil {
+		return d
+	}
+	deepest := 1
+	for k, v := range env {
+		var params map[string]json.RawMessage
+		if k != "params" || json.Unmarshal(v, &params) != nil {
+			deepest = max(deepest, 1+Nesting(v))
+			continue
+		}
+		deepest = max(deepest, 2)
+		for pk, pv := range params {
+			if pk != "arguments" {
+				deepest = max(deepest, 2+Nesting(pv))
+			}
+		}
+	}
+	return deepest
 }
 
 // maxExactID is the largest integer a JSON number id keeps exactly through
