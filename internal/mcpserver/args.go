@@ -127,7 +127,7 @@ func nulArgument(tool string, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil // not JSON: the checker words that
 	}
-	where, pos := findNUL("", v)
+	where, pos := findNUL(v)
 	if where == "" {
 		return nil // an escaped backslash before "u0000": no NUL
 	}
@@ -137,34 +137,73 @@ func nulArgument(tool string, raw json.RawMessage) error {
 // findNUL returns where the first NUL in v is (the argument's path, or
 // "a key of <path>") and its position, in characters from 1; "" when none.
 // Keys are visited in order so the answer does not vary between calls.
-func findNUL(path string, v any) (string, int) {
-	switch v := v.(type) {
-	case string:
-		if i := strings.IndexByte(v, 0); i >= 0 {
-			return orArguments(path), utf8.RuneCountInString(v[:i]) + 1
-		}
-	case []any:
-		for i, item := range v {
-			if w, pos := findNUL(fmt.Sprintf("%s[%d]", path, i), item); w != "" {
-				return w, pos
+// The path is kept as steps and written out only for the NUL found:
+// written out for every value on the way, as it once was, it cost the
+// path's length for each of them, and a client choosing long keys and
+// many values made one call of a few hundred KB cost minutes of CPU.
+func findNUL(v any) (string, int) {
+	var path []pathStep
+	var walk func(v any) (string, int)
+	walk = func(v any) (string, int) {
+		switch v := v.(type) {
+		case string:
+			if i := strings.IndexByte(v, 0); i >= 0 {
+				return orArguments(writePath(path)), utf8.RuneCountInString(v[:i]) + 1
+			}
+		case []any:
+			for i, item := range v {
+				path = append(path, pathStep{index: i, isIndex: true})
+				w, pos := walk(item)
+				path = path[:len(path)-1]
+				if w != "" {
+					return w, pos
+				}
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if i := strings.IndexByte(k, 0); i >= 0 {
+					return "a key of " + orArguments(writePath(path)), utf8.RuneCountInString(k[:i]) + 1
+				}
+				path = append(path, pathStep{key: k})
+				w, pos := walk(v[k])
+				path = path[:len(path)-1]
+				if w != "" {
+					return w, pos
+				}
 			}
 		}
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if i := strings.IndexByte(k, 0); i >= 0 {
-				return "a key of " + orArguments(path), utf8.RuneCountInString(k[:i]) + 1
-			}
-			if w, pos := findNUL(join(path, k), v[k]); w != "" {
-				return w, pos
-			}
-		}
+		return "", 0
 	}
-	return "", 0
+	return walk(v)
+}
+
+// pathStep is one step into an argument: a member's key, or an index.
+type pathStep struct {
+	key     string
+	index   int
+	isIndex bool
+}
+
+// writePath writes a path as the other argument errors do
+// (proposals[0].details.x), each key and the whole cut short.
+func writePath(path []pathStep) string {
+	var b strings.Builder
+	for _, s := range path {
+		if s.isIndex {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(clip(s.key, 80))
+	}
+	return clip(b.String(), 400)
 }
 
 func orArguments(path string) string {

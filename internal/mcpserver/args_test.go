@@ -159,6 +159,8 @@ func TestNULInAnyArgumentIsRefused(t *testing.T) {
 		{map[string]any{"details": map[string]any{"a": []any{map[string]any{"b": "xy\x00"}}}}, "note: details.a[0].b holds a NUL character (U+0000) at character 3; " + rule},
 		{map[string]any{"details": map[string]any{"k\x00": 1}}, "note: a key of details holds a NUL character (U+0000) at character 2; " + rule},
 		{map[string]any{"x\x00": 1}, "note: a key of the arguments holds a NUL character (U+0000) at character 2; " + rule},
+		// A long key is cut short in the path.
+		{map[string]any{"details": map[string]any{strings.Repeat("k", 300): []any{0, "\x00"}}}, "note: details." + strings.Repeat("k", 80) + "…[1] holds a NUL character (U+0000) at character 1; " + rule},
 	} {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "note", Arguments: c.args})
 		if err != nil {

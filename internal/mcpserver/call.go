@@ -213,12 +213,14 @@ var errMaxDepthExceeded = fmt.Errorf("json: exceeded maximum nesting depth of %d
 // proposal's details, or a whole answer) again for every level above
 // it, so its time grows with size times depth: 4 MB of arguments nested
 // 990 deep took an agent 47 s of CPU, and even shallow ones took 3-8
-// times encoding/json's. The one thing the SDK's decoder does otherwise
-// is match struct field names exactly, never case-insensitively; arguments
-// reach a struct only after their schema has refused every name that is
-// not exactly a property (every struct's schema closes its properties:
-// TestInputSchemasCloseEveryObject), so no name is left for encoding/json
-// to match loosely.
+// times encoding/json's. Where the two decoders differ (struct field
+// names matched exactly or case-insensitively, a field given twice, keys
+// that fold differently), nothing reaches them here: arguments reach a
+// struct only as encoding/json's own marshalling of a map the schema has
+// checked (applySchema), with no name repeated and none that is not
+// exactly a property (every struct's schema closes its properties:
+// TestInputSchemasCloseEveryObject). Do not hand it a client's raw bytes
+// for a struct.
 func sdkUnmarshal(data []byte, v any) error {
 	if wire.Nesting(data) > wire.MaxNesting {
 		return errMaxDepthExceeded

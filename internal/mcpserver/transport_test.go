@@ -255,8 +255,9 @@ func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 func nest(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 // TestOuterNestingBoundary: outside a tool call's arguments a message
-// may nest wire.MaxOuterNesting levels and not one more; the arguments
-// themselves up to wire.MaxNesting, and a deep call still reaches its tool.
+// may nest wire.MaxOuterNesting levels and not one more, and hold at most
+// wire.MaxOuterBytes; the arguments themselves may nest up to
+// wire.MaxNesting and be larger, and a deep call still reaches its tool.
 func TestOuterNestingBoundary(t *testing.T) {
 	call := func(args, meta string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + args + `,"_meta":` + meta + `}}`
@@ -273,6 +274,13 @@ func TestOuterNestingBoundary(t *testing.T) {
 		{"arguments far deeper", call(`{"x":`+nest(wire.MaxNesting-4)+`}`, `{}`), true},
 		{"arguments named in another case are not arguments", strings.Replace(call(`{}`, `{}`), `"arguments":{}`, `"Arguments":`+nest(wire.MaxOuterNesting), 1), false},
 		{"a response's result", `{"jsonrpc":"2.0","id":1,"result":{"content":` + nest(wire.MaxOuterNesting) + `}}`, false},
+		// The method is read by its exact name, as the SDK reads it.
+		{"a method named twice, the exact one a tool call", strings.Replace(call(`{"x":`+nest(40)+`}`, `{}`), `"method"`, `"Method":"ping","method"`, 1), true},
+		{"a method named twice, the exact one a ping", strings.Replace(call(`{"x":`+nest(40)+`}`, `{}`), `"method":"tools/call"`, `"method":"ping","Method":"tools/call"`, 1), false},
+		// And at most wire.MaxOuterBytes outside the arguments.
+		{"arguments of 2 MiB", call(`{"x":"`+strings.Repeat("a", 2<<20)+`"}`, `{}`), true},
+		{"_meta past the bytes bound", call(`{}`, `{"x":"`+strings.Repeat("a", wire.MaxOuterBytes)+`"}`), false},
+		{"params of a ping past it", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", wire.MaxOuterBytes) + `"}}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			line := []byte(c.line)
@@ -283,7 +291,7 @@ func TestOuterNestingBoundary(t *testing.T) {
 			if (p == nil) != c.ok {
 				t.Fatalf("accepted %v (%+v), want %v", p == nil, p, c.ok)
 			}
-			if p != nil && (p.Code != wire.CodeInvalidRequest || !strings.Contains(p.Message, "at most 32")) {
+			if p != nil && (p.Code != wire.CodeInvalidRequest || !strings.Contains(p.Message, "at most 32 ") && !strings.Contains(p.Message, "at most 1048576 ")) {
 				t.Errorf("problem %+v", p)
 			}
 		})
@@ -523,15 +531,16 @@ func TestBatchBeforeInitializeIsRefused(t *testing.T) {
 }
 
 // A message over the SDK's 16 MiB frame limit but under ours (a dbt
-// manifest passed inline) is served.
+// manifest passed inline) is served: a tool call whose arguments carry it
+// reaches the tool, which answers for itself.
 func TestSeventeenMiBMessageIsServed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 34 MiB through pipes")
 	}
 	h := newHarness(t, &StdioTransport{})
-	h.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("m", 17<<20) + `"}}}`)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"word":"` + strings.Repeat("m", 17<<20) + `"}}}`)
 	if r := h.next(); string(r.ID) != "1" || r.Error != nil || r.Result == nil {
-		t.Fatalf("17 MiB ping: %s %+v", r.ID, r.Error)
+		t.Fatalf("17 MiB tool call: %s %+v", r.ID, r.Error)
 	}
 	h.echo(2, "small")
 }
@@ -849,7 +858,8 @@ func TestDuplicateInFlightIDIsRefusedWithoutDisturbingTheFirstCall(t *testing.T)
 // keeps serving.
 func TestBadParamsAreAnsweredInWordsAndBounded(t *testing.T) {
 	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
-	pad := strings.Repeat("p", 10<<20)
+	// Under the bound outside a tool call's arguments (wire.MaxOuterBytes).
+	pad := strings.Repeat("p", wire.MaxOuterBytes-100)
 	for i, c := range []struct{ params, want string }{
 		{`{"name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
 		{`{"pad":"` + pad + `","name":5}`, "params of tools/call: member 'name' must be text (a JSON string), got a number"},
@@ -882,7 +892,7 @@ func TestBadParamsAreAnsweredInWordsAndBounded(t *testing.T) {
 // a bounded size, keeping its id and code.
 func TestErrorAnswersAreBounded(t *testing.T) {
 	h := newHarness(t, &StdioTransport{MaxMessageBytes: 16 << 20})
-	name := strings.Repeat("n", 2<<20)
+	name := strings.Repeat("n", wire.MaxOuterBytes-200)
 	h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, name))
 	select {
 	case l := <-h.lines:

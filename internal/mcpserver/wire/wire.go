@@ -39,15 +39,20 @@ const DefaultMaxMessageBytes = 32 << 20
 // let through never fails to decode further in.
 const MaxNesting = 1000
 
-// MaxOuterNesting bounds how deep a message nests outside a tool call's
+// MaxOuterNesting and MaxOuterBytes bound a message outside a tool call's
 // arguments. The SDK decodes the rest of a message (params, results)
-// itself, and its decoder's time for a value of interface type (_meta, a
-// client's capabilities, the answers to a form) grows with the value's
-// size times its depth: 1 MB of _meta nested 990 deep kept an agent
-// busy for 17 s. Nothing MCP sends there nests more than a few levels. A
-// tool call's arguments, which the SDK hands on undecoded and the server
-// decodes in time linear in their size, may nest up to MaxNesting.
-const MaxOuterNesting = 32
+// itself, with a decoder whose time for a value of interface type
+// (_meta, a client's capabilities, its answers) grows with the value's
+// size times its depth, and more than once: 1 MB of _meta nested 990
+// deep kept an agent busy for 17 s, and 33 MB of it 28 deep for 30 s.
+// Nothing MCP sends there nests more than a few levels or runs past a
+// few KB. A tool call's arguments, which the SDK hands on undecoded and
+// the server decodes in time linear in their size, may nest up to
+// MaxNesting and fill the message (DW_MAX_MESSAGE_BYTES).
+const (
+	MaxOuterNesting = 32
+	MaxOuterBytes   = 1 << 20
+)
 
 // idPrefixBytes is how much of an over-size line is kept to find its id in,
 // so the error can be addressed to the request that was too big.
@@ -250,45 +255,56 @@ func CheckObject(line []byte) (Message, *Problem) {
 	} else if len(env.ID) == 0 || string(env.ID) == "null" {
 		return bad(nil, CodeInvalidRequest, "not a JSON-RPC 2.0 message: a request needs a method; a response needs the id of a request this server sent")
 	}
-	if d := outerNesting(line, method); d > MaxOuterNesting {
-		where := "a message"
-		if method == "tools/call" {
-			where = "a tool call outside its arguments"
-		}
-		return bad(id, CodeInvalidRequest, fmt.Sprintf("%s nests %d levels deep; at most %d are read there (a tool call's arguments may nest up to %d)", where, d, MaxOuterNesting, MaxNesting))
+	if p := outerProblem(line); p != "" {
+		return bad(id, CodeInvalidRequest, p)
 	}
 	return Message{Line: line, ID: id, Method: method}, nil
 }
 
-// outerNesting is how deep line (one JSON-RPC object) nests, leaving out
-// a tool call's arguments. Only a message nesting deeper than
-// MaxOuterNesting at all is taken apart, so a common one costs one scan.
-func outerNesting(line []byte, method string) int {
-	d := Nesting(line)
-	if d <= MaxOuterNesting || method != "tools/call" {
-		return d
+// outerProblem says why line (one JSON-RPC object) is refused for what
+// it holds outside a tool call's arguments (MaxOuterNesting,
+// MaxOuterBytes), or "". Only a message past either bound as a whole is
+// taken apart, so a common one costs one scan. Members are told apart
+// by their exact names, the method's too, as the SDK's decoder does
+// (encoding/json would read "Method" or "Params" as well).
+func outerProblem(line []byte) string {
+	depth, size := Nesting(line), len(line)
+	if depth <= MaxOuterNesting && size <= MaxOuterBytes {
+		return ""
 	}
-	// Members are told apart by their exact names, as the SDK's decoder
-	// does (encoding/json would match "Params" to a params field).
 	var env map[string]json.RawMessage
 	if json.Unmarshal(line, &env) != nil {
-		return d
+		return "" // CheckLine has refused what is not JSON
 	}
-	deepest := 1
+	var method string
+	_ = json.Unmarshal(env["method"], &method)
+	depth = 1
 	for k, v := range env {
 		var params map[string]json.RawMessage
-		if k != "params" || json.Unmarshal(v, &params) != nil {
-			deepest = max(deepest, 1+Nesting(v))
+		if k != "params" || method != "tools/call" || json.Unmarshal(v, &params) != nil {
+			depth = max(depth, 1+Nesting(v))
 			continue
 		}
-		deepest = max(deepest, 2)
+		depth = max(depth, 2)
 		for pk, pv := range params {
-			if pk != "arguments" {
-				deepest = max(deepest, 2+Nesting(pv))
+			if pk == "arguments" {
+				size -= len(pv)
+			} else {
+				depth = max(depth, 2+Nesting(pv))
 			}
 		}
 	}
-	return deepest
+	where := "a message"
+	if method == "tools/call" {
+		where = "a tool call outside its arguments"
+	}
+	switch {
+	case depth > MaxOuterNesting:
+		return fmt.Sprintf("%s nests %d levels deep; at most %d are read there (a tool call's arguments may nest up to %d)", where, depth, MaxOuterNesting, MaxNesting)
+	case size > MaxOuterBytes:
+		return fmt.Sprintf("%s holds %d bytes; at most %d are read there (a tool call's arguments may fill the message)", where, size, MaxOuterBytes)
+	}
+	return ""
 }
 
 // maxExactID is the largest integer a JSON number id keeps exactly through
