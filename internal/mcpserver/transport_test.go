@@ -200,7 +200,7 @@ func (h *harness) echo(id int, word string) {
 
 func TestBadLinesAreAnsweredAndTheServerKeepsServing(t *testing.T) {
 	h := newHarness(t, &StdioTransport{MaxMessageBytes: 1 << 20})
-	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
+	deep := nest(1001)
 	cases := []struct {
 		name, line string
 		code       int
@@ -466,7 +466,7 @@ func TestBatchesOn20250326(t *testing.T) {
 		"empty":          {`[]`, -32600},
 		"too many":       {"[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/initialized"},`, maxBatch+1), ",") + "]", -32600},
 		"over the limit": {"[" + echoCall(7, strings.Repeat("x", limit)) + "]", -32600},
-		"too deep":       {"[" + `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + "}}]", -32700},
+		"too deep":       {"[" + `{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":` + nest(999) + "}}]", -32700},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h.t = t

@@ -264,12 +264,13 @@ func CheckObject(line []byte) (Message, *Problem) {
 // outerProblem says why line (one JSON-RPC object) is refused for what
 // it holds outside a tool call's arguments (MaxOuterNesting,
 // MaxOuterBytes), or "". Only a message past either bound as a whole is
-// taken apart, so a common one costs one scan. Members are told apart
-// by their exact names, the method's too, as the SDK's decoder does
+// taken apart, so a common one costs one scan of its nesting, and a
+// large one none beyond its parts'. Members are told apart by their
+// exact names, the method's too, as the SDK's decoder does
 // (encoding/json would read "Method" or "Params" as well).
 func outerProblem(line []byte) string {
-	depth, size := Nesting(line), len(line)
-	if depth <= MaxOuterNesting && size <= MaxOuterBytes {
+	size := len(line)
+	if size <= MaxOuterBytes && Nesting(line) <= MaxOuterNesting {
 		return ""
 	}
 	var env map[string]json.RawMessage
@@ -278,7 +279,7 @@ func outerProblem(line []byte) string {
 	}
 	var method string
 	_ = json.Unmarshal(env["method"], &method)
-	depth = 1
+	depth := 1
 	for k, v := range env {
 		var params map[string]json.RawMessage
 		if k != "params" || method != "tools/call" || json.Unmarshal(v, &params) != nil {
