@@ -23,16 +23,14 @@ func FuzzDBTManifest(f *testing.F) {
 			}
 			return
 		}
-		ids := map[string]bool{}
 		for _, n := range m.nodes {
-			ids[n.UniqueID] = true
 			if _, err := m.assetInput(n, DBTOptions{}); err != nil && err.Error() == "" {
 				t.Fatal("empty error")
 			}
 		}
 		for _, e := range m.edges {
-			if !ids[e[0]] || !ids[e[1]] {
-				t.Fatalf("edge %v joins a node the manifest does not define", e)
+			if min(e[0], e[1]) < 0 || int(max(e[0], e[1])) >= len(m.nodes) {
+				t.Fatalf("edge %v joins a node the manifest does not define (%d nodes)", e, len(m.nodes))
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package lineagetest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -78,65 +79,14 @@ func FloorBFS(adj [][]int32, start int32) int {
 // 100th scheduled (kinds cycling through BulkKinds), so ranking has work
 // to do.
 func (g *Graph) Load(ctx context.Context, db *store.DB) error {
-	const rowsPer = 200
-	ph := func(rows, cols int) string {
-		var b strings.Builder
-		n := 0
-		for r := 0; r < rows; r++ {
-			if r > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('(')
-			for c := 0; c < cols; c++ {
-				if c > 0 {
-					b.WriteByte(',')
-				}
-				n++
-				if db.Dialect() == store.Postgres {
-					fmt.Fprintf(&b, "$%d", n)
-				} else {
-					b.WriteByte('?')
-				}
-			}
-			b.WriteByte(')')
-		}
-		return b.String()
-	}
 	tx, err := db.SQL().BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	pg := db.Dialect() == store.Postgres
 	insert := func(prefix string, cols int, rows func(yield func(...any) error) error) error {
-		args := make([]any, 0, rowsPer*cols)
-		full, err := tx.PrepareContext(ctx, prefix+ph(rowsPer, cols))
-		if err != nil {
-			return err
-		}
-		defer full.Close()
-		flush := func() error {
-			if len(args) == 0 {
-				return nil
-			}
-			var err error
-			if len(args) == rowsPer*cols {
-				_, err = full.ExecContext(ctx, args...)
-			} else {
-				_, err = tx.ExecContext(ctx, prefix+ph(len(args)/cols, cols), args...)
-			}
-			args = args[:0]
-			return err
-		}
-		if err := rows(func(vals ...any) error {
-			args = append(args, vals...)
-			if len(args) == rowsPer*cols {
-				return flush()
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return flush()
+		return insertRows(ctx, tx, pg, prefix, cols, 200, rows)
 	}
 	err = insert("INSERT INTO lineage_assets (seq, id, name, name_key, kind, platform, owner, tags, flags, cron, first_seen_ms, last_seen_ms) VALUES ", 12,
 		func(yield func(...any) error) error {
@@ -185,4 +135,65 @@ func (g *Graph) Load(ctx context.Context, db *store.DB) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// insertRows writes the rows rows yields (cols values each) with
+// prefix, an INSERT's text up to VALUES, rowsPer rows per statement: a
+// prepared statement for every full one, the rest in one more.
+func insertRows(ctx context.Context, tx *sql.Tx, pg bool, prefix string, cols, rowsPer int, rows func(yield func(...any) error) error) error {
+	args := make([]any, 0, rowsPer*cols)
+	full, err := tx.PrepareContext(ctx, prefix+placeholders(pg, rowsPer, cols))
+	if err != nil {
+		return err
+	}
+	defer full.Close()
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		var err error
+		if len(args) == rowsPer*cols {
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, prefix+placeholders(pg, len(args)/cols, cols), args...)
+		}
+		args = args[:0]
+		return err
+	}
+	if err := rows(func(vals ...any) error {
+		args = append(args, vals...)
+		if len(args) == rowsPer*cols {
+			return flush()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return flush()
+}
+
+// placeholders is rows rows of cols bind variables, in the dialect's
+// spelling ($n on PostgreSQL, ? on SQLite).
+func placeholders(pg bool, rows, cols int) string {
+	var b strings.Builder
+	n := 0
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := 0; c < cols; c++ {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			n++
+			if pg {
+				fmt.Fprintf(&b, "$%d", n)
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }

@@ -2,14 +2,9 @@ package lineagetest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"strings"
-	"testing"
 	"time"
-
-	"github.com/dataworkers/dw/internal/store"
 )
 
 // DBTManifest is a dbt manifest of n models, model i depending on up to
@@ -75,56 +70,5 @@ func PeakWAL(path string) func() float64 {
 	return func() float64 {
 		close(stop)
 		return <-peak
-	}
-}
-
-// BulkAliases inserts count names, spread over assets 1..n, in one
-// transaction with a prepared multi-row INSERT: with BulkLoad, the floor
-// an import is measured against writes as many names as it registered.
-func BulkAliases(tb testing.TB, db *store.DB, count, n int) {
-	tb.Helper()
-	ctx := context.Background()
-	tx, err := db.SQL().BeginTx(ctx, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer tx.Rollback()
-	const rows = 500
-	ph := func(k int) string {
-		var sb strings.Builder
-		for r := 0; r < k; r++ {
-			if r > 0 {
-				sb.WriteByte(',')
-			}
-			if db.Dialect() == store.Postgres {
-				fmt.Fprintf(&sb, "($%d,$%d,0)", 2*r+1, 2*r+2)
-			} else {
-				sb.WriteString("(?,?,0)")
-			}
-		}
-		return sb.String()
-	}
-	const q = "INSERT INTO lineage_aliases (alias, asset_seq, weak) VALUES "
-	full, err := tx.PrepareContext(ctx, q+ph(rows))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	args := make([]any, 0, 2*rows)
-	for i := 0; i < count; i++ {
-		args = append(args, fmt.Sprintf("bench-alias-%d", i), i%n+1)
-		if len(args) == 2*rows {
-			if _, err := full.ExecContext(ctx, args...); err != nil {
-				tb.Fatal(err)
-			}
-			args = args[:0]
-		}
-	}
-	if len(args) > 0 {
-		if _, err := tx.ExecContext(ctx, q+ph(len(args)/2), args...); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		tb.Fatal(err)
 	}
 }
