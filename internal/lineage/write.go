@@ -210,6 +210,13 @@ type Writer struct {
 	// pending holds edges LinkLater queued, written in multi-row
 	// statements by flushEdges before anything else reads or writes edges.
 	pending []edgeInput
+	// merged maps each asset a merge of this write deleted to the asset
+	// it went into (mergeInto). A caller may hold a seq an earlier upsert
+	// returned that a later one merged away: a dbt re-import whose model
+	// moved to the table another model's new name now also gives is
+	// merged with it after the first was upserted, and its edges, linked
+	// after every node, named a deleted asset ("no rows in result set").
+	merged map[int64]int64
 	// stage, when set, is a staged bulk import (WriteBulk): statements
 	// name the staging tables and the work commits every stageBatchRows.
 	stage *stager
@@ -235,6 +242,7 @@ const edgeRows = 400
 // column lineage and no override, queued so a bulk import writes its new
 // edges a few hundred per statement.
 func (w *Writer) LinkLater(from, to int64, src Source) error {
+	from, to = w.survivor(from), w.survivor(to)
 	fk, err := w.kindOf(from)
 	if err != nil {
 		return err
@@ -861,6 +869,12 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 			return nil, err
 		}
 	}
+	// One input's merge may have taken an asset an input before it was
+	// given (or a plain one's: its names reached it alone before the
+	// careful ones registered theirs).
+	for i, s := range seqs {
+		seqs[i] = w.survivor(s)
+	}
 	if err := w.refreshStored(ins, plain, seqs); err != nil {
 		return nil, err
 	}
@@ -1237,6 +1251,19 @@ func (w *Writer) registerAliases(seq int64, in *AssetInput, hits map[string]alia
 	return nil
 }
 
+// survivor is the asset seq is now: itself, or the one a merge of this
+// write put it into (merges chain forward: a deleted seq is never given
+// again, so a chain has no loop).
+func (w *Writer) survivor(seq int64) int64 {
+	for {
+		next, ok := w.merged[seq]
+		if !ok {
+			return seq
+		}
+		seq = next
+	}
+}
+
 // mergeInto folds several assets that turned out to be one into the one
 // that says most (a dbt node over a table, then the oldest), re-pointing
 // names, edges and column lineage. It returns the survivor as stored and
@@ -1294,6 +1321,10 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 			return nil, nil, err
 		}
 		delete(w.kinds, d.Seq)
+		if w.merged == nil {
+			w.merged = map[int64]int64{}
+		}
+		w.merged[d.Seq] = keep.Seq
 		w.stats.AssetsMerged++
 		w.changed = true
 		w.touchNode(d.Seq)
@@ -1542,6 +1573,7 @@ func (w *Writer) Link(from, to int64, kind EdgeKind, src Source, cols []ColumnMa
 	if err := w.flushEdges(); err != nil {
 		return err
 	}
+	from, to = w.survivor(from), w.survivor(to)
 	if kind == "" {
 		fk, err := w.kindOf(from)
 		if err != nil {

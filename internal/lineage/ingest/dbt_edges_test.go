@@ -31,7 +31,7 @@ func TestImportedEdgesAreTheManifestsDependencies(t *testing.T) {
 		docs[fmt.Sprintf("seeded %d, parent_map", seed)] = seededManifest(seed, true)
 	}
 	for name, data := range docs {
-		want := manifestDependencies(t, data)
+		want, listed, missing := manifestDependencies(t, data)
 		if len(want) == 0 {
 			t.Fatalf("%s: the manifest has no dependencies to compare", name)
 		}
@@ -48,13 +48,23 @@ func TestImportedEdgesAreTheManifestsDependencies(t *testing.T) {
 			if res.EdgesCreated != len(want) {
 				t.Errorf("%s: edges created %d, want %d", name, res.EdgesCreated, len(want))
 			}
+			// The manifest's own count: each node's taken parents once,
+			// a self-dependency included (it is listed, not stored).
+			if res.Edges != listed {
+				t.Errorf("%s: the result lists %d edges, the manifest %d", name, res.Edges, listed)
+			}
+			if res.WarningsTotal != missing {
+				t.Errorf("%s: %d warnings, want one per parent the import does not take: %d", name, res.WarningsTotal, missing)
+			}
 		})
 	}
 }
 
 // manifestDependencies is the sorted, distinct "dbt://parent -> dbt://child"
-// pairs between the nodes an import takes.
-func manifestDependencies(t *testing.T, data []byte) []string {
+// pairs between the nodes an import takes (no self edge); listed counts
+// each taken node's distinct taken parents, itself included, and missing
+// the distinct parents taken nodes name that the import does not take.
+func manifestDependencies(t *testing.T, data []byte) (pairs []string, listed, missing int) {
 	t.Helper()
 	var doc struct {
 		Nodes, Sources, Exposures map[string]struct {
@@ -92,22 +102,30 @@ func manifestDependencies(t *testing.T, data []byte) []string {
 			}
 		}
 	}
-	seen := map[string]bool{}
-	var out []string
+	seen, absent := map[string]bool{}, map[string]bool{}
 	for child, ps := range parents {
 		if !taken[child] {
 			continue
 		}
+		mine := map[string]bool{}
 		for _, p := range ps {
+			if !taken[p] {
+				absent[p] = true
+				continue
+			}
+			if !mine[p] {
+				mine[p] = true
+				listed++
+			}
 			e := "dbt://" + p + " -> dbt://" + child
-			if taken[p] && p != child && !seen[e] {
+			if p != child && !seen[e] {
 				seen[e] = true
-				out = append(out, e)
+				pairs = append(pairs, e)
 			}
 		}
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(pairs)
+	return pairs, listed, len(absent)
 }
 
 // storedEdges is the graph's edges as sorted "from -> to", each asset
@@ -226,4 +244,65 @@ func seededManifest(seed uint64, parentMap bool) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// TestImportWhenAMergeTakesAnUpsertedAsset: a later node's names can
+// merge an asset an earlier node was already given (a model moved to the
+// table another model's new name also gives; a unique_id both a source
+// and an exposure, each with its table); the edges, linked after every
+// node, then go to the asset it was merged into. Both imports used to fail
+// with "sql: no rows in result set".
+func TestImportWhenAMergeTakesAnUpsertedAsset(t *testing.T) {
+	const meta = `"metadata":{"dbt_schema_version":"https://schemas.getdbt.com/dbt/manifest/v12.json","adapter_type":"postgres","project_name":"p"}`
+	cases := []struct {
+		name  string
+		docs  []string
+		edges [][2]string // dbt ids: the first's asset is upstream of the second's
+	}{
+		{"re-import: models trade tables", []string{
+			`{` + meta + `,"sources":{},"nodes":{
+  "model.p.d":{"unique_id":"model.p.d","resource_type":"model","name":"d","schema":"s","alias":"t4"}}}`,
+			`{` + meta + `,"sources":{},"nodes":{
+  "model.p.b":{"unique_id":"model.p.b","resource_type":"model","name":"b","schema":"s","alias":"t1"},
+  "model.p.c":{"unique_id":"model.p.c","resource_type":"model","name":"c","schema":"s","alias":"t4"},
+  "model.p.d":{"unique_id":"model.p.d","resource_type":"model","name":"d","schema":"s","alias":"t1"},
+  "model.p.e":{"unique_id":"model.p.e","resource_type":"model","name":"e","depends_on":{"nodes":["model.p.b"]}}}}`,
+		}, [][2]string{{"model.p.b", "model.p.e"}}},
+		{"one import: an id both a source and an exposure", []string{
+			`{` + meta + `,"nodes":{"zz":{"resource_type":"model","unique_id":"zz"}},
+"sources":{"x":{"identifier":"t1","resource_type":"source","schema":"s","unique_id":"x"}},
+"exposures":{"m":{"identifier":"t1","resource_type":"model","schema":"s","unique_id":"m"},
+  "p":{"resource_type":"exposure","unique_id":"p"},
+  "q":{"alias":"t3","depends_on":{"nodes":["p","zz"]},"resource_type":"exposure","schema":"s","unique_id":"q"},
+  "x":{"identifier":"t3","resource_type":"exposure","schema":"s","unique_id":"x"}}}`,
+		}, [][2]string{{"p", "q"}, {"zz", "q"}}},
+	}
+	for _, c := range cases {
+		storetest.Each(t, func(t *testing.T, db *store.DB) {
+			g, _ := newGraph(t, db)
+			for i, doc := range c.docs {
+				if _, err := DBTManifest(context.Background(), g, bytes.NewReader([]byte(doc)), DBTOptions{}); err != nil {
+					t.Fatalf("%s: import %d: %v", c.name, i+1, err)
+				}
+			}
+			for _, e := range c.edges {
+				from, err := g.Resolve(context.Background(), "dbt://"+e[0])
+				if err != nil {
+					t.Fatalf("%s: %s: %v", c.name, e[0], err)
+				}
+				var up []string
+				for _, n := range mustLineage(t, g, "dbt://"+e[1]).Upstream {
+					up = append(up, n.Asset.ID)
+				}
+				if !slices.Contains(up, from) {
+					t.Errorf("%s: %s (asset %s) is not upstream of %s: upstream %v", c.name, e[0], from, e[1], up)
+				}
+			}
+			var orphans int
+			if err := db.SQL().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM lineage_edges e WHERE NOT EXISTS
+				(SELECT 1 FROM lineage_assets a WHERE a.seq = e.from_seq) OR NOT EXISTS (SELECT 1 FROM lineage_assets a WHERE a.seq = e.to_seq)`).Scan(&orphans); err != nil || orphans != 0 {
+				t.Errorf("%s: %d edges name a missing asset (%v)", c.name, orphans, err)
+			}
+		})
+	}
 }
