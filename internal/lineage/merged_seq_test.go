@@ -85,3 +85,108 @@ func TestLinksFromSeqsALaterMergeTook(t *testing.T) {
 		}
 	})
 }
+
+// TestSurvivorFollowsAChainOfMerges: b is merged into a, then a into z,
+// all in one write; a link from b's held seq lands on z.
+func TestSurvivorFollowsAChainOfMerges(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		ctx := context.Background()
+		_, err := g.Write(ctx, func(w *Writer) error {
+			up := func(id string, names ...string) int64 {
+				seq, err := w.UpsertAsset(&AssetInput{ID: id, Names: append([]string{id}, names...)})
+				if err != nil {
+					t.Fatalf("upsert %s: %v", id, err)
+				}
+				return seq
+			}
+			up("test://z", "test://z-name")      // the lowest seq: kept by every merge it is in
+			up("test://a", "test://a-name")      // kept when merged with b
+			b := up("test://b", "test://b-name") // merged into a, then with a into z
+			sink := up("test://sink")
+			up("test://ab", "test://a-name", "test://b-name")
+			up("test://az", "test://a-name", "test://z-name")
+			return w.Link(b, sink, "", SourceNote, nil, false)
+		})
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		up, err := g.GetLineage(ctx, LineageParams{Asset: "test://sink"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(up.Upstream) != 1 || up.Upstream[0].Asset.ID != "test://z" {
+			t.Errorf("upstream of test://sink = %+v, want test://z (b went into a, a into z)", up.Upstream)
+		}
+	})
+}
+
+// TestNoteWhoseAliasesMergeItsOwnAssets: a note's assets section may say
+// that an asset its path or edges name is the same as another stored one
+// (a dashboard is a dbt exposure); the merge happens after the path's
+// asset was upserted. The edges, the fields the note gives and the job's
+// reads then go to the asset they went into; an edge whose two ends the
+// note's aliases make one asset is refused, and the note changes nothing.
+func TestNoteWhoseAliasesMergeItsOwnAssets(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		g, _ := newGraph(t, db)
+		ctx := context.Background()
+		if _, err := g.RecordLineage(ctx, Note{Assets: []NoteAsset{
+			{ID: "kafka://prod/a", Columns: []Column{{Name: "x"}, {Name: "y"}}},
+			{ID: "kafka://prod/b"},
+			{ID: "kafka://prod/c"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := g.RecordLineage(ctx, Note{
+			Edges: []NoteEdge{{From: "kafka://prod/b", To: "flink://job", ReadsFields: []string{"x"}}},
+			Assets: []NoteAsset{
+				{ID: "kafka://prod/a", Aliases: []string{"kafka://prod/b"}},
+				{ID: "flink://job", SQL: "SELECT y FROM a"},
+			},
+		})
+		if err != nil {
+			t.Fatalf("a note whose alias merges its edge's source: %v", err)
+		}
+		one, err := g.Resolve(ctx, "kafka://prod/b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Edges) != 1 || res.Edges[0].From != one || res.Edges[0].To != "flink://job" {
+			t.Errorf("the note reports edges %+v, want %s -> flink://job", res.Edges, one)
+		}
+		cols, ok := edgeCols(t, g, one, "flink://job")
+		if !ok {
+			t.Fatalf("no edge %s -> flink://job stored", one)
+		}
+		var from []string
+		for _, c := range cols {
+			from = append(from, c.From)
+		}
+		if len(from) != 1 || from[0] != "x" {
+			t.Errorf("the edge reads %v, want the note's own [x], not the job SQL's", from)
+		}
+
+		var before int
+		if err := db.SQL().QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets").Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.RecordLineage(ctx, Note{
+			Path:   []string{"kafka://prod/c", "kafka://prod/d"},
+			Assets: []NoteAsset{{ID: "kafka://prod/e", Aliases: []string{"kafka://prod/c", "kafka://prod/d"}}},
+		})
+		if err == nil {
+			t.Fatal("a note whose aliases make its edge's two ends one asset was recorded")
+		}
+		var after int
+		if err := db.SQL().QueryRowContext(ctx, "SELECT COUNT(*) FROM lineage_assets").Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			t.Errorf("the refused note changed the assets: %d, then %d", before, after)
+		}
+		if _, err := g.Resolve(ctx, "kafka://prod/e"); err == nil {
+			t.Error("the refused note's asset kafka://prod/e is stored")
+		}
+	})
+}

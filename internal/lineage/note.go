@@ -237,6 +237,12 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 			}
 			seqs[id] = seq
 		}
+		// A later asset's aliases may have merged one upserted before it
+		// (a dashboard given the dbt exposure's id that the path names):
+		// every id stands for the asset it is now.
+		for id, s := range seqs {
+			seqs[id] = w.survivor(s)
+		}
 		ids := map[int64]string{}
 		for _, id := range order {
 			var cur string
@@ -253,6 +259,9 @@ func (g *Graph) RecordLineage(ctx context.Context, n Note) (*NoteResult, error) 
 		given := map[[2]int64]bool{}
 		for _, e := range edges {
 			from, to := seqs[e.from], seqs[e.to]
+			if from == to {
+				return fmt.Errorf("the edge from %s to %s joins one asset to itself: this note's aliases make the two one asset, %s; an edge needs two different assets (drop the alias that names both, or the edge)", e.from, e.to, ids[from])
+			}
 			cols := e.cols
 			if len(e.reads) > 0 {
 				given[[2]int64{from, to}] = true
