@@ -870,8 +870,7 @@ func (w *Writer) UpsertAssets(ins []*AssetInput) ([]int64, error) {
 		}
 	}
 	// One input's merge may have taken an asset an input before it was
-	// given (or a plain one's: its names reached it alone before the
-	// careful ones registered theirs).
+	// given.
 	for i, s := range seqs {
 		seqs[i] = w.survivor(s)
 	}
