@@ -142,7 +142,7 @@ func (g *Graph) Load(ctx context.Context, db *store.DB) error {
 // prepared statement for every full one, the rest in one more.
 func insertRows(ctx context.Context, tx *sql.Tx, pg bool, prefix string, cols, rowsPer int, rows func(yield func(...any) error) error) error {
 	args := make([]any, 0, rowsPer*cols)
-	full, err := tx.PrepareContext(ctx, prefix+placeholders(pg, rowsPer, cols))
+	full, err := tx.PrepareContext(ctx, prefix+bindRows(pg, rowsPer, cols))
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, pg bool, prefix string, cols, r
 		if len(args) == rowsPer*cols {
 			_, err = full.ExecContext(ctx, args...)
 		} else {
-			_, err = tx.ExecContext(ctx, prefix+placeholders(pg, len(args)/cols, cols), args...)
+			_, err = tx.ExecContext(ctx, prefix+bindRows(pg, len(args)/cols, cols), args...)
 		}
 		args = args[:0]
 		return err
@@ -172,9 +172,9 @@ func insertRows(ctx context.Context, tx *sql.Tx, pg bool, prefix string, cols, r
 	return flush()
 }
 
-// placeholders is rows rows of cols bind variables, in the dialect's
+// bindRows is rows rows of cols bind variables, in the dialect's
 // spelling ($n on PostgreSQL, ? on SQLite).
-func placeholders(pg bool, rows, cols int) string {
+func bindRows(pg bool, rows, cols int) string {
 	var b strings.Builder
 	n := 0
 	for r := 0; r < rows; r++ {
