@@ -103,7 +103,7 @@ func BenchmarkE2EBlastRadiusAfterWrite(b *testing.B) {
 		name, what string
 		from       []int
 	}{
-		{"noted", "between assets noted before", noted},
+		{"noted", "between assets already noted", noted},
 		{"new", "from assets never noted", fresh},
 	} {
 		b.Run(phase.name, func(b *testing.B) {
