@@ -1325,6 +1325,10 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		}
 		w.merged[d.Seq] = keep.Seq
 		w.stats.AssetsMerged++
+		if twoBuilders(keep, d) {
+			w.stats.AddWarnings(fmt.Sprintf("%s and %s are now one asset, %s: a table one of them builds was recorded for the other "+
+				"(as when two models trade tables); docs/ASSET_IDS.md, \"A table that changes hands\"", d.ID, keep.ID, keep.ID))
+		}
 		w.changed = true
 		w.touchNode(d.Seq)
 		// The survivor took the dropped asset's names.
@@ -1333,6 +1337,17 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	m.ID = keep.ID
 	m.FirstSeen = minFirstSeen(rows)
 	return keep, &m, nil
+}
+
+// twoBuilders reports whether a merge joins two dbt nodes that each build
+// a table (models, seeds, snapshots, known by their dbt ids). dbt refuses
+// two of them on one table, so their merge is never two spellings of one
+// asset found out: it is a table that changed hands between them, which
+// the graph cannot yet tell from one (an alias carries no record of who
+// gave it), and the import says so instead of merging them silently.
+func twoBuilders(a, b *assetRow) bool {
+	dbtNode := func(r *assetRow) bool { return kindRank(r.Kind) == 3 && strings.HasPrefix(r.ID, "dbt://") }
+	return a.ID != b.ID && dbtNode(a) && dbtNode(b)
 }
 
 func minFirstSeen(rows []*assetRow) int64 {
