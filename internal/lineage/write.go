@@ -1341,10 +1341,11 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 
 // twoBuilders reports whether a merge joins two dbt nodes that each build
 // a table (models, seeds, snapshots, known by their dbt ids). dbt refuses
-// two of them on one table, so their merge is never two spellings of one
-// asset found out: it is a table that changed hands between them, which
-// the graph cannot yet tell from one (an alias carries no record of who
-// gave it), and the import says so instead of merging them silently.
+// two nodes of a project on one table, so their merge is never two
+// spellings of one asset found out: it is a table that changed hands
+// between them (or two projects building one table), which the graph
+// cannot yet tell apart from one asset (an alias carries no record of who
+// gave it), so the write says so rather than merging them silently.
 func twoBuilders(a, b *assetRow) bool {
 	dbtNode := func(r *assetRow) bool { return kindRank(r.Kind) == 3 && strings.HasPrefix(r.ID, "dbt://") }
 	return a.ID != b.ID && dbtNode(a) && dbtNode(b)
