@@ -158,8 +158,8 @@ type ImportStats struct {
 	EdgesUpdated  int      `json:"edges_updated" jsonschema:"existing edges whose kind, sources or column lineage changed"`
 	Unchanged     bool     `json:"unchanged" jsonschema:"true when the graph already held everything (an idempotent re-import)"`
 	GraphVersion  int64    `json:"graph_version" jsonschema:"graph version after the write"`
-	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why: the first 20 (warnings_total counts them all)"`
-	WarningsTotal int      `json:"warnings_total,omitempty" jsonschema:"parts of the input that were skipped, in all"`
+	Warnings      []string `json:"warnings,omitempty" jsonschema:"parts of the input that were skipped, and why, and dbt models a dbt import made one asset (a model renamed, or a table that changed hands): the first 20 (warnings_total counts them all)"`
+	WarningsTotal int      `json:"warnings_total,omitempty" jsonschema:"warnings in all"`
 }
 
 // Bounds on an import's warnings: a manifest of 3,000 models on a package
@@ -693,9 +693,13 @@ func (w *Writer) UpsertAsset(in *AssetInput) (int64, error) {
 			return 0, err
 		}
 	default:
-		orig, merged, err := w.mergeInto(found)
+		orig, merged, err := w.mergeInto(found, in)
 		if err != nil {
 			return 0, err
+		}
+		if _, known := hits[in.ID]; !known && len(found) == 1 && importsBuilder(in) && builds(orig) && orig.ID != in.ID {
+			w.stats.AddWarnings(fmt.Sprintf("%s is recorded as %s, which builds the same table: a model renamed, or a table that changed hands "+
+				"(then the two models are one asset now); docs/ASSET_IDS.md, \"A table that changes hands\"", in.ID, orig.ID))
 		}
 		seq = orig.Seq
 		applyInput(merged, in)
@@ -1267,7 +1271,7 @@ func (w *Writer) survivor(seq int64) int64 {
 // that says most (a dbt node over a table, then the oldest), re-pointing
 // names, edges and column lineage. It returns the survivor as stored and
 // the survivor with the others' facts folded in, not yet saved.
-func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
+func (w *Writer) mergeInto(seqs []int64, in *AssetInput) (orig, merged *assetRow, err error) {
 	if err := w.flushEdges(); err != nil {
 		return nil, nil, err
 	}
@@ -1325,7 +1329,7 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 		}
 		w.merged[d.Seq] = keep.Seq
 		w.stats.AssetsMerged++
-		if twoBuilders(keep, d) {
+		if importsBuilder(in) && builds(keep) && builds(d) && keep.ID != d.ID {
 			w.stats.AddWarnings(fmt.Sprintf("%s and %s are now one asset, %s: a table one of them builds was recorded for the other "+
 				"(as when two models trade tables); docs/ASSET_IDS.md, \"A table that changes hands\"", d.ID, keep.ID, keep.ID))
 		}
@@ -1339,16 +1343,19 @@ func (w *Writer) mergeInto(seqs []int64) (orig, merged *assetRow, err error) {
 	return keep, &m, nil
 }
 
-// twoBuilders reports whether a merge joins two dbt nodes that each build
-// a table (models, seeds, snapshots, known by their dbt ids). dbt refuses
-// two nodes of a project on one table, so their merge is never two
-// spellings of one asset found out: it is a table that changed hands
-// between them (or two projects building one table), which the graph
-// cannot yet tell apart from one asset (an alias carries no record of who
-// gave it), so the write says so rather than merging them silently.
-func twoBuilders(a, b *assetRow) bool {
-	dbtNode := func(r *assetRow) bool { return kindRank(r.Kind) == 3 && strings.HasPrefix(r.ID, "dbt://") }
-	return a.ID != b.ID && dbtNode(a) && dbtNode(b)
+// builds reports whether a stored row is a dbt node that builds a table
+// (a model, seed or snapshot known by its dbt id), and importsBuilder
+// whether a dbt import's input is one. dbt refuses two nodes of a project
+// on one table, so when a dbt import makes two of them one asset (a merge,
+// or a new node joining another's asset through the table) it is no two
+// spellings of one asset found out but a model renamed or a table that
+// changed hands, which the graph cannot yet tell apart (an alias carries
+// no record of who gave it): the write says so rather than doing it
+// silently.
+func builds(r *assetRow) bool { return kindRank(r.Kind) == 3 && strings.HasPrefix(r.ID, "dbt://") }
+
+func importsBuilder(in *AssetInput) bool {
+	return in.Source == SourceDBT && kindRank(in.Kind) == 3 && strings.HasPrefix(in.ID, "dbt://")
 }
 
 func minFirstSeen(rows []*assetRow) int64 {

@@ -118,7 +118,12 @@ func pgConfig(t *testing.T, fc *fakeConnect, routines string) (string, *config.C
 }
 
 // Two watcher processes share a PostgreSQL store and the same schedule:
-// every due tick of every routine runs exactly once, by one of them.
+// no tick of any routine runs twice, and every due tick runs once, by one
+// of them, or is counted missed by the routine's next run. A run that
+// outlasts the next tick (a loaded machine, where the ticks here come as
+// fast as the watchers take them) holds its routine, so that tick is
+// skipped and the next run catches up once (Run.Missed), as after
+// downtime; the last tick always runs.
 func TestTwoWatchersRunEachTickOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -152,6 +157,8 @@ func TestTwoWatchersRunEachTickOnce(t *testing.T) {
 	}
 	ran := map[string][]string{} // routine@tick -> watchers
 	byWatcher := map[string]int{}
+	accounted := map[string]int{} // routine -> ticks run or counted missed
+	caughtUp := 0
 	for _, out := range outs {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -167,28 +174,33 @@ func TestTwoWatchersRunEachTickOnce(t *testing.T) {
 				key := r.Routine + "@" + r.Tick.Format(time.RFC3339)
 				ran[key] = append(ran[key], r.Watcher)
 				byWatcher[r.Watcher]++
+				accounted[r.Routine] += 1 + r.Missed
+				if r.Missed > 0 {
+					caughtUp++
+				}
 			}
 		}
 	}
 	for i := 0; i < nRoutines; i++ {
-		for _, at := range ats {
-			key := fmt.Sprintf("r%02d@%s", i, at.Truncate(time.Minute).Format(time.RFC3339))
-			if len(ran[key]) != 1 {
-				t.Errorf("%s ran %d times (%v), want exactly once", key, len(ran[key]), ran[key])
+		name := fmt.Sprintf("r%02d", i)
+		for k, at := range ats {
+			key := name + "@" + at.Truncate(time.Minute).Format(time.RFC3339)
+			if n := len(ran[key]); n > 1 || (k == len(ats)-1 && n != 1) {
+				t.Errorf("%s ran %d times (%v), want once (at most once before the last tick)", key, n, ran[key])
 			}
 		}
-	}
-	if len(ran) != nRoutines*nTicks {
-		t.Errorf("%d (routine, tick) pairs ran, want %d", len(ran), nRoutines*nTicks)
+		if accounted[name] != nTicks {
+			t.Errorf("%s: %d ticks run or counted missed, want %d", name, accounted[name], nTicks)
+		}
 	}
 	res, err := List(context.Background(), db, ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Total != nRoutines*nTicks {
-		t.Errorf("store holds %d runs, want %d", res.Total, nRoutines*nTicks)
+	if res.Total != len(ran) {
+		t.Errorf("store holds %d runs, the watchers reported %d", res.Total, len(ran))
 	}
-	t.Logf("runs per watcher: %v", byWatcher)
+	t.Logf("runs per watcher: %v; %d runs caught up a tick their routine's previous run outlasted", byWatcher, caughtUp)
 }
 
 // A watcher killed with SIGKILL mid-run: its tick is not run again by
